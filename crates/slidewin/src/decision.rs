@@ -1,0 +1,18 @@
+//! The answer to one rate-limit call.
+
+/// What a limiter decided, with everything an HTTP layer needs for its headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Decision {
+    /// Whether the call's cost fits (and, for a committing call, was recorded).
+    pub allowed: bool,
+    /// The configured limit.
+    pub limit: u64,
+    /// Cost still admissible in the window after this call.
+    pub remaining: u64,
+    /// `Some(0)` when allowed; when refused, the exact wait in milliseconds until the same call
+    /// would be admitted if nothing else arrives; `None` means never (`cost > limit`).
+    pub retry_after_ms: Option<u64>,
+    /// Milliseconds until the window holds nothing (0 when it is empty).
+    pub reset_after_ms: u64,
+}

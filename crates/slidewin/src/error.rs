@@ -1,0 +1,78 @@
+//! Errors: every one names the argument, what it must be, and the value it got.
+
+use core::fmt;
+
+/// The value an argument had, kept in its own type so messages print it exactly.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value {
+    /// A signed integer (times, windows).
+    Int(i64),
+    /// An unsigned integer (limits, costs, counts).
+    UInt(u64),
+    /// A float (samples, alpha).
+    Float(f64),
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Int(v) => write!(f, "{v}"),
+            Value::UInt(v) => write!(f, "{v}"),
+            Value::Float(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// What went wrong, with the argument's name and value.
+///
+/// ```
+/// use slidewin::{Error, Value};
+/// let e = Error::invalid("window_ms", "a positive integer", Value::Int(-5));
+/// assert_eq!(e.to_string(), "window_ms must be a positive integer, got -5");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// An argument outside its domain.
+    InvalidArgument {
+        /// The argument's name as the caller wrote it (`limit`, `window_ms`, `cost`, ...).
+        name: &'static str,
+        /// What it must be, completing "`name` must be ...".
+        expected: &'static str,
+        /// The value it had.
+        got: Value,
+    },
+    /// A timestamp earlier than the newest one already in a time window.
+    OutOfOrder {
+        /// The argument's name (`t_ms`, `now_ms`).
+        name: &'static str,
+        /// The newest timestamp already recorded.
+        newest_ms: i64,
+        /// The timestamp given.
+        got_ms: i64,
+    },
+}
+
+impl Error {
+    /// An [`Error::InvalidArgument`].
+    pub const fn invalid(name: &'static str, expected: &'static str, got: Value) -> Self {
+        Error::InvalidArgument { name, expected, got }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::InvalidArgument { name, expected, got } => {
+                write!(f, "{name} must be {expected}, got {got}")
+            }
+            Error::OutOfOrder { name, newest_ms, got_ms } => write!(
+                f,
+                "{name} must not be earlier than the newest sample ({newest_ms}), got {got_ms}"
+            ),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for Error {}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Install what a part of the project needs, skipping what is already there (repeat runs stay fast).
+# Usage: scripts/deps.sh GROUP...   (groups below; `all` = every group)
+set -euo pipefail
+
+declare -A APT=(
+  [rust]=""
+  [nginx]="nginx libnginx-mod-http-lua libnginx-mod-http-ndk lua-resty-core lua-resty-lrucache luajit2 lua-nginx-redis wrk curl"
+  [redis]="redis-server"
+  [wasm]="rustc-web cargo-web rust-web-src lld"
+  [browser]="chromium"
+)
+
+apt_missing() {
+  local missing=()
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  echo "${missing[@]:-}"
+}
+
+groups=("$@")
+[ "${groups[0]:-all}" = all ] && groups=("${!APT[@]}")
+wanted=()
+for g in "${groups[@]}"; do
+  [ -n "${APT[$g]+x}" ] || { echo "deps.sh: unknown group '$g' (have: ${!APT[*]})" >&2; exit 2; }
+  wanted+=(${APT[$g]})
+done
+missing=$(apt_missing "${wanted[@]:-}")
+if [ -n "$missing" ]; then
+  echo "deps.sh: installing $missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
