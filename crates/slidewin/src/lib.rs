@@ -16,10 +16,12 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod arg;
 pub mod clock;
 pub mod decision;
 pub mod error;
 pub mod limiter;
+pub mod quota;
 
 pub use clock::{Clock, ManualClock};
 #[cfg(feature = "std")]
@@ -27,3 +29,4 @@ pub use clock::SystemClock;
 pub use decision::Decision;
 pub use error::{Error, Value};
 pub use limiter::Limiter;
+pub use quota::Quota;

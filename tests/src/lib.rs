@@ -1,0 +1,3 @@
+//! The end-to-end harness: starts real servers on loopback ports it picks, owns them, stops them.
+
+pub mod process;
