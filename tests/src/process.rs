@@ -17,7 +17,10 @@ pub fn wait_for_port(port: u16, timeout: Duration) {
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let deadline = Instant::now() + timeout;
     while TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_err() {
-        assert!(Instant::now() < deadline, "nothing listens on 127.0.0.1:{port} after {timeout:?}");
+        assert!(
+            Instant::now() < deadline,
+            "nothing listens on 127.0.0.1:{port} after {timeout:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -30,7 +33,10 @@ pub struct Owned {
 
 impl Owned {
     pub fn new(name: impl Into<String>, child: Child) -> Self {
-        Self { child, name: name.into() }
+        Self {
+            child,
+            name: name.into(),
+        }
     }
 
     /// Stop the process now (SIGKILL) and wait for it.

@@ -20,7 +20,11 @@ pub fn uint(name: &'static str, v: f64) -> Result<u64, Error> {
     if v.is_finite() && v >= 0.0 && v <= MAX_EXACT && v == (v as u64) as f64 {
         Ok(v as u64)
     } else {
-        Err(Error::invalid(name, "a non-negative integer", Value::Float(v)))
+        Err(Error::invalid(
+            name,
+            "a non-negative integer",
+            Value::Float(v),
+        ))
     }
 }
 

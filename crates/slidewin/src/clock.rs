@@ -41,7 +41,9 @@ pub struct ManualClock {
 impl ManualClock {
     /// A clock reading `now_ms`.
     pub const fn new(now_ms: i64) -> Self {
-        Self { now_ms: AtomicI64::new(now_ms) }
+        Self {
+            now_ms: AtomicI64::new(now_ms),
+        }
     }
 
     /// Set the reading (may go backwards, to test how callers cope).

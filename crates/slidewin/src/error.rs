@@ -56,17 +56,29 @@ pub enum Error {
 impl Error {
     /// An [`Error::InvalidArgument`].
     pub const fn invalid(name: &'static str, expected: &'static str, got: Value) -> Self {
-        Error::InvalidArgument { name, expected, got }
+        Error::InvalidArgument {
+            name,
+            expected,
+            got,
+        }
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::InvalidArgument { name, expected, got } => {
+            Error::InvalidArgument {
+                name,
+                expected,
+                got,
+            } => {
                 write!(f, "{name} must be {expected}, got {got}")
             }
-            Error::OutOfOrder { name, newest_ms, got_ms } => write!(
+            Error::OutOfOrder {
+                name,
+                newest_ms,
+                got_ms,
+            } => write!(
                 f,
                 "{name} must not be earlier than the newest sample ({newest_ms}), got {got_ms}"
             ),

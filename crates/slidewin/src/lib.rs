@@ -20,13 +20,17 @@ pub mod arg;
 pub mod clock;
 pub mod decision;
 pub mod error;
+pub mod keyed;
 pub mod limiter;
 pub mod quota;
 
-pub use clock::{Clock, ManualClock};
 #[cfg(feature = "std")]
 pub use clock::SystemClock;
+pub use clock::{Clock, ManualClock};
 pub use decision::Decision;
 pub use error::{Error, Value};
+#[cfg(feature = "std")]
+pub use keyed::ShardedKeyed;
+pub use keyed::{Keyed, KeyedStats};
 pub use limiter::Limiter;
 pub use quota::Quota;

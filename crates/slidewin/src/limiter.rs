@@ -27,8 +27,12 @@ pub trait Limiter {
     ) -> Result<Decision, Error>;
 
     /// Give back `cost` recorded earlier (a request that was admitted but not served).
-    fn refund(config: &Self::Config, state: &mut Self::State, now_ms: i64, cost: u64)
-        -> Result<(), Error>;
+    fn refund(
+        config: &Self::Config,
+        state: &mut Self::State,
+        now_ms: i64,
+        cost: u64,
+    ) -> Result<(), Error>;
 
     /// Whether the window holds nothing at `now_ms`, so the state may be dropped.
     fn is_idle(config: &Self::Config, state: &Self::State, now_ms: i64) -> bool;

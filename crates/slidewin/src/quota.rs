@@ -28,13 +28,25 @@ impl Quota {
     /// A quota; `limit` must be positive, `window_ms` in `1..=MAX_WINDOW_MS`.
     pub fn new(limit: u64, window_ms: i64) -> Result<Self, Error> {
         if limit == 0 {
-            return Err(Error::invalid("limit", "a positive integer", Value::UInt(limit)));
+            return Err(Error::invalid(
+                "limit",
+                "a positive integer",
+                Value::UInt(limit),
+            ));
         }
         if window_ms <= 0 {
-            return Err(Error::invalid("window_ms", "a positive integer", Value::Int(window_ms)));
+            return Err(Error::invalid(
+                "window_ms",
+                "a positive integer",
+                Value::Int(window_ms),
+            ));
         }
         if window_ms > MAX_WINDOW_MS {
-            return Err(Error::invalid("window_ms", "at most 2^52", Value::Int(window_ms)));
+            return Err(Error::invalid(
+                "window_ms",
+                "at most 2^52",
+                Value::Int(window_ms),
+            ));
         }
         Ok(Self { limit, window_ms })
     }

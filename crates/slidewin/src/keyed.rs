@@ -1,0 +1,333 @@
+//! Many limiters behind one bound: key -> limiter state, for per-user and per-route limits.
+//!
+//! [`Keyed`] keeps the limiter's config once and, per key, only the limiter's compact state
+//! (`L::State`), so a million keys cost a few tens of bytes each. Memory is bounded by
+//! `max_keys`:
+//!
+//! - **Idle keys are reclaimed first.** A key whose window has emptied holds nothing, so
+//!   dropping it changes no answer. When the store is full it sweeps such keys out
+//!   (at most once per `max_keys / 8` new keys, so the sweep costs O(1) amortised per call);
+//!   the eviction hand below also takes any idle key it passes.
+//! - **Then the least recently used key is evicted, approximately:** eviction is CLOCK
+//!   (second chance), which approximates LRU. A key used since the hand last passed it is
+//!   spared once. Evicting a live key forgets its window, so it starts afresh: size
+//!   `max_keys` above your number of concurrently active keys. [`KeyedStats::evictions`]
+//!   counts evictions.
+//!
+//! Keys are hashed with a secret random seed ([`KeyHasher`]), so attacker-chosen keys cannot
+//! be made to collide. [`ShardedKeyed`] (feature `std`) is the `Send + Sync` form, with one
+//! lock per shard.
+//!
+//! ```ignore
+//! use slidewin::{Keyed, Quota, SlidingCounter};
+//! let config = SlidingCounter::config(Quota::new(2, 1_000).unwrap());
+//! let mut per_user: Keyed<SlidingCounter, String> = Keyed::new(config, 10_000).unwrap();
+//! assert!(per_user.check_at("alice", 0, 1).unwrap().allowed);
+//! assert!(per_user.check_at("alice", 10, 1).unwrap().allowed);
+//! assert!(!per_user.check_at("alice", 20, 1).unwrap().allowed);
+//! assert!(per_user.check_at("bob", 20, 1).unwrap().allowed); // every key has its own window
+//! assert_eq!(per_user.len(), 2);
+//! assert_eq!(
+//!     Keyed::<SlidingCounter>::new(config, 0).unwrap_err().to_string(),
+//!     "max_keys must be a positive integer below 2^32, got 0"
+//! );
+//! ```
+
+mod hasher;
+#[cfg(feature = "std")]
+mod sharded;
+mod slots;
+
+pub use hasher::KeyHasher;
+#[cfg(feature = "std")]
+pub use sharded::ShardedKeyed;
+
+use crate::{Decision, Error, Limiter, Value};
+use alloc::borrow::ToOwned;
+use core::borrow::Borrow;
+use core::hash::{BuildHasher, Hash};
+use slots::Slots;
+
+/// Counters of a keyed store since it was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KeyedStats {
+    /// Keys held now.
+    pub keys: usize,
+    /// Live keys dropped to make room (their windows were forgotten).
+    pub evictions: u64,
+    /// Idle keys dropped (their windows were empty, so nothing was lost).
+    pub reclaimed: u64,
+    /// Committing calls ([`Keyed::check_at`]) that were allowed.
+    pub allowed: u64,
+    /// Committing calls that were refused.
+    pub rejected: u64,
+}
+
+/// Key -> limiter state with at most `max_keys` keys; see the [module docs](self).
+pub struct Keyed<L: Limiter, K = u64, S = KeyHasher> {
+    config: L::Config,
+    hasher: S,
+    slots: Slots<K, L::State>,
+    max_keys: usize,
+    stats: KeyedStats,
+    /// Sum of `L::heap_bytes` over the held states, kept up to date on every change.
+    state_heap_bytes: usize,
+    /// New keys since the last sweep for idle keys; sweeps wait for `max_keys / 8` of them.
+    new_since_sweep: usize,
+}
+
+#[cfg(feature = "std")]
+impl<L: Limiter, K: Hash + Eq> Keyed<L, K, KeyHasher> {
+    /// A store of at most `max_keys` keys (`1..2^32`), hashing with a fresh random seed.
+    pub fn new(config: L::Config, max_keys: usize) -> Result<Self, Error> {
+        Self::with_hasher(config, max_keys, KeyHasher::default())
+    }
+}
+
+impl<L: Limiter, K: Hash + Eq, S: BuildHasher> Keyed<L, K, S> {
+    /// A store of at most `max_keys` keys (`1..2^32`) hashing with `hasher`; seed it randomly.
+    pub fn with_hasher(config: L::Config, max_keys: usize, hasher: S) -> Result<Self, Error> {
+        check_max_keys("max_keys", max_keys)?;
+        Ok(Self {
+            config,
+            hasher,
+            slots: Slots::new(),
+            max_keys,
+            stats: KeyedStats::default(),
+            state_heap_bytes: 0,
+            new_since_sweep: max_keys,
+        })
+    }
+
+    /// Decide whether `cost` fits `key`'s window at `now_ms`, and record it when it does.
+    /// A key is created only when something is recorded.
+    pub fn check_at<Q>(&mut self, key: &Q, now_ms: i64, cost: u64) -> Result<Decision, Error>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.check_hashed(self.hasher.hash_one(key), key, now_ms, cost)
+    }
+
+    /// Decide like [`Keyed::check_at`] without recording anything or creating the key.
+    pub fn peek_at<Q>(&mut self, key: &Q, now_ms: i64, cost: u64) -> Result<Decision, Error>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.peek_hashed(self.hasher.hash_one(key), key, now_ms, cost)
+    }
+
+    /// Give back `cost` recorded earlier for `key`; an unknown key has nothing to refund.
+    pub fn uncommit_at<Q>(&mut self, key: &Q, now_ms: i64, cost: u64) -> Result<(), Error>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.uncommit_hashed(self.hasher.hash_one(key), key, now_ms, cost)
+    }
+
+    /// Forget `key` entirely.
+    pub fn reset<Q>(&mut self, key: &Q)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.reset_hashed(self.hasher.hash_one(key), key)
+    }
+
+    /// Keys held.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether no key is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The most keys held at once.
+    pub fn max_keys(&self) -> usize {
+        self.max_keys
+    }
+
+    /// The config every key's limiter uses.
+    pub fn config(&self) -> &L::Config {
+        &self.config
+    }
+
+    /// Bytes this store holds: its own size, its tables' allocations and the heap the limiter
+    /// states own. Heap owned by the keys themselves (a `String` key's text) is not counted.
+    pub fn bytes_estimate(&self) -> usize {
+        core::mem::size_of::<Self>() + self.slots.allocated_bytes() + self.state_heap_bytes
+    }
+
+    /// Counters since the store was made.
+    pub fn stats(&self) -> KeyedStats {
+        KeyedStats {
+            keys: self.len(),
+            ..self.stats
+        }
+    }
+
+    #[inline]
+    pub(crate) fn check_hashed<Q>(
+        &mut self,
+        hash: u64,
+        key: &Q,
+        now_ms: i64,
+        cost: u64,
+    ) -> Result<Decision, Error>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let decision = match self.slots.find(hash, key) {
+            Some(position) => self.decide_at(position, now_ms, cost, true)?,
+            None => {
+                let mut state = L::new_state(&self.config);
+                let decision = L::decide(&self.config, &mut state, now_ms, cost, true)?;
+                // An idle state is a fresh one: keep only states that recorded something.
+                if !L::is_idle(&self.config, &state, now_ms) {
+                    self.insert(hash, key.to_owned(), state, now_ms);
+                }
+                decision
+            }
+        };
+        if decision.allowed {
+            self.stats.allowed += 1;
+        } else {
+            self.stats.rejected += 1;
+        }
+        Ok(decision)
+    }
+
+    pub(crate) fn peek_hashed<Q>(
+        &mut self,
+        hash: u64,
+        key: &Q,
+        now_ms: i64,
+        cost: u64,
+    ) -> Result<Decision, Error>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        match self.slots.find(hash, key) {
+            Some(position) => self.decide_at(position, now_ms, cost, false),
+            None => L::decide(
+                &self.config,
+                &mut L::new_state(&self.config),
+                now_ms,
+                cost,
+                false,
+            ),
+        }
+    }
+
+    pub(crate) fn uncommit_hashed<Q>(
+        &mut self,
+        hash: u64,
+        key: &Q,
+        now_ms: i64,
+        cost: u64,
+    ) -> Result<(), Error>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        match self.slots.find(hash, key) {
+            Some(position) => self.update_state(position, |config, state| {
+                L::refund(config, state, now_ms, cost)
+            }),
+            // Still judge the arguments, so a bad call fails the same for every key.
+            None => L::refund(&self.config, &mut L::new_state(&self.config), now_ms, cost),
+        }
+    }
+
+    pub(crate) fn reset_hashed<Q>(&mut self, hash: u64, key: &Q)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        if let Some(position) = self.slots.find(hash, key) {
+            let (_, state) = self.slots.remove(position, &self.hasher);
+            self.state_heap_bytes -= L::heap_bytes(&state);
+        }
+    }
+
+    fn decide_at(
+        &mut self,
+        position: usize,
+        now_ms: i64,
+        cost: u64,
+        commit: bool,
+    ) -> Result<Decision, Error> {
+        self.update_state(position, |config, state| {
+            L::decide(config, state, now_ms, cost, commit)
+        })
+    }
+
+    /// Run `change` on the state at `position`, keeping the heap total true.
+    #[inline]
+    fn update_state<T>(
+        &mut self,
+        position: usize,
+        change: impl FnOnce(&L::Config, &mut L::State) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let state = self.slots.state_mut(position);
+        let before = L::heap_bytes(state);
+        let result = change(&self.config, state);
+        self.state_heap_bytes = self.state_heap_bytes - before + L::heap_bytes(state);
+        result
+    }
+
+    fn insert(&mut self, hash: u64, key: K, state: L::State, now_ms: i64) {
+        if self.len() == self.max_keys {
+            self.make_room(now_ms);
+        }
+        self.state_heap_bytes += L::heap_bytes(&state);
+        self.slots
+            .insert(hash, key, state, self.max_keys, &self.hasher);
+        self.new_since_sweep += 1;
+    }
+
+    /// Free one slot at least: idle keys first, then the CLOCK victim.
+    fn make_room(&mut self, now_ms: i64) {
+        let config = &self.config;
+        let idle = |state: &L::State| L::is_idle(config, state, now_ms);
+        let (stats, heap) = (&mut self.stats, &mut self.state_heap_bytes);
+        if self.new_since_sweep >= self.max_keys / 8 {
+            self.new_since_sweep = 0;
+            self.slots.remove_all(idle, &self.hasher, |state| {
+                stats.reclaimed += 1;
+                *heap -= L::heap_bytes(state);
+            });
+            if self.slots.len() < self.max_keys {
+                return;
+            }
+        }
+        let ((_, state), live) = self.slots.remove_by_clock(idle, &self.hasher);
+        *heap -= L::heap_bytes(&state);
+        if live {
+            stats.evictions += 1;
+        } else {
+            stats.reclaimed += 1;
+        }
+    }
+}
+
+/// `max_keys` (or a per-shard bound) must be in `1..2^32`: slab positions are `u32`.
+fn check_max_keys(name: &'static str, max_keys: usize) -> Result<(), Error> {
+    if max_keys == 0 || u32::try_from(max_keys).is_err() {
+        return Err(Error::invalid(
+            name,
+            "a positive integer below 2^32",
+            Value::UInt(max_keys as u64),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(all(test, feature = "std"))]
+mod tests;

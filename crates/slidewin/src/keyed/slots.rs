@@ -1,0 +1,153 @@
+//! The storage under [`super::Keyed`]: a slab of `(key, state)` entries, a hash index of slab
+//! positions, and a CLOCK hand with one "referenced" bit per entry.
+//!
+//! Per key this costs the entry itself, a 4-byte index slot plus a control byte in the hash
+//! table (at most 7/8 full), and one bit; the limiter's config lives once in the store.
+
+use alloc::vec::Vec;
+use core::borrow::Borrow;
+use core::hash::{BuildHasher, Hash};
+use hashbrown::HashTable;
+
+/// Entries, their index, and the CLOCK state. Positions are `u32` to keep the index small,
+/// which is why a store holds at most `u32::MAX` keys.
+pub(crate) struct Slots<K, St> {
+    entries: Vec<(K, St)>,
+    index: HashTable<u32>,
+    referenced: Vec<u64>,
+    hand: usize,
+}
+
+impl<K: Hash + Eq, St> Slots<K, St> {
+    pub(crate) const fn new() -> Self {
+        Self {
+            entries: Vec::new(),
+            index: HashTable::new(),
+            referenced: Vec::new(),
+            hand: 0,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The position of `key` (whose hash is `hash`), marking it recently used.
+    #[inline]
+    pub(crate) fn find<Q>(&mut self, hash: u64, key: &Q) -> Option<usize>
+    where
+        K: Borrow<Q>,
+        Q: Eq + ?Sized,
+    {
+        let entries = &self.entries;
+        let found = *self
+            .index
+            .find(hash, |&i| entries[i as usize].0.borrow() == key)? as usize;
+        self.referenced[found / 64] |= 1 << (found % 64);
+        Some(found)
+    }
+
+    pub(crate) fn state_mut(&mut self, position: usize) -> &mut St {
+        &mut self.entries[position].1
+    }
+
+    /// Add an entry for a key not present; the caller keeps `len() < max_keys`.
+    pub(crate) fn insert(
+        &mut self,
+        hash: u64,
+        key: K,
+        state: St,
+        max_keys: usize,
+        hasher: &impl BuildHasher,
+    ) {
+        let position = self.entries.len();
+        if position == self.entries.capacity() {
+            // Double, but never past max_keys: a full store holds no spare capacity.
+            self.entries
+                .reserve_exact(position.max(4).min(max_keys - position));
+        }
+        self.entries.push((key, state));
+        if position % 64 == 0 {
+            self.referenced.push(0);
+        }
+        self.referenced[position / 64] |= 1 << (position % 64);
+        let entries = &self.entries;
+        self.index.insert_unique(hash, position as u32, |&i| {
+            hasher.hash_one(&entries[i as usize].0)
+        });
+    }
+
+    /// Remove the entry at `position`; the last entry moves into its place.
+    pub(crate) fn remove(&mut self, position: usize, hasher: &impl BuildHasher) -> (K, St) {
+        let last = self.entries.len() - 1;
+        self.unindex(position, hasher);
+        if position != last {
+            let moved = hasher.hash_one(&self.entries[last].0);
+            if let Some(slot) = self.index.find_mut(moved, |&i| i as usize == last) {
+                *slot = position as u32;
+            }
+            let last_bit = self.referenced[last / 64] >> (last % 64) & 1;
+            self.referenced[position / 64] &= !(1 << (position % 64));
+            self.referenced[position / 64] |= last_bit << (position % 64);
+        }
+        self.referenced[last / 64] &= !(1 << (last % 64));
+        if last % 64 == 0 {
+            self.referenced.pop();
+        }
+        self.entries.swap_remove(position)
+    }
+
+    fn unindex(&mut self, position: usize, hasher: &impl BuildHasher) {
+        let hash = hasher.hash_one(&self.entries[position].0);
+        if let Ok(slot) = self.index.find_entry(hash, |&i| i as usize == position) {
+            slot.remove();
+        }
+    }
+
+    /// Remove every entry `idle` holds true for, returning them through `removed`.
+    pub(crate) fn remove_all(
+        &mut self,
+        mut idle: impl FnMut(&St) -> bool,
+        hasher: &impl BuildHasher,
+        mut removed: impl FnMut(&St),
+    ) {
+        // Downwards, so the entry swapped into a freed position has already been looked at.
+        for position in (0..self.entries.len()).rev() {
+            if idle(&self.entries[position].1) {
+                removed(&self.remove(position, hasher).1);
+            }
+        }
+    }
+
+    /// Advance the CLOCK hand until it frees one entry: an `idle` one wherever the hand meets it,
+    /// else the first one not used since the hand last passed. Returns the entry and whether it
+    /// was live (an eviction). The store must not be empty.
+    pub(crate) fn remove_by_clock(
+        &mut self,
+        mut idle: impl FnMut(&St) -> bool,
+        hasher: &impl BuildHasher,
+    ) -> ((K, St), bool) {
+        loop {
+            if self.hand >= self.entries.len() {
+                self.hand = 0;
+            }
+            let position = self.hand;
+            if idle(&self.entries[position].1) {
+                return (self.remove(position, hasher), false);
+            }
+            let (word, bit) = (position / 64, 1 << (position % 64));
+            if self.referenced[word] & bit == 0 {
+                return (self.remove(position, hasher), true);
+            }
+            self.referenced[word] &= !bit;
+            self.hand += 1;
+        }
+    }
+
+    /// Bytes this storage allocated (entries' own heap not included).
+    pub(crate) fn allocated_bytes(&self) -> usize {
+        self.entries.capacity() * core::mem::size_of::<(K, St)>()
+            + self.index.allocation_size()
+            + self.referenced.capacity() * core::mem::size_of::<u64>()
+    }
+}
