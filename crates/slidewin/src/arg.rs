@@ -17,7 +17,7 @@ const MAX_EXACT: f64 = 9_007_199_254_740_992.0;
 
 /// A whole, non-negative `f64` as a `u64`.
 pub fn uint(name: &'static str, v: f64) -> Result<u64, Error> {
-    if v.is_finite() && v >= 0.0 && v <= MAX_EXACT && v == (v as u64) as f64 {
+    if (0.0..=MAX_EXACT).contains(&v) && v == (v as u64) as f64 {
         Ok(v as u64)
     } else {
         Err(Error::invalid(

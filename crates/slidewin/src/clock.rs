@@ -9,6 +9,36 @@
 
 use core::sync::atomic::{AtomicI64, Ordering};
 
+use crate::{Error, Value};
+
+/// The earliest time accepted: -2^53 ms (about 285,000 years before 1970).
+pub const MIN_TIME_MS: i64 = -(1 << 53);
+/// The latest time accepted: 2^53 ms. Every time in range is exact in a Lua or JS number, and
+/// far enough from `i64`'s ends that adding a window (at most 2^52) never overflows.
+pub const MAX_TIME_MS: i64 = 1 << 53;
+
+/// `t_ms` when it lies in `MIN_TIME_MS..=MAX_TIME_MS`, otherwise an error naming `name`.
+///
+/// ```
+/// use slidewin::clock::check_time;
+/// assert_eq!(check_time("now_ms", 5), Ok(5));
+/// assert_eq!(
+///     check_time("now_ms", i64::MAX).unwrap_err().to_string(),
+///     "now_ms must be between -2^53 and 2^53, got 9223372036854775807"
+/// );
+/// ```
+pub fn check_time(name: &'static str, t_ms: i64) -> Result<i64, Error> {
+    if (MIN_TIME_MS..=MAX_TIME_MS).contains(&t_ms) {
+        Ok(t_ms)
+    } else {
+        Err(Error::invalid(
+            name,
+            "between -2^53 and 2^53",
+            Value::Int(t_ms),
+        ))
+    }
+}
+
 /// A source of time in integer milliseconds.
 pub trait Clock {
     /// The current time in milliseconds.

@@ -18,15 +18,18 @@ extern crate std;
 
 pub mod arg;
 pub mod clock;
+pub mod counter;
 pub mod decision;
 pub mod error;
 pub mod keyed;
 pub mod limiter;
 pub mod quota;
+mod window;
 
 #[cfg(feature = "std")]
 pub use clock::SystemClock;
 pub use clock::{Clock, ManualClock};
+pub use counter::{CounterState, SlidingCounter};
 pub use decision::Decision;
 pub use error::{Error, Value};
 #[cfg(feature = "std")]

@@ -1,0 +1,183 @@
+//! # Sliding counter: two fixed windows, the previous one weighted by its overlap
+//!
+//! Time is cut into fixed windows `[k·window_ms, (k+1)·window_ms)`. The state keeps the cost of
+//! the current window and of the one before; at `elapsed` ms into the current window the
+//! sliding window is estimated as
+//!
+//! `ceil(previous · (window_ms - elapsed) / window_ms) + current`
+//!
+//! as if the previous window's cost had been spread evenly over it. The state is 24 bytes
+//! whatever the traffic, and a call is a handful of integer operations.
+//!
+//! ## Error
+//!
+//! The estimate is exact for evenly spread traffic. It under-counts when the previous window's
+//! cost arrived late in it, so it can over-admit: in any interval of `window_ms` it admits at
+//! most `limit + previous · elapsed / window_ms`, which is under `2 · limit`. The worst case is a
+//! full window's cost in the last millisecond of one fixed window and another burst near the
+//! end of the next: with 100 per 1000 ms, 100 at t = 999 then 99 more at t = 1998, so 199 in
+//! `(998, 1998]`. It can also under-admit (refuse early) when the previous window's cost came
+//! early. `tests/counter_error.rs` measures both against [`crate::SlidingLog`] on a bursty
+//! random trace. Use it where memory per key matters more than exactness.
+//!
+//! ```
+//! use slidewin::{Limiter, SlidingCounter};
+//!
+//! let mut limiter = SlidingCounter::new(100, 1_000)?;
+//! assert!(limiter.check_at(999, 100)?.allowed);   // a full window at the end of [0, 1000)
+//! let refused = limiter.check_at(1_001, 1)?;      // 100 · 999/1000 still counts
+//! assert!(!refused.allowed);
+//! assert_eq!(refused.retry_after_ms, Some(9));    // at 1010: ceil(100 · 990/1000) = 99
+//! assert!(limiter.check_at(1_010, 1)?.allowed);
+//! # Ok::<(), slidewin::Error>(())
+//! ```
+
+use crate::window::{single_key_limiter, Window, NEVER};
+use crate::Quota;
+
+single_key_limiter!(
+    /// The sliding-counter limiter for one key; see the [module docs](self).
+    SlidingCounter(Quota, CounterState)
+);
+
+impl SlidingCounter {
+    /// `limit` cost per `window_ms`, estimated from two fixed windows.
+    pub fn new(limit: u64, window_ms: i64) -> Result<Self, crate::Error> {
+        Ok(crate::Limiter::from_config(Quota::new(limit, window_ms)?))
+    }
+}
+
+/// The cost of the current fixed window and of the one before, and the newest time seen
+/// (which also names the current window).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(try_from = "RawCounterState"))]
+pub struct CounterState {
+    newest_ms: i64,
+    previous: u64,
+    current: u64,
+}
+
+impl CounterState {
+    /// Cost recorded in the fixed window before the current one.
+    pub const fn previous(&self) -> u64 {
+        self.previous
+    }
+
+    /// Cost recorded in the current fixed window.
+    pub const fn current(&self) -> u64 {
+        self.current
+    }
+}
+
+/// `ceil(count · (window - elapsed) / window)`: the share of `count` the estimate still counts.
+fn weighted(count: u64, window_ms: u128, elapsed_ms: u128) -> u64 {
+    (count as u128 * (window_ms - elapsed_ms)).div_ceil(window_ms) as u64
+}
+
+/// The least `elapsed` at which `weighted(count, window, elapsed) <= at_most` (up to `window`).
+/// `ceil(x) <= a` for an integer `a` exactly when `x <= a`, so this is a division, not a search.
+fn elapsed_until(count: u64, window_ms: u128, at_most: u64) -> u128 {
+    if count == 0 {
+        return 0;
+    }
+    window_ms.saturating_sub(at_most as u128 * window_ms / count as u128)
+}
+
+impl Window for CounterState {
+    type Config = Quota;
+
+    fn limit(quota: &Quota) -> u64 {
+        quota.limit()
+    }
+
+    fn empty(_: &Quota) -> Self {
+        Self {
+            newest_ms: NEVER,
+            previous: 0,
+            current: 0,
+        }
+    }
+
+    fn newest_ms(&self) -> i64 {
+        self.newest_ms
+    }
+
+    fn advance(&mut self, quota: &Quota, now_ms: i64) {
+        let from = self.newest_ms.div_euclid(quota.window_ms());
+        let to = now_ms.div_euclid(quota.window_ms());
+        if to != from {
+            // `from` is at most 2^53, so `from + 1` cannot overflow.
+            self.previous = if to == from + 1 { self.current } else { 0 };
+            self.current = 0;
+        }
+        self.newest_ms = now_ms;
+    }
+
+    fn used(&self, quota: &Quota) -> u64 {
+        let elapsed = self.newest_ms.rem_euclid(quota.window_ms()) as u128;
+        weighted(self.previous, quota.window_ms() as u128, elapsed).saturating_add(self.current)
+    }
+
+    fn record(&mut self, _: &Quota, cost: u64) {
+        self.current = self.current.saturating_add(cost);
+    }
+
+    fn unrecord(&mut self, _: &Quota, cost: u64) {
+        let from_current = cost.min(self.current);
+        self.current -= from_current;
+        self.previous = self.previous.saturating_sub(cost - from_current);
+    }
+
+    fn wait_ms(&self, quota: &Quota, at_most: u64) -> u64 {
+        let window = quota.window_ms() as u128;
+        let elapsed = self.newest_ms.rem_euclid(quota.window_ms()) as u128;
+        // Within this window only the previous window's share falls.
+        if let Some(room) = at_most.checked_sub(self.current) {
+            let at = elapsed_until(self.previous, window, room);
+            if at < window {
+                return at.saturating_sub(elapsed) as u64;
+            }
+        }
+        // In the next window the current one becomes the previous one.
+        (window - elapsed + elapsed_until(self.current, window, at_most)) as u64
+    }
+
+    fn reset_after_ms(&self, quota: &Quota) -> u64 {
+        let window = quota.window_ms() as u64;
+        let elapsed = self.newest_ms.rem_euclid(quota.window_ms()) as u64;
+        if self.current > 0 {
+            2 * window - elapsed
+        } else if self.previous > 0 {
+            window - elapsed
+        } else {
+            0
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        0
+    }
+}
+
+/// The unvalidated form serde reads.
+#[cfg(feature = "serde")]
+#[derive(serde::Deserialize)]
+struct RawCounterState {
+    newest_ms: i64,
+    previous: u64,
+    current: u64,
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<RawCounterState> for CounterState {
+    type Error = crate::Error;
+    fn try_from(raw: RawCounterState) -> Result<Self, crate::Error> {
+        let newest_ms = crate::window::check_newest(raw.newest_ms)?;
+        Ok(Self {
+            newest_ms,
+            previous: raw.previous,
+            current: raw.current,
+        })
+    }
+}

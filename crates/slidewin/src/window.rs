@@ -1,0 +1,175 @@
+//! What the limiters share: checking the time, holding it when the clock steps back, and turning
+//! "how much cost the window holds" into a [`Decision`]. Each limiter's state only says how it
+//! counts, records and expires cost ([`Window`]); the rules of a call live here, once.
+
+use crate::clock::check_time;
+use crate::{Decision, Error};
+
+/// The `newest_ms` of a state that has seen no call yet: earlier than every valid time.
+pub(crate) const NEVER: i64 = i64::MIN;
+
+/// How a limiter's per-key state counts cost. Every question is asked at the state's
+/// `newest_ms`, which only [`Window::advance`] moves, and only forward.
+pub(crate) trait Window: Sized {
+    /// The validated config the state is read with.
+    type Config;
+
+    /// Cost admitted per window.
+    fn limit(config: &Self::Config) -> u64;
+    /// A state that holds nothing.
+    fn empty(config: &Self::Config) -> Self;
+    /// The newest time the state has been called at, or [`NEVER`].
+    fn newest_ms(&self) -> i64;
+    /// Move to `now_ms` (never earlier than `newest_ms`), forgetting what expired.
+    fn advance(&mut self, config: &Self::Config, now_ms: i64);
+    /// Cost counted in the window now.
+    fn used(&self, config: &Self::Config) -> u64;
+    /// Record `cost` (positive, fitting the limit) now.
+    fn record(&mut self, config: &Self::Config, cost: u64);
+    /// Give back up to `cost`, newest first.
+    fn unrecord(&mut self, config: &Self::Config, cost: u64);
+    /// Milliseconds until the window counts at most `at_most` (less than it counts now),
+    /// if nothing else arrives.
+    fn wait_ms(&self, config: &Self::Config, at_most: u64) -> u64;
+    /// Milliseconds until the window counts nothing.
+    fn reset_after_ms(&self, config: &Self::Config) -> u64;
+    /// Heap bytes the state owns.
+    fn heap_bytes(&self) -> usize;
+}
+
+/// Validate `now_ms` and move `state` to it; a clock that stepped back reads as the newest time
+/// seen, so what the window holds is never forgotten early.
+fn advance<W: Window>(config: &W::Config, state: &mut W, now_ms: i64) -> Result<(), Error> {
+    let now_ms = check_time("now_ms", now_ms)?.max(state.newest_ms());
+    state.advance(config, now_ms);
+    Ok(())
+}
+
+/// [`crate::Limiter::decide`] for every limiter.
+pub(crate) fn decide<W: Window>(
+    config: &W::Config,
+    state: &mut W,
+    now_ms: i64,
+    cost: u64,
+    commit: bool,
+) -> Result<Decision, Error> {
+    advance(config, state, now_ms)?;
+    let limit = W::limit(config);
+    let room = limit.saturating_sub(state.used(config));
+    let allowed = cost <= room;
+    if allowed && commit && cost > 0 {
+        state.record(config, cost);
+    }
+    let retry_after_ms = match (allowed, limit.checked_sub(cost)) {
+        (true, _) => Some(0),
+        (false, None) => None,
+        (false, Some(at_most)) => Some(state.wait_ms(config, at_most)),
+    };
+    Ok(Decision {
+        allowed,
+        limit,
+        // A peek reports what would remain once the cost is recorded, like a committed call.
+        remaining: if allowed { room - cost } else { room },
+        retry_after_ms,
+        reset_after_ms: state.reset_after_ms(config),
+    })
+}
+
+/// [`crate::Limiter::refund`] for every limiter.
+pub(crate) fn refund<W: Window>(
+    config: &W::Config,
+    state: &mut W,
+    now_ms: i64,
+    cost: u64,
+) -> Result<(), Error> {
+    advance(config, state, now_ms)?;
+    state.unrecord(config, cost);
+    Ok(())
+}
+
+/// [`crate::Limiter::is_idle`] for every limiter.
+pub(crate) fn is_idle<W: Window>(config: &W::Config, state: &W, now_ms: i64) -> bool {
+    let reset_after_ms = state.reset_after_ms(config);
+    // A non-empty state has a real `newest_ms`, so the subtraction only saturates on bad input.
+    reset_after_ms == 0 || now_ms.saturating_sub(state.newest_ms()) >= reset_after_ms as i64
+}
+
+/// `newest_ms` read from a snapshot: [`NEVER`] or a valid time.
+#[cfg(feature = "serde")]
+pub(crate) fn check_newest(newest_ms: i64) -> Result<i64, Error> {
+    if newest_ms == NEVER {
+        Ok(NEVER)
+    } else {
+        check_time("newest_ms", newest_ms)
+    }
+}
+
+/// Defines a single-key limiter `$name`: one config and one state, with [`crate::Limiter`]
+/// answered by this module's functions over the state's [`Window`].
+macro_rules! single_key_limiter {
+    ($(#[$attr:meta])* $name:ident($config:ty, $state:ty)) => {
+        $(#[$attr])*
+        #[derive(Debug, Clone)]
+        pub struct $name {
+            config: $config,
+            state: $state,
+        }
+
+        impl $crate::Limiter for $name {
+            type Config = $config;
+            type State = $state;
+
+            fn new_state(config: &$config) -> $state {
+                $crate::window::Window::empty(config)
+            }
+
+            fn decide(
+                config: &$config,
+                state: &mut $state,
+                now_ms: i64,
+                cost: u64,
+                commit: bool,
+            ) -> Result<$crate::Decision, $crate::Error> {
+                $crate::window::decide(config, state, now_ms, cost, commit)
+            }
+
+            fn refund(
+                config: &$config,
+                state: &mut $state,
+                now_ms: i64,
+                cost: u64,
+            ) -> Result<(), $crate::Error> {
+                $crate::window::refund(config, state, now_ms, cost)
+            }
+
+            fn is_idle(config: &$config, state: &$state, now_ms: i64) -> bool {
+                $crate::window::is_idle(config, state, now_ms)
+            }
+
+            fn heap_bytes(state: &$state) -> usize {
+                $crate::window::Window::heap_bytes(state)
+            }
+
+            fn from_config(config: $config) -> Self {
+                let state = Self::new_state(&config);
+                Self { config, state }
+            }
+
+            fn config(&self) -> &$config {
+                &self.config
+            }
+
+            fn parts_mut(&mut self) -> (&$config, &mut $state) {
+                (&self.config, &mut self.state)
+            }
+        }
+
+        impl $name {
+            /// The recorded state (a snapshot with the `serde` feature).
+            pub fn state(&self) -> &$state {
+                &self.state
+            }
+        }
+    };
+}
+pub(crate) use single_key_limiter;
