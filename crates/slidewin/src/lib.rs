@@ -23,6 +23,7 @@ pub mod decision;
 pub mod error;
 pub mod keyed;
 pub mod limiter;
+pub mod log;
 pub mod quota;
 mod window;
 
@@ -36,4 +37,5 @@ pub use error::{Error, Value};
 pub use keyed::ShardedKeyed;
 pub use keyed::{Keyed, KeyedStats};
 pub use limiter::Limiter;
+pub use log::{LogState, SlidingLog};
 pub use quota::Quota;
