@@ -2,14 +2,18 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: test test-rust demo deps
+.PHONY: test test-rust test-deps demo deps
 
 deps:
 	scripts/deps.sh all
 
 test: test-rust
 
-test-rust:
+# Tools the Rust tests start (redis-server for tests/tests/redis_*.rs).
+test-deps:
+	scripts/deps.sh redis
+
+test-rust: test-deps
 	$(CARGO) build -p slidewin --no-default-features
 	$(CARGO) test --workspace --all-features
 

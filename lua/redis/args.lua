@@ -1,0 +1,32 @@
+-- slidewin: the arguments every script in this folder takes. Sent as the first part of each
+-- script (redis-cli EVAL "$(cat lua/redis/args.lua lua/redis/log.lua)" ...), so a script is one
+-- self-contained EVAL and the arguments are read and checked in one place.
+-- ARGV: limit window_ms cost, then name/value options: now_ms N (instead of Redis TIME),
+-- mode check|peek|refund (default check), bucket_ms N (buckets only).
+local function int(name, text, min)
+  local n = tonumber(text)
+  if not n or n ~= math.floor(n) or n < min or n > 2 ^ 53 then
+    error(name .. (min > 0 and ' must be a positive integer' or ' must be an integer') .. ', got ' .. tostring(text), 0)
+  end
+  return n
+end
+local function read_args() -- limit window_ms cost, then name/value options
+  local a = {limit = int('limit', ARGV[1], 1), window = int('window_ms', ARGV[2], 1), cost = int('cost', ARGV[3], 1)}
+  local opt = {}
+  for i = 4, #ARGV, 2 do opt[ARGV[i]] = ARGV[i + 1] end
+  a.mode = opt.mode or 'check'
+  if a.mode ~= 'check' and a.mode ~= 'peek' and a.mode ~= 'refund' then
+    error('mode must be check, peek or refund, got ' .. a.mode, 0)
+  end
+  a.width = opt.bucket_ms and int('bucket_ms', opt.bucket_ms, 1)
+  if opt.now_ms then
+    a.now = int('now_ms', opt.now_ms, -2 ^ 53)
+  else
+    local t = redis.call('TIME')
+    a.now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return a
+end
+local ok, a = pcall(read_args)
+if not ok then return redis.error_reply('ERR ' .. a) end
+local limit, window, cost, mode, now = a.limit, a.window, a.cost, a.mode, a.now

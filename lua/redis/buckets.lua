@@ -1,0 +1,87 @@
+-- slidewin bucket window: costs summed per bucket of bucket_ms; memory O(window / bucket) per key.
+-- KEYS[1] hash: field <bucket index> = cost recorded in that bucket, plus "t" (the total of
+--         those costs), "o" (oldest bucket index kept) and "n" (newest). One key: Cluster-safe.
+-- ARGV: limit window_ms cost bucket_ms N [now_ms N] [mode check|peek|refund]
+-- Sent after args.lua, which reads ARGV into limit, window, cost, mode and now (a.width: bucket_ms).
+-- Returns {allowed 0/1, remaining, retry_after_ms (-1: never), reset_after_ms}.
+-- Bucket i covers [i*bucket_ms, (i+1)*bucket_ms) and counts while any of it lies in the window
+-- (now - window_ms, now], so no window of window_ms ever admits more than limit.
+local width = a.width
+if not width then return redis.error_reply('ERR bucket_ms must be a positive integer, got nil') end
+if window > width * 4096 then
+  return redis.error_reply('ERR bucket_ms must be at least window_ms / 4096, got ' .. width)
+end
+local key = KEYS[1]
+local floor = math.floor
+local current = floor(now / width)
+local first = floor((now - window) / width) -- the oldest bucket still overlapping the window
+local state = redis.call('HMGET', key, 't', 'o', 'n')
+local total, oldest, newest = tonumber(state[1]) or 0, tonumber(state[2]), tonumber(state[3])
+
+-- Field names of buckets lo..hi, and their counts (missing buckets count 0).
+local function fields(lo, hi)
+  local names = {}
+  for i = lo, hi do names[#names + 1] = string.format('%d', i) end
+  return names
+end
+local function counts(names)
+  if #names == 0 then return {} end
+  local values = redis.call('HMGET', key, unpack(names))
+  for i = 1, #values do values[i] = tonumber(values[i]) or 0 end
+  return values
+end
+
+-- Drop buckets that left the window, subtracting their counts from the total.
+if total > 0 and newest < first then
+  redis.call('DEL', key)
+  total, oldest, newest = 0, nil, nil
+elseif total > 0 and oldest < first then
+  local names = fields(oldest, first - 1)
+  for _, c in ipairs(counts(names)) do total = total - c end
+  redis.call('HDEL', key, unpack(names))
+  oldest = first
+end
+
+local allowed = cost <= limit and total + cost <= limit
+if mode == 'check' and allowed then
+  redis.call('HINCRBY', key, string.format('%d', current), cost)
+  total = total + cost
+  oldest, newest = math.min(oldest or current, current), math.max(newest or current, current)
+elseif mode == 'refund' then
+  -- Give back from the newest buckets.
+  local names = total > 0 and fields(oldest, newest) or {}
+  local values, left = counts(names), cost
+  for i = #names, 1, -1 do
+    local take = math.min(values[i], left)
+    if take > 0 then
+      if take == values[i] then redis.call('HDEL', key, names[i]) else redis.call('HINCRBY', key, names[i], -take) end
+      left, total = left - take, total - take
+    end
+    if values[i] > take then break end
+    newest = oldest + i - 2
+  end
+  allowed = true
+end
+
+local retry = 0
+if not allowed then
+  retry = -1
+  if cost <= limit then
+    -- The wait until enough of the oldest buckets leave the window for `cost` to fit.
+    local need, freed = total + cost - limit, 0
+    for i, c in ipairs(counts(fields(oldest, newest))) do
+      freed = freed + c
+      if freed >= need then retry = (oldest + i) * width + window - now break end
+    end
+  end
+end
+
+local reset = 0
+if total > 0 then
+  reset = (newest + 1) * width + window - now
+  redis.call('HSET', key, 't', total, 'o', oldest, 'n', newest)
+  redis.call('PEXPIRE', key, math.max(reset, 1))
+else
+  redis.call('DEL', key)
+end
+return {allowed and 1 or 0, math.max(limit - total, 0), retry, reset}

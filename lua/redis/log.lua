@@ -1,0 +1,67 @@
+-- slidewin sliding log: exact, one sorted-set member per admitted call.
+-- KEYS[1] sorted set: member "seq" (cost 1) or "seq:cost", score = time in ms.
+-- KEYS[2] hash: "seq" (per-key sequence, so members never collide) and "total" (sum of costs).
+--         Give both keys one hash tag ("rl:{user1}", "rl:{user1}:m") so they share a Cluster slot.
+-- ARGV: limit window_ms cost [now_ms N] [mode check|peek|refund]
+-- Sent after args.lua, which reads ARGV into limit, window, cost, mode and now (a.width: bucket_ms).
+-- Returns {allowed 0/1, remaining, retry_after_ms (-1: never), reset_after_ms}.
+-- An entry recorded at t counts while now - t < window_ms; time is Redis TIME unless now_ms is given.
+local log, meta = KEYS[1], KEYS[2]
+local function member_cost(member)
+  return tonumber(member:match(':(%d+)$')) or 1
+end
+local function member(seq, c)
+  return c == 1 and tostring(seq) or seq .. ':' .. c
+end
+
+-- Forget entries that left the window, keeping the total exact.
+local total = tonumber(redis.call('HGET', meta, 'total')) or 0
+local expired = redis.call('ZRANGEBYSCORE', log, '-inf', now - window)
+for _, m in ipairs(expired) do total = total - member_cost(m) end
+if #expired > 0 then redis.call('ZREMRANGEBYSCORE', log, '-inf', now - window) end
+
+local allowed = cost <= limit and total + cost <= limit
+if mode == 'check' and allowed then
+  redis.call('ZADD', log, now, member(redis.call('HINCRBY', meta, 'seq', 1), cost))
+  total = total + cost
+elseif mode == 'refund' then
+  -- Give back from the newest entries; at most `cost` members hold `cost`.
+  local left = cost
+  local newest = redis.call('ZREVRANGE', log, 0, cost - 1, 'WITHSCORES')
+  for i = 1, #newest, 2 do
+    if left == 0 then break end
+    local m, c = newest[i], member_cost(newest[i])
+    redis.call('ZREM', log, m)
+    if c > left then
+      redis.call('ZADD', log, newest[i + 1], member(m:match('^%d+'), c - left))
+      c = left
+    end
+    left, total = left - c, total - c
+  end
+  allowed = true
+end
+
+local retry = 0
+if not allowed then
+  retry = -1
+  if cost <= limit then
+    -- The wait until enough of the oldest entries expire for `cost` to fit.
+    local need, freed = total + cost - limit, 0
+    local oldest = redis.call('ZRANGE', log, 0, need - 1, 'WITHSCORES')
+    for i = 1, #oldest, 2 do
+      freed = freed + member_cost(oldest[i])
+      if freed >= need then retry = tonumber(oldest[i + 1]) + window - now break end
+    end
+  end
+end
+
+local reset = 0
+if total > 0 then
+  reset = tonumber(redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')[2]) + window - now
+  redis.call('HSET', meta, 'total', total)
+  redis.call('PEXPIRE', log, math.max(reset, 1))
+  redis.call('PEXPIRE', meta, math.max(reset, 1))
+else
+  redis.call('DEL', log, meta)
+end
+return {allowed and 1 or 0, math.max(limit - total, 0), retry, reset}
