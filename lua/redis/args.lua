@@ -19,8 +19,10 @@ local function read_args() -- limit window_ms cost, then name/value options
     error('mode must be check, peek or refund, got ' .. a.mode, 0)
   end
   a.width = opt.bucket_ms and int('bucket_ms', opt.bucket_ms, 1)
+  a.ttl_slack = 0
   if opt.now_ms then
     a.now = int('now_ms', opt.now_ms, -2 ^ 53)
+    a.ttl_slack = a.window -- keys expire on Redis's clock, which may run ahead of the caller's
   else
     local t = redis.call('TIME')
     a.now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -29,4 +31,4 @@ local function read_args() -- limit window_ms cost, then name/value options
 end
 local ok, a = pcall(read_args)
 if not ok then return redis.error_reply('ERR ' .. a) end
-local limit, window, cost, mode, now = a.limit, a.window, a.cost, a.mode, a.now
+local limit, window, cost, mode, now, ttl_slack = a.limit, a.window, a.cost, a.mode, a.now, a.ttl_slack

@@ -1,6 +1,7 @@
 -- slidewin bucket window: costs summed per bucket of bucket_ms; memory O(window / bucket) per key.
 -- KEYS[1] hash: field <bucket index> = cost recorded in that bucket, plus "t" (the total of
---         those costs), "o" (oldest bucket index kept) and "n" (newest). One key: Cluster-safe.
+--         those costs), "o" (oldest bucket index kept), "n" (newest) and "now" (the newest time
+--         seen). One key: Cluster-safe.
 -- ARGV: limit window_ms cost bucket_ms N [now_ms N] [mode check|peek|refund]
 -- Sent after args.lua, which reads ARGV into limit, window, cost, mode and now (a.width: bucket_ms).
 -- Returns {allowed 0/1, remaining, retry_after_ms (-1: never), reset_after_ms}.
@@ -13,10 +14,12 @@ if window > width * 4096 then
 end
 local key = KEYS[1]
 local floor = math.floor
+local state = redis.call('HMGET', key, 't', 'o', 'n', 'now')
+local total, oldest, newest = tonumber(state[1]) or 0, tonumber(state[2]), tonumber(state[3])
+-- A clock that stepped back reads as the newest time seen: nothing is forgotten early.
+now = math.max(now, tonumber(state[4]) or now)
 local current = floor(now / width)
 local first = floor((now - window) / width) -- the oldest bucket still overlapping the window
-local state = redis.call('HMGET', key, 't', 'o', 'n')
-local total, oldest, newest = tonumber(state[1]) or 0, tonumber(state[2]), tonumber(state[3])
 
 -- Field names of buckets lo..hi, and their counts (missing buckets count 0).
 local function fields(lo, hi)
@@ -79,9 +82,11 @@ end
 local reset = 0
 if total > 0 then
   reset = (newest + 1) * width + window - now
-  redis.call('HSET', key, 't', total, 'o', oldest, 'n', newest)
-  redis.call('PEXPIRE', key, math.max(reset, 1))
+  redis.call('HSET', key, 't', total, 'o', oldest, 'n', newest, 'now', now)
+  redis.call('PEXPIRE', key, reset + ttl_slack)
 else
   redis.call('DEL', key)
 end
-return {allowed and 1 or 0, math.max(limit - total, 0), retry, reset}
+local remaining = math.max(limit - total, 0)
+if mode == 'peek' and allowed then remaining = remaining - cost end -- as if recorded
+return {allowed and 1 or 0, remaining, retry, reset}

@@ -1,24 +1,24 @@
 -- slidewin sliding counter: O(1) memory, the previous fixed window weighted by its overlap.
--- KEYS[1] hash: "w" (index of the current fixed window, now / window_ms), "c" (its cost),
---         "p" (the previous window's cost). One key: Cluster-safe.
+-- KEYS[1] hash: "now" (the newest time seen; now / window_ms is the current fixed window),
+--         "c" (the current window's cost), "p" (the previous window's cost). One key: Cluster-safe.
 -- ARGV: limit window_ms cost [now_ms N] [mode check|peek|refund]
 -- Sent after args.lua, which reads ARGV into limit, window, cost, mode and now (a.width: bucket_ms).
 -- Returns {allowed 0/1, remaining, retry_after_ms (-1: never), reset_after_ms}.
--- With e = now - w*window_ms, the window holds p*(window_ms - e)/window_ms + c, compared exactly
+-- With e = now mod window_ms, the window holds ceil(p*(window_ms - e)/window_ms) + c, compared exactly
 -- (in integers scaled by window_ms, so limit * window_ms must stay below 2^53).
 local key = KEYS[1]
 local floor = math.floor
-local state = redis.call('HMGET', key, 'w', 'c', 'p')
-local index, current, previous = floor(now / window), tonumber(state[2]) or 0, tonumber(state[3]) or 0
-local stored = tonumber(state[1])
-if stored == index - 1 then
-  current, previous = 0, current
-elseif stored and stored > index then
-  index = stored -- the clock stepped back: keep counting in the newest window
-elseif stored ~= index then
+local state = redis.call('HMGET', key, 'now', 'c', 'p')
+local newest, current, previous = tonumber(state[1]), tonumber(state[2]) or 0, tonumber(state[3]) or 0
+-- A clock that stepped back reads as the newest time seen: nothing is forgotten early.
+now = math.max(now, newest or now)
+local index = floor(now / window)
+if not newest or floor(newest / window) < index - 1 then
   current, previous = 0, 0
+elseif floor(newest / window) == index - 1 then
+  current, previous = 0, current
 end
-local elapsed = math.max(now - index * window, 0)
+local elapsed = now - index * window
 local function used(c) -- the window's cost, scaled by window_ms
   return previous * (window - elapsed) + c * window
 end
@@ -31,32 +31,38 @@ elseif mode == 'refund' then
   current, previous, allowed = current - back, math.max(previous - (cost - back), 0), true
 end
 
+-- The least elapsed ms at which ceil(count * (window - e) / window) <= at_most (up to window).
+local function elapsed_until(count, at_most)
+  if count == 0 then return 0 end
+  return math.max(window - floor(at_most * window / count), 0)
+end
 local retry = 0
 if not allowed then
   retry = -1
   if cost <= limit then
-    -- The first ms at which previous * (window - e) + (current + cost) * window fits,
-    -- in this window, or else in the next one (where this window's cost becomes the previous).
-    local room = (limit - current - cost) * window
-    if room >= 0 then
-      retry = index * window + window - floor(room / previous) - now
+    -- Within this window only the previous window's share falls; in the next one this
+    -- window's cost becomes the previous.
+    local at = current + cost <= limit and elapsed_until(previous, limit - cost - current) or window
+    if at < window then
+      retry = math.max(at - elapsed, 0)
     else
-      retry = (index + 1) * window + window - floor((limit - cost) * window / current) - now
+      retry = window - elapsed + elapsed_until(current, limit - cost)
     end
   end
 end
 
 local reset = 0
 if current > 0 then
-  reset = (index + 2) * window - now
+  reset = 2 * window - elapsed
 elseif previous > 0 then
-  reset = (index + 1) * window - now
+  reset = window - elapsed
 end
 if reset > 0 then
-  redis.call('HSET', key, 'w', index, 'c', current, 'p', previous)
-  redis.call('PEXPIRE', key, reset)
+  redis.call('HSET', key, 'now', now, 'c', current, 'p', previous)
+  redis.call('PEXPIRE', key, reset + ttl_slack)
 else
   redis.call('DEL', key)
 end
-local remaining = limit - current - math.ceil(previous * (window - elapsed) / window)
-return {allowed and 1 or 0, math.max(remaining, 0), retry, reset}
+local remaining = math.max(limit - current - math.ceil(previous * (window - elapsed) / window), 0)
+if mode == 'peek' and allowed then remaining = remaining - cost end -- as if recorded
+return {allowed and 1 or 0, remaining, retry, reset}

@@ -1,6 +1,7 @@
 -- slidewin sliding log: exact, one sorted-set member per admitted call.
 -- KEYS[1] sorted set: member "seq" (cost 1) or "seq:cost", score = time in ms.
--- KEYS[2] hash: "seq" (per-key sequence, so members never collide) and "total" (sum of costs).
+-- KEYS[2] hash: "seq" (per-key sequence, so members never collide), "total" (sum of costs) and
+--         "now" (the newest time seen).
 --         Give both keys one hash tag ("rl:{user1}", "rl:{user1}:m") so they share a Cluster slot.
 -- ARGV: limit window_ms cost [now_ms N] [mode check|peek|refund]
 -- Sent after args.lua, which reads ARGV into limit, window, cost, mode and now (a.width: bucket_ms).
@@ -15,7 +16,10 @@ local function member(seq, c)
 end
 
 -- Forget entries that left the window, keeping the total exact.
-local total = tonumber(redis.call('HGET', meta, 'total')) or 0
+local state = redis.call('HMGET', meta, 'total', 'now')
+local total = tonumber(state[1]) or 0
+-- A clock that stepped back reads as the newest time seen: nothing is forgotten early.
+now = math.max(now, tonumber(state[2]) or now)
 local expired = redis.call('ZRANGEBYSCORE', log, '-inf', now - window)
 for _, m in ipairs(expired) do total = total - member_cost(m) end
 if #expired > 0 then redis.call('ZREMRANGEBYSCORE', log, '-inf', now - window) end
@@ -58,10 +62,12 @@ end
 local reset = 0
 if total > 0 then
   reset = tonumber(redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')[2]) + window - now
-  redis.call('HSET', meta, 'total', total)
-  redis.call('PEXPIRE', log, math.max(reset, 1))
-  redis.call('PEXPIRE', meta, math.max(reset, 1))
+  redis.call('HSET', meta, 'total', total, 'now', now)
+  redis.call('PEXPIRE', log, reset + ttl_slack)
+  redis.call('PEXPIRE', meta, reset + ttl_slack)
 else
   redis.call('DEL', log, meta)
 end
-return {allowed and 1 or 0, math.max(limit - total, 0), retry, reset}
+local remaining = math.max(limit - total, 0)
+if mode == 'peek' and allowed then remaining = remaining - cost end -- as if recorded
+return {allowed and 1 or 0, remaining, retry, reset}
