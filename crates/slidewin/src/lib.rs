@@ -17,6 +17,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod arg;
+pub mod buckets;
 pub mod clock;
 pub mod counter;
 pub mod decision;
@@ -27,6 +28,7 @@ pub mod log;
 pub mod quota;
 mod window;
 
+pub use buckets::{BucketQuota, BucketState, BucketWindow};
 #[cfg(feature = "std")]
 pub use clock::SystemClock;
 pub use clock::{Clock, ManualClock};

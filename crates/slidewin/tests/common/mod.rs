@@ -94,14 +94,24 @@ impl Model {
                 .find(|d| self.used(now + d) + cost <= self.limit)
                 .map(|d| d as u64)
         };
-        let reset_after_ms = (0..).find(|d| self.used(now + d) == 0).unwrap() as u64;
         Decision {
             allowed,
             limit: self.limit,
             remaining: if allowed { room - cost } else { room },
             retry_after_ms,
-            reset_after_ms,
+            reset_after_ms: self.reset_after_ms(),
         }
+    }
+
+    /// Milliseconds from the newest time until the window counts nothing.
+    pub fn reset_after_ms(&self) -> u64 {
+        let now = self.newest_ms.unwrap();
+        (0..).find(|d| self.used(now + d) == 0).unwrap() as u64
+    }
+
+    /// Record `cost` at the newest time, as another limiter decided.
+    pub fn admit(&mut self, cost: u64) {
+        self.admitted.push((self.newest_ms.unwrap(), cost));
     }
 
     /// Give back up to `cost` from the newest admitted cost that still counts.
