@@ -1,0 +1,65 @@
+//! Reading Lua arguments: every failure becomes a Lua error naming the function, the argument
+//! and the value ("slidewin.limiter: window_ms must be a positive integer, got -5").
+
+use mlua::{Error as LuaError, Table, Value};
+
+/// A Lua error whose message is exactly `function: message` (no "runtime error:" prefix).
+pub fn error(function: &str, message: impl std::fmt::Display) -> LuaError {
+    LuaError::external(format!("{function}: {message}"))
+}
+
+/// Turns a core error into a Lua error attributed to `function`.
+pub fn core(function: &'static str) -> impl Fn(slidewin::Error) -> LuaError {
+    move |e| error(function, e)
+}
+
+/// A Lua number, or the error "`name` must be a number, got `type`".
+pub fn number(function: &str, name: &str, value: &Value) -> Result<f64, LuaError> {
+    match value {
+        Value::Integer(i) => Ok(*i as f64),
+        Value::Number(n) => Ok(*n),
+        other => Err(error(function, format_args!("{name} must be a number, got {}", describe(other)))),
+    }
+}
+
+/// An optional non-negative integer argument (`cost`), `default` when nil.
+pub fn uint_or(function: &'static str, name: &'static str, value: &Value, default: u64) -> Result<u64, LuaError> {
+    if value.is_nil() {
+        return Ok(default);
+    }
+    slidewin::arg::uint(name, number(function, name, value)?).map_err(core(function))
+}
+
+/// A field of an options table as a non-negative integer; `None` when absent.
+pub fn field_uint(function: &'static str, opts: &Table, name: &'static str) -> Result<Option<u64>, LuaError> {
+    let value: Value = opts.raw_get(name)?;
+    if value.is_nil() {
+        return Ok(None);
+    }
+    slidewin::arg::uint(name, number(function, name, &value)?).map(Some).map_err(core(function))
+}
+
+/// A field of an options table as an integer; `None` when absent.
+pub fn field_int(function: &'static str, opts: &Table, name: &'static str) -> Result<Option<i64>, LuaError> {
+    let value: Value = opts.raw_get(name)?;
+    if value.is_nil() {
+        return Ok(None);
+    }
+    slidewin::arg::int(name, number(function, name, &value)?).map(Some).map_err(core(function))
+}
+
+/// A required field: `name` must be `expected`, got nil.
+pub fn required<T>(function: &str, name: &str, expected: &str, value: Option<T>) -> Result<T, LuaError> {
+    value.ok_or_else(|| error(function, format_args!("{name} must be {expected}, got nil")))
+}
+
+/// A value as it appears in messages: strings quoted, numbers as written, other types by name.
+pub fn describe(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("\"{}\"", s.to_string_lossy()),
+        Value::Integer(i) => i.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::Boolean(b) => b.to_string(),
+        other => other.type_name().to_string(),
+    }
+}

@@ -1,0 +1,25 @@
+//! `require "slidewin"`: the slidewin core for OpenResty/nginx Lua (LuaJIT), built with mlua.
+//!
+//! ```lua
+//! local slidewin = require "slidewin"
+//! local now = slidewin.now_ms()   -- the one clock, integer milliseconds
+//! ```
+//!
+//! State lives in the Lua VM that loaded the module: one per nginx worker.
+
+mod args;
+
+use mlua::prelude::*;
+use slidewin::{Clock, SystemClock};
+
+/// The clock every limiter of this module reads: integer milliseconds since the Unix epoch.
+fn now_ms() -> i64 {
+    SystemClock.now_ms()
+}
+
+#[mlua::lua_module(name = "slidewin")]
+fn slidewin(lua: &Lua) -> LuaResult<LuaTable> {
+    let module = lua.create_table()?;
+    module.set("now_ms", lua.create_function(|_, ()| Ok(now_ms()))?)?;
+    Ok(module)
+}

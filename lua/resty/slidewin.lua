@@ -1,0 +1,217 @@
+-- resty.slidewin: sliding-window rate limiting for OpenResty/nginx, in the access phase.
+--
+--   local sw, err = require("resty.slidewin").new{
+--       name = "api", algorithm = "log", limit = 30, window_ms = 5000, store = "local",
+--   }
+--   -- access_by_lua_block:
+--   sw:enforce(ngx.var.arg_user or ngx.var.remote_addr)
+--
+-- On admit, enforce sets the IETF draft headers and returns:
+--   RateLimit-Policy: "api";q=30;w=5
+--   RateLimit: "api";r=<remaining>;t=<seconds until the window is empty>
+-- On refusal it answers `status` (429) with Retry-After (whole seconds, rounded up), the same
+-- headers (t = seconds until admitted again) and `body`.
+--
+-- Stores (conf.store, module resty.slidewin.store.<name>):
+--   "local"  the Rust limiter inside each worker. State is PER WORKER: with N workers a client
+--            may be admitted up to N x limit per window (each worker counts what it sees).
+--   "shdict" one lua_shared_dict (conf.dict) shared by all workers of one nginx: the
+--            sliding-window counter (algorithm "counter"), atomic incr, key TTL = 2 x window.
+--
+-- The store seam (for new stores, e.g. resty.slidewin.store.redis):
+--   store_module.new(conf) -> store | nil, err        conf: the validated table below
+--   store:incoming(key, cost, commit) -> allowed, remaining, retry_after_ms, reset_after_ms
+--                                      | nil, err    (a store failure: the layer counts it in
+--                                                      metrics and applies conf.on_store_error)
+--     retry_after_ms: 0 when allowed; nil when never (cost > limit)
+--   store:uncommit(key, cost) -> true | nil, err
+--   store:keys() -> number | nil                     (nil: the store cannot tell)
+--
+-- Config: name (letters, digits, _ . -), algorithm ("log" | "buckets" | "counter"), limit,
+-- window_ms, bucket_ms (buckets), max_keys (100000), store ("local"), dict (shdict),
+-- metrics_dict (a lua_shared_dict for node-wide metrics; default conf.dict; without one,
+-- metrics are per worker), status (429), body, on_store_error ("allow" | "deny").
+
+local metrics = require "resty.slidewin.metrics"
+local now_ms = require("slidewin").now_ms
+
+local ceil = math.ceil
+local concat = table.concat
+local ngx = ngx
+
+local _M = { _VERSION = "0.1.0" }
+local mt = { __index = _M }
+
+local ALGORITHMS = { log = true, buckets = true, counter = true }
+local ON_STORE_ERROR = { allow = true, deny = true }
+
+local function show(v)
+    if type(v) == "string" then
+        return '"' .. v .. '"'
+    end
+    return tostring(v)
+end
+
+local function invalid(field, expected, v)
+    return nil, field .. " must be " .. expected .. ", got " .. show(v)
+end
+
+local function positive_integer(v)
+    return type(v) == "number" and v >= 1 and v % 1 == 0 and v < 2 ^ 53
+end
+
+-- A copy of opts with defaults filled in, or nil, err naming the field and the value.
+local function validate(opts)
+    if type(opts) ~= "table" then
+        return invalid("config", "a table", opts)
+    end
+    local conf = {}
+    for k, v in pairs(opts) do
+        conf[k] = v
+    end
+    conf.algorithm = conf.algorithm or "log"
+    conf.store = conf.store or "local"
+    conf.max_keys = conf.max_keys or 100000
+    conf.status = conf.status or 429
+    conf.body = conf.body or "Too Many Requests\n"
+    conf.on_store_error = conf.on_store_error or "allow"
+
+    if type(conf.name) ~= "string" or not conf.name:find("^[%w_.-]+$") then
+        return invalid("name", "a string of letters, digits, _ . -", conf.name)
+    end
+    if not ALGORITHMS[conf.algorithm] then
+        return invalid("algorithm", '"log", "buckets" or "counter"', conf.algorithm)
+    end
+    for _, field in ipairs { "limit", "window_ms", "max_keys" } do
+        if not positive_integer(conf[field]) then
+            return invalid(field, "a positive integer", conf[field])
+        end
+    end
+    if conf.algorithm == "buckets" and not positive_integer(conf.bucket_ms) then
+        return invalid("bucket_ms", "a positive integer", conf.bucket_ms)
+    end
+    if type(conf.store) ~= "string" or not conf.store:find("^[%w_]+$") then
+        return invalid("store", "a store module name", conf.store)
+    end
+    if not (positive_integer(conf.status) and conf.status >= 400 and conf.status <= 599) then
+        return invalid("status", "an HTTP error status", conf.status)
+    end
+    if type(conf.body) ~= "string" then
+        return invalid("body", "a string", conf.body)
+    end
+    if not ON_STORE_ERROR[conf.on_store_error] then
+        return invalid("on_store_error", '"allow" or "deny"', conf.on_store_error)
+    end
+    return conf
+end
+
+-- A limiter from a config table, or nil, err (bad config, unknown store, missing dict).
+function _M.new(opts)
+    local conf, err = validate(opts)
+    if not conf then
+        return nil, err
+    end
+    local ok, store_module = pcall(require, "resty.slidewin.store." .. conf.store)
+    if not ok then
+        return nil, "store must be a resty.slidewin.store module, got " .. show(conf.store)
+            .. ": " .. tostring(store_module)
+    end
+    local store
+    store, err = store_module.new(conf)
+    if not store then
+        return nil, err
+    end
+    local counters
+    counters, err = metrics.new(conf.name, conf.metrics_dict or conf.dict, store)
+    if not counters then
+        return nil, err
+    end
+    return setmetatable({
+        conf = conf,
+        name = conf.name,
+        store = store,
+        metrics = counters,
+        policy = concat { '"', conf.name, '";q=', conf.limit, ";w=", ceil(conf.window_ms / 1000) },
+        fail_open = conf.on_store_error == "allow",
+    }, mt)
+end
+
+local function seconds(ms)
+    return ceil(ms / 1000)
+end
+
+local function set_headers(self, remaining, t_ms)
+    local header = ngx.header
+    header["RateLimit-Policy"] = self.policy
+    header["RateLimit"] = concat { '"', self.name, '";r=', remaining, ";t=", seconds(t_ms) }
+end
+
+local function refuse(self)
+    local conf = self.conf
+    ngx.status = conf.status
+    ngx.header["Content-Type"] = "text/plain"
+    ngx.print(conf.body)
+    return ngx.exit(conf.status)
+end
+
+-- Admit (set headers, return true) or refuse (answer conf.status and end the request).
+function _M.enforce(self, key, cost)
+    if cost == nil then
+        cost = 1
+    elseif not (type(cost) == "number" and cost >= 0 and cost % 1 == 0) then
+        error("sw:enforce: cost must be a non-negative integer, got " .. show(cost), 2)
+    end
+    local allowed, remaining, retry_after_ms, reset_after_ms = self.store:incoming(key, cost, true)
+    local counters = self.metrics
+    if allowed == nil then
+        counters:incr("store_errors")
+        ngx.log(ngx.ERR, "slidewin ", self.name, ": store error: ", remaining)
+        if self.fail_open then
+            return true
+        end
+        return refuse(self)
+    end
+    if allowed then
+        counters:incr("allowed")
+        set_headers(self, remaining, reset_after_ms)
+        return true
+    end
+    counters:incr("rejected")
+    if retry_after_ms then
+        ngx.header["Retry-After"] = seconds(retry_after_ms)
+        set_headers(self, remaining, retry_after_ms)
+    else
+        set_headers(self, remaining, reset_after_ms)
+    end
+    return refuse(self)
+end
+
+-- { allowed, rejected, store_errors, keys } for this limiter (node-wide with a metrics dict).
+function _M.stats(self)
+    return self.metrics:snapshot()
+end
+
+local function metrics_of(limiters)
+    local list = {}
+    for i, sw in ipairs(limiters) do
+        list[i] = sw.metrics
+    end
+    return list
+end
+
+-- Prometheus text for this limiter.
+function _M.metrics(self)
+    return metrics.render { self.metrics }
+end
+
+-- Prometheus text for several limiters: slidewin.metrics_text{ api, api_shared }.
+function _M.metrics_text(limiters)
+    return metrics.render(metrics_of(limiters))
+end
+
+-- {"now_ms": ..., "limiters": {"<name>": {"allowed", "rejected", "store_errors", "keys"}}}.
+function _M.stats_json(limiters)
+    return metrics.json(metrics_of(limiters), now_ms())
+end
+
+return _M

@@ -1,0 +1,142 @@
+-- resty.slidewin.metrics: decision counters of one limiter, and their Prometheus text.
+--
+-- With a lua_shared_dict the counters are node-wide (every worker adds to the same numbers);
+-- without one they count what this worker saw. The keys gauge asks the store; a store whose
+-- state is per worker (keys_per_worker = true) publishes its count into the dict, and the
+-- gauge is the sum over workers.
+
+local concat = table.concat
+local ngx = ngx
+
+local _M = {}
+local mt = { __index = _M }
+
+local KINDS = { "allowed", "rejected", "store_errors" }
+-- A per-worker store publishes its key count after this many decisions (and at each render).
+local PUBLISH_EVERY = 64
+
+local function worker_tables()
+    local counts = {}
+    return {
+        incr = function(_, key, n)
+            counts[key] = (counts[key] or 0) + n
+        end,
+        get = function(_, key)
+            return counts[key]
+        end,
+        set = function(_, key, v)
+            counts[key] = v
+        end,
+    }
+end
+
+-- Counters for limiter `name` in lua_shared_dict `dict_name` (nil: per worker).
+function _M.new(name, dict_name, store)
+    local dict
+    if dict_name == nil then
+        dict = worker_tables()
+    else
+        dict = ngx.shared[dict_name]
+        if not dict then
+            return nil, 'dict must name a lua_shared_dict, got "' .. tostring(dict_name) .. '"'
+        end
+    end
+    local self = setmetatable({
+        name = name,
+        dict = dict,
+        store = store,
+        keys_prefix = "slidewin-metrics|" .. name .. "|keys|",
+        since_publish = 0,
+    }, mt)
+    for _, kind in ipairs(KINDS) do
+        self[kind] = "slidewin-metrics|" .. name .. "|" .. kind
+    end
+    return self
+end
+
+function _M.incr(self, kind)
+    self.dict:incr(self[kind], 1, 0)
+    if self.store.keys_per_worker then
+        local n = self.since_publish + 1
+        if n >= PUBLISH_EVERY then
+            self:publish_keys()
+            n = 0
+        end
+        self.since_publish = n
+    end
+end
+
+function _M.publish_keys(self)
+    self.dict:set(self.keys_prefix .. (ngx.worker.id() or 0), self.store:keys() or 0)
+end
+
+local function keys(self)
+    if not self.store.keys_per_worker then
+        return self.store:keys()
+    end
+    self:publish_keys()
+    local total = 0
+    for worker = 0, ngx.worker.count() - 1 do
+        total = total + (self.dict:get(self.keys_prefix .. worker) or 0)
+    end
+    return total
+end
+
+-- { allowed, rejected, store_errors, keys } (keys nil when the store cannot tell).
+function _M.snapshot(self)
+    local out = { keys = keys(self) }
+    for _, kind in ipairs(KINDS) do
+        out[kind] = self.dict:get(self[kind]) or 0
+    end
+    return out
+end
+
+local FAMILIES = {
+    { "slidewin_requests_total", "counter", "Rate-limit decisions by outcome." },
+    { "slidewin_store_errors_total", "counter", "Store failures (conf.on_store_error decided)." },
+    { "slidewin_keys", "gauge", "Keys the store tracks (shdict: keys seen in the current window)." },
+}
+
+-- Prometheus text exposition for a list of metrics objects (one HELP/TYPE per family).
+function _M.render(list)
+    local snaps = {}
+    for i, m in ipairs(list) do
+        snaps[i] = { name = m.name, values = m:snapshot() }
+    end
+    local out = {}
+    local function family(f, sample)
+        out[#out + 1] = "# HELP " .. f[1] .. " " .. f[3] .. "\n# TYPE " .. f[1] .. " " .. f[2] .. "\n"
+        for _, snap in ipairs(snaps) do
+            sample(snap.name, snap.values)
+        end
+    end
+    local function line(metric, labels, value)
+        out[#out + 1] = metric .. "{" .. labels .. "} " .. string.format("%d", value) .. "\n"
+    end
+    family(FAMILIES[1], function(name, v)
+        line(FAMILIES[1][1], 'limiter="' .. name .. '",outcome="allowed"', v.allowed)
+        line(FAMILIES[1][1], 'limiter="' .. name .. '",outcome="rejected"', v.rejected)
+    end)
+    family(FAMILIES[2], function(name, v)
+        line(FAMILIES[2][1], 'limiter="' .. name .. '"', v.store_errors)
+    end)
+    family(FAMILIES[3], function(name, v)
+        if v.keys then
+            line(FAMILIES[3][1], 'limiter="' .. name .. '"', v.keys)
+        end
+    end)
+    return concat(out)
+end
+
+-- JSON for dashboards: {"now_ms": ..., "limiters": {"<name>": {"allowed": N, ...}}}.
+function _M.json(list, now_ms)
+    local parts = {}
+    for i, m in ipairs(list) do
+        local v = m:snapshot()
+        parts[i] = string.format('"%s":{"allowed":%d,"rejected":%d,"store_errors":%d,"keys":%s}',
+            m.name, v.allowed, v.rejected, v.store_errors, v.keys and string.format("%d", v.keys) or "null")
+    end
+    return string.format('{"now_ms":%d,"limiters":{%s}}', now_ms, concat(parts, ","))
+end
+
+return _M

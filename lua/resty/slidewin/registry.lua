@@ -1,0 +1,70 @@
+-- resty.slidewin.registry: named limiters made once per worker, looked up per request.
+--
+--   init_by_lua_block {
+--       package.loaded.limits = require("resty.slidewin.registry").new{
+--           api = { algorithm = "log", limit = 30, window_ms = 5000 },
+--       }
+--   }
+--   location /api/ { access_by_lua_block { require("limits"):enforce("api", ngx.var.remote_addr) } }
+--
+-- A limiter whose config was rejected stays in the registry as its error: enforcing it answers
+-- 500 and logs the message, so one bad config breaks only the locations that use it.
+
+local slidewin = require "resty.slidewin"
+
+local _M = {}
+local mt = { __index = _M }
+
+-- A registry from { name = config, ... } (each config's name defaults to its key).
+function _M.new(configs)
+    local self = setmetatable({ limiters = {}, errors = {}, names = {} }, mt)
+    for name, conf in pairs(configs) do
+        conf.name = conf.name or name
+        local sw, err = slidewin.new(conf)
+        self.limiters[name], self.errors[name] = sw, err
+        if sw then
+            self.names[#self.names + 1] = name
+        end
+    end
+    table.sort(self.names)
+    return self
+end
+
+-- The limiter called `name`, or nil, err.
+function _M.get(self, name)
+    local sw = self.limiters[name]
+    if sw then
+        return sw
+    end
+    return nil, self.errors[name] or "no limiter called " .. tostring(name)
+end
+
+-- sw:enforce(key, cost) on limiter `name`; 500 (message in error.log) when it has no limiter.
+function _M.enforce(self, name, key, cost)
+    local sw, err = self:get(name)
+    if not sw then
+        ngx.log(ngx.ERR, 'slidewin limiter "', name, '": ', err)
+        return ngx.exit(500)
+    end
+    return sw:enforce(key, cost)
+end
+
+local function all(self)
+    local list = {}
+    for i, name in ipairs(self.names) do
+        list[i] = self.limiters[name]
+    end
+    return list
+end
+
+-- Prometheus text for every working limiter.
+function _M.metrics(self)
+    return slidewin.metrics_text(all(self))
+end
+
+-- {"now_ms": ..., "limiters": {...}} for every working limiter.
+function _M.stats_json(self)
+    return slidewin.stats_json(all(self))
+end
+
+return _M

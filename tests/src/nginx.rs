@@ -1,0 +1,197 @@
+//! Real nginx for tests and the demo: configs rendered from the repository's `nginx/` templates
+//! into a prefix of their own, on a loopback port, `daemon off;`, stopped when dropped.
+//!
+//! A template may use `{{prefix}}`, `{{port}}`, `{{listen}}` (`127.0.0.1:<port>`) and
+//! `{{workers}}`. The prefix gets a copy of `lua/`, the module as `lib/slidewin.so` and, when
+//! present, the dashboard (`js/dashboard`, `js/pkg`) under `html/`, all readable by `nobody`
+//! (the user nginx's workers run as), wherever the repository lives.
+//!
+//! ```no_run
+//! let nginx = slidewin_tests::nginx::Nginx::start("test.conf", 1);
+//! assert_eq!(nginx.get("/ok").status, 200);
+//! ```
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::http::{self, Response};
+use crate::process::{free_port, wait_for_port, Owned};
+
+/// The repository's root directory.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
+}
+
+/// `slidewin.so`, built (release) the first time it is asked for in this process.
+pub fn lua_module() -> &'static Path {
+    static MODULE: OnceLock<PathBuf> = OnceLock::new();
+    MODULE.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--release", "-q", "-p", "slidewin-lua"])
+            .current_dir(repo_root())
+            .status()
+            .expect("run cargo build -p slidewin-lua");
+        assert!(status.success(), "cargo build --release -p slidewin-lua failed");
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| repo_root().join("target"));
+        target.join("release/libslidewin_lua.so")
+    })
+}
+
+/// A rendered prefix: `conf/` (every template of `nginx/`), `lua/`, `lib/`, `html/`, `logs/`.
+pub struct Prefix {
+    pub dir: PathBuf,
+    pub port: u16,
+    _temp: Option<tempfile::TempDir>,
+}
+
+impl Prefix {
+    /// A new prefix in a temporary directory (removed on drop), on a free port.
+    pub fn temporary(workers: u32) -> Self {
+        let temp = tempfile::Builder::new().prefix("slidewin-nginx-").tempdir().expect("temp dir");
+        let mut prefix = Self::at(temp.path(), free_port(), workers);
+        prefix._temp = Some(temp);
+        prefix
+    }
+
+    /// A prefix at `dir` (created or refreshed, kept), listening on 127.0.0.1:`port`.
+    pub fn at(dir: &Path, port: u16, workers: u32) -> Self {
+        let dir = dir.to_path_buf();
+        for sub in ["conf", "lua", "lib", "html", "logs", "temp"] {
+            fs::create_dir_all(dir.join(sub)).expect("create prefix dirs");
+        }
+        let root = repo_root();
+        let vars = [
+            ("prefix", dir.display().to_string()),
+            ("port", port.to_string()),
+            ("listen", format!("127.0.0.1:{port}")),
+            ("workers", workers.to_string()),
+        ];
+        copy_tree(&root.join("nginx"), &dir.join("conf"), &|text| render(text, &vars));
+        copy_tree(&root.join("lua"), &dir.join("lua"), &|text| text.to_string());
+        fs::copy(lua_module(), dir.join("lib/slidewin.so")).expect("copy slidewin.so");
+        for (from, to) in [("js/dashboard", "html/dashboard"), ("js/pkg", "html/pkg")] {
+            if root.join(from).is_dir() {
+                copy_tree(&root.join(from), &dir.join(to), &|text| text.to_string());
+            }
+        }
+        open_to_workers(&dir);
+        Self { dir, port, _temp: None }
+    }
+
+    /// The nginx command for `conf/<config>`, in the foreground.
+    pub fn command(&self, config: &str) -> Command {
+        let mut cmd = Command::new("nginx");
+        cmd.arg("-p").arg(&self.dir).arg("-c").arg(self.dir.join("conf").join(config));
+        cmd
+    }
+
+    pub fn error_log(&self) -> String {
+        fs::read_to_string(self.dir.join("logs/error.log")).unwrap_or_default()
+    }
+}
+
+/// `{{name}}` replaced by its value; a placeholder left over is a typo in a template.
+fn render(template: &str, vars: &[(&str, String)]) -> String {
+    let mut text = template.to_string();
+    for (name, value) in vars {
+        text = text.replace(&format!("{{{{{name}}}}}"), value);
+    }
+    if let Some(at) = text.find("{{") {
+        let rest: String = text[at..].chars().take(30).collect();
+        panic!("unknown placeholder in an nginx template: {rest}");
+    }
+    text
+}
+
+/// Copies `from` into `to`, passing text files through `transform` (binaries as they are).
+fn copy_tree(from: &Path, to: &Path, transform: &dyn Fn(&str) -> String) {
+    fs::create_dir_all(to).expect("create dir");
+    for entry in fs::read_dir(from).unwrap_or_else(|e| panic!("read {}: {e}", from.display())) {
+        let entry = entry.expect("dir entry");
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        if src.is_dir() {
+            copy_tree(&src, &dst, transform);
+        } else {
+            let bytes = fs::read(&src).expect("read file");
+            let out = match String::from_utf8(bytes) {
+                Ok(text) => transform(&text).into_bytes(),
+                Err(binary) => binary.into_bytes(),
+            };
+            fs::write(&dst, out).expect("write file");
+        }
+    }
+}
+
+/// World-readable files and traversable directories, so nginx's `nobody` workers read them.
+fn open_to_workers(dir: &Path) {
+    let _ = fs::set_permissions(dir, fs::Permissions::from_mode(0o755));
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            open_to_workers(&path);
+        } else {
+            let _ = fs::set_permissions(&path, fs::Permissions::from_mode(0o644));
+        }
+    }
+}
+
+/// A running nginx owned by the test: stopped (TERM, then KILL) when dropped.
+pub struct Nginx {
+    pub prefix: Prefix,
+    process: Owned,
+}
+
+impl Nginx {
+    /// nginx running `nginx/<config>` with `workers` worker processes in a temporary prefix.
+    pub fn start(config: &str, workers: u32) -> Self {
+        let prefix = Prefix::temporary(workers);
+        let child = prefix
+            .command(config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start nginx (is it installed? scripts/deps.sh nginx)");
+        let nginx = Self { process: Owned::new("nginx", child), prefix };
+        wait_for_port(nginx.prefix.port, Duration::from_secs(10));
+        nginx
+    }
+
+    pub fn port(&self) -> u16 {
+        self.prefix.port
+    }
+
+    pub fn get(&self, path: &str) -> Response {
+        http::get(self.port(), path)
+    }
+
+    /// Runs a Lua chunk inside a worker (test.conf's `/eval`): its return value as a string.
+    pub fn eval(&self, lua: &str) -> Response {
+        http::post(self.port(), "/eval", lua)
+    }
+
+    pub fn error_log(&self) -> String {
+        self.prefix.error_log()
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        // TERM lets the master stop its workers; a KILLed master would leave them orphaned.
+        let pid = self.process.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.process.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
