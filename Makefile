@@ -2,20 +2,36 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: test test-rust test-deps demo deps
+.PHONY: test test-rust test-deps test-nginx lua-module demo deps
 
 deps:
 	scripts/deps.sh all
 
 test: test-rust
 
-# Tools the Rust tests start (redis-server for tests/tests/redis_*.rs).
+# Tools the Rust tests start (redis-server for tests/tests/redis_*.rs, nginx for tests/tests/nginx.rs).
 test-deps:
-	scripts/deps.sh redis
+	scripts/deps.sh redis nginx
 
-test-rust: test-deps
+# The Lua module: target/release/libslidewin_lua.so, copied as slidewin.so into each nginx prefix.
+lua-module:
+	$(CARGO) build --release -p slidewin-lua
+
+# Only the nginx end-to-end tests (also part of test-rust).
+test-nginx: test-deps lua-module
+	$(CARGO) test -p slidewin-tests --test nginx
+
+test-rust: test-deps lua-module
 	$(CARGO) build -p slidewin --no-default-features
 	$(CARGO) test --workspace --all-features
 
+# The demo nginx on 127.0.0.1:$(DEMO_PORT) in the foreground (Ctrl-C stops it). With more than one
+# worker (DEMO_WORKERS=2), /api/ (store "local") counts per worker; /api-shared/ counts for all.
+DEMO_PORT ?= 8080
+DEMO_WORKERS ?= 1
 demo:
-	$(CARGO) run -q -p slidewin --example demo
+	scripts/deps.sh nginx
+	$(MAKE) lua-module
+	@echo "Try:  for i in \$$(seq 8); do curl -si 127.0.0.1:$(DEMO_PORT)/api/?user=alice | head -1; done"
+	@echo "      curl -s 127.0.0.1:$(DEMO_PORT)/metrics;  curl -s 127.0.0.1:$(DEMO_PORT)/stats.json"
+	$(CARGO) run -q -p slidewin-tests --bin slidewin-nginx -- demo.conf --port $(DEMO_PORT) --workers $(DEMO_WORKERS)

@@ -15,7 +15,10 @@ pub struct Response {
 impl Response {
     /// The first header called `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -31,7 +34,9 @@ pub fn post(port: u16, path: &str, body: &str) -> Response {
 
 fn request(port: u16, method: &str, path: &str, body: &str) -> Response {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to nginx");
-    stream.set_read_timeout(Some(Duration::from_secs(30))).expect("set timeout");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("set timeout");
     write!(
         stream,
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
@@ -44,7 +49,9 @@ fn request(port: u16, method: &str, path: &str, body: &str) -> Response {
 }
 
 fn parse(raw: &str) -> Response {
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no header end in {raw:?}"));
+    let (head, body) = raw
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("no header end in {raw:?}"));
     let mut lines = head.split("\r\n");
     let status_line = lines.next().unwrap_or_default();
     let status = status_line
@@ -56,11 +63,19 @@ fn parse(raw: &str) -> Response {
         .filter_map(|l| l.split_once(':'))
         .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
         .collect();
-    let chunked = headers
-        .iter()
-        .any(|(n, v)| n.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked"));
-    let body = if chunked { dechunk(body) } else { body.to_string() };
-    Response { status, headers, body }
+    let chunked = headers.iter().any(|(n, v)| {
+        n.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
+    });
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
+    Response {
+        status,
+        headers,
+        body,
+    }
 }
 
 fn dechunk(mut rest: &str) -> String {

@@ -23,7 +23,10 @@ use crate::process::{free_port, wait_for_port, Owned};
 
 /// The repository's root directory.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
 }
 
 /// `slidewin.so`, built (release) the first time it is asked for in this process.
@@ -36,7 +39,10 @@ pub fn lua_module() -> &'static Path {
             .current_dir(repo_root())
             .status()
             .expect("run cargo build -p slidewin-lua");
-        assert!(status.success(), "cargo build --release -p slidewin-lua failed");
+        assert!(
+            status.success(),
+            "cargo build --release -p slidewin-lua failed"
+        );
         let target = std::env::var_os("CARGO_TARGET_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| repo_root().join("target"));
@@ -54,7 +60,10 @@ pub struct Prefix {
 impl Prefix {
     /// A new prefix in a temporary directory (removed on drop), on a free port.
     pub fn temporary(workers: u32) -> Self {
-        let temp = tempfile::Builder::new().prefix("slidewin-nginx-").tempdir().expect("temp dir");
+        let temp = tempfile::Builder::new()
+            .prefix("slidewin-nginx-")
+            .tempdir()
+            .expect("temp dir");
         let mut prefix = Self::at(temp.path(), free_port(), workers);
         prefix._temp = Some(temp);
         prefix
@@ -73,8 +82,12 @@ impl Prefix {
             ("listen", format!("127.0.0.1:{port}")),
             ("workers", workers.to_string()),
         ];
-        copy_tree(&root.join("nginx"), &dir.join("conf"), &|text| render(text, &vars));
-        copy_tree(&root.join("lua"), &dir.join("lua"), &|text| text.to_string());
+        copy_tree(&root.join("nginx"), &dir.join("conf"), &|text| {
+            render(text, &vars)
+        });
+        copy_tree(&root.join("lua"), &dir.join("lua"), &|text| {
+            text.to_string()
+        });
         fs::copy(lua_module(), dir.join("lib/slidewin.so")).expect("copy slidewin.so");
         for (from, to) in [("js/dashboard", "html/dashboard"), ("js/pkg", "html/pkg")] {
             if root.join(from).is_dir() {
@@ -82,13 +95,20 @@ impl Prefix {
             }
         }
         open_to_workers(&dir);
-        Self { dir, port, _temp: None }
+        Self {
+            dir,
+            port,
+            _temp: None,
+        }
     }
 
     /// The nginx command for `conf/<config>`, in the foreground.
     pub fn command(&self, config: &str) -> Command {
         let mut cmd = Command::new("nginx");
-        cmd.arg("-p").arg(&self.dir).arg("-c").arg(self.dir.join("conf").join(config));
+        cmd.arg("-p")
+            .arg(&self.dir)
+            .arg("-c")
+            .arg(self.dir.join("conf").join(config));
         cmd
     }
 
@@ -158,7 +178,10 @@ impl Nginx {
             .stderr(Stdio::null())
             .spawn()
             .expect("start nginx (is it installed? scripts/deps.sh nginx)");
-        let nginx = Self { process: Owned::new("nginx", child), prefix };
+        let nginx = Self {
+            process: Owned::new("nginx", child),
+            prefix,
+        };
         wait_for_port(nginx.prefix.port, Duration::from_secs(10));
         nginx
     }

@@ -18,12 +18,20 @@ pub fn number(function: &str, name: &str, value: &Value) -> Result<f64, LuaError
     match value {
         Value::Integer(i) => Ok(*i as f64),
         Value::Number(n) => Ok(*n),
-        other => Err(error(function, format_args!("{name} must be a number, got {}", describe(other)))),
+        other => Err(error(
+            function,
+            format_args!("{name} must be a number, got {}", describe(other)),
+        )),
     }
 }
 
 /// An optional non-negative integer argument (`cost`), `default` when nil.
-pub fn uint_or(function: &'static str, name: &'static str, value: &Value, default: u64) -> Result<u64, LuaError> {
+pub fn uint_or(
+    function: &'static str,
+    name: &'static str,
+    value: &Value,
+    default: u64,
+) -> Result<u64, LuaError> {
     if value.is_nil() {
         return Ok(default);
     }
@@ -31,25 +39,42 @@ pub fn uint_or(function: &'static str, name: &'static str, value: &Value, defaul
 }
 
 /// A field of an options table as a non-negative integer; `None` when absent.
-pub fn field_uint(function: &'static str, opts: &Table, name: &'static str) -> Result<Option<u64>, LuaError> {
+pub fn field_uint(
+    function: &'static str,
+    opts: &Table,
+    name: &'static str,
+) -> Result<Option<u64>, LuaError> {
     let value: Value = opts.raw_get(name)?;
     if value.is_nil() {
         return Ok(None);
     }
-    slidewin::arg::uint(name, number(function, name, &value)?).map(Some).map_err(core(function))
+    slidewin::arg::uint(name, number(function, name, &value)?)
+        .map(Some)
+        .map_err(core(function))
 }
 
 /// A field of an options table as an integer; `None` when absent.
-pub fn field_int(function: &'static str, opts: &Table, name: &'static str) -> Result<Option<i64>, LuaError> {
+pub fn field_int(
+    function: &'static str,
+    opts: &Table,
+    name: &'static str,
+) -> Result<Option<i64>, LuaError> {
     let value: Value = opts.raw_get(name)?;
     if value.is_nil() {
         return Ok(None);
     }
-    slidewin::arg::int(name, number(function, name, &value)?).map(Some).map_err(core(function))
+    slidewin::arg::int(name, number(function, name, &value)?)
+        .map(Some)
+        .map_err(core(function))
 }
 
 /// A required field: `name` must be `expected`, got nil.
-pub fn required<T>(function: &str, name: &str, expected: &str, value: Option<T>) -> Result<T, LuaError> {
+pub fn required<T>(
+    function: &str,
+    name: &str,
+    expected: &str,
+    value: Option<T>,
+) -> Result<T, LuaError> {
     value.ok_or_else(|| error(function, format_args!("{name} must be {expected}, got nil")))
 }
 

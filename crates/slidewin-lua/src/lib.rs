@@ -8,6 +8,7 @@
 //! State lives in the Lua VM that loaded the module: one per nginx worker.
 
 mod args;
+mod limiter;
 
 use mlua::prelude::*;
 use slidewin::{Clock, SystemClock};
@@ -21,5 +22,6 @@ fn now_ms() -> i64 {
 fn slidewin(lua: &Lua) -> LuaResult<LuaTable> {
     let module = lua.create_table()?;
     module.set("now_ms", lua.create_function(|_, ()| Ok(now_ms()))?)?;
+    module.set("limiter", lua.create_function(limiter::new)?)?;
     Ok(module)
 }

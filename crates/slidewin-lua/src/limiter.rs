@@ -13,8 +13,7 @@
 use std::borrow::Cow;
 
 use mlua::{Lua, Result as LuaResult, Table, UserData, UserDataMethods, Value};
-use slidewin::{BucketQuota, BucketWindow, Decision, Error, Keyed, KeyedStats, Limiter, Quota};
-use slidewin::{SlidingCounter, SlidingLog};
+use slidewin::{Decision, Error, Keyed, KeyedStats, Limiter, Quota, SlidingCounter, SlidingLog};
 
 use crate::args::{self, error};
 use crate::now_ms;
@@ -26,14 +25,26 @@ const DEFAULT_MAX_KEYS: u64 = 100_000;
 
 /// The operations the Lua object needs, over any of the three keyed algorithms.
 trait Store {
-    fn decide(&mut self, key: &[u8], now_ms: i64, cost: u64, commit: bool) -> Result<Decision, Error>;
+    fn decide(
+        &mut self,
+        key: &[u8],
+        now_ms: i64,
+        cost: u64,
+        commit: bool,
+    ) -> Result<Decision, Error>;
     fn uncommit(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error>;
     fn reset(&mut self, key: &[u8]);
     fn stats(&self) -> KeyedStats;
 }
 
 impl<L: Limiter> Store for Keyed<L, Key> {
-    fn decide(&mut self, key: &[u8], now_ms: i64, cost: u64, commit: bool) -> Result<Decision, Error> {
+    fn decide(
+        &mut self,
+        key: &[u8],
+        now_ms: i64,
+        cost: u64,
+        commit: bool,
+    ) -> Result<Decision, Error> {
         if commit {
             self.check_at(key, now_ms, cost)
         } else {
@@ -62,27 +73,33 @@ const NEW: &str = "slidewin.limiter";
 /// `slidewin.limiter{ algorithm, limit, window_ms, bucket_ms, max_keys }`.
 pub fn new(_: &Lua, opts: Value) -> LuaResult<LuaLimiter> {
     let Value::Table(opts) = opts else {
-        return Err(error(NEW, format_args!("options must be a table, got {}", args::describe(&opts))));
+        return Err(error(
+            NEW,
+            format_args!("options must be a table, got {}", args::describe(&opts)),
+        ));
     };
     let algorithm: Value = opts.raw_get("algorithm")?;
-    let limit = args::required(NEW, "limit", "a positive integer", args::field_uint(NEW, &opts, "limit")?)?;
-    let window_ms =
-        args::required(NEW, "window_ms", "a positive integer", args::field_int(NEW, &opts, "window_ms")?)?;
+    let limit = args::required(
+        NEW,
+        "limit",
+        "a positive integer",
+        args::field_uint(NEW, &opts, "limit")?,
+    )?;
+    let window_ms = args::required(
+        NEW,
+        "window_ms",
+        "a positive integer",
+        args::field_int(NEW, &opts, "window_ms")?,
+    )?;
     let max_keys = args::field_uint(NEW, &opts, "max_keys")?.unwrap_or(DEFAULT_MAX_KEYS) as usize;
     let quota = || Quota::new(limit, window_ms).map_err(args::core(NEW));
     let keyed = |e: Error| args::error(NEW, e);
     let store: Box<dyn Store> = match algorithm_name(&algorithm).as_deref() {
-        Some("log") | None => Box::new(Keyed::<SlidingLog, Key>::new(quota()?, max_keys).map_err(keyed)?),
-        Some("counter") => Box::new(Keyed::<SlidingCounter, Key>::new(quota()?, max_keys).map_err(keyed)?),
-        Some("buckets") => {
-            let bucket_ms = args::required(
-                NEW,
-                "bucket_ms",
-                "a positive integer",
-                args::field_int(NEW, &opts, "bucket_ms")?,
-            )?;
-            let quota = BucketQuota::new(limit, window_ms, bucket_ms).map_err(args::core(NEW))?;
-            Box::new(Keyed::<BucketWindow, Key>::new(quota, max_keys).map_err(keyed)?)
+        Some("log") | None => {
+            Box::new(Keyed::<SlidingLog, Key>::new(quota()?, max_keys).map_err(keyed)?)
+        }
+        Some("counter") => {
+            Box::new(Keyed::<SlidingCounter, Key>::new(quota()?, max_keys).map_err(keyed)?)
         }
         Some(_) => {
             return Err(error(
@@ -111,24 +128,39 @@ fn with_key<R>(function: &str, key: &Value, f: impl FnOnce(&[u8]) -> LuaResult<R
     match key {
         Value::String(s) => f(&s.as_bytes()),
         Value::Integer(i) => f(i.to_string().as_bytes()),
-        Value::Number(n) if n.fract() == 0.0 && n.abs() < 1e15 => f((*n as i64).to_string().as_bytes()),
+        Value::Number(n) if n.fract() == 0.0 && n.abs() < 1e15 => {
+            f((*n as i64).to_string().as_bytes())
+        }
         Value::Number(n) if n.is_finite() => f(n.to_string().as_bytes()),
         other => Err(error(
             function,
-            format_args!("key must be a string or a finite number, got {}", args::describe(other)),
+            format_args!(
+                "key must be a string or a finite number, got {}",
+                args::describe(other)
+            ),
         )),
     }
 }
 
 fn retry(decision: &Decision) -> Value {
-    decision.retry_after_ms.map_or(Value::Nil, |ms| Value::Number(ms as f64))
+    decision
+        .retry_after_ms
+        .map_or(Value::Nil, |ms| Value::Number(ms as f64))
 }
 
 impl LuaLimiter {
-    fn decide(&mut self, function: &'static str, key: &Value, cost: &Value, commit: bool) -> LuaResult<Decision> {
+    fn decide(
+        &mut self,
+        function: &'static str,
+        key: &Value,
+        cost: &Value,
+        commit: bool,
+    ) -> LuaResult<Decision> {
         let cost = args::uint_or(function, "cost", cost, 1)?;
         with_key(function, key, |key| {
-            self.store.decide(key, now_ms(), cost, commit).map_err(args::core(function))
+            self.store
+                .decide(key, now_ms(), cost, commit)
+                .map_err(args::core(function))
         })
     }
 }
@@ -136,21 +168,40 @@ impl LuaLimiter {
 impl UserData for LuaLimiter {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
         // lua-resty-limit-traffic's contract: 0, remaining | nil, "rejected", retry_after_ms.
-        methods.add_method_mut("incoming", |lua, this, (key, commit, cost): (Value, Value, Value)| {
-            let commit = !matches!(commit, Value::Nil | Value::Boolean(false));
-            let d = this.decide("lim:incoming", &key, &cost, commit)?;
-            Ok(if d.allowed {
-                (Value::Integer(0), Value::Number(d.remaining as f64), Value::Nil)
-            } else {
-                (Value::Nil, Value::String(lua.create_string("rejected")?), retry(&d))
-            })
-        });
+        methods.add_method_mut(
+            "incoming",
+            |lua, this, (key, commit, cost): (Value, Value, Value)| {
+                let commit = !matches!(commit, Value::Nil | Value::Boolean(false));
+                let d = this.decide("lim:incoming", &key, &cost, commit)?;
+                Ok(if d.allowed {
+                    (
+                        Value::Integer(0),
+                        Value::Number(d.remaining as f64),
+                        Value::Nil,
+                    )
+                } else {
+                    (
+                        Value::Nil,
+                        Value::String(lua.create_string("rejected")?),
+                        retry(&d),
+                    )
+                })
+            },
+        );
         // The store seam's form: allowed, remaining, retry_after_ms, reset_after_ms.
-        methods.add_method_mut("decide", |_, this, (key, cost, commit): (Value, Value, Value)| {
-            let commit = !matches!(commit, Value::Nil | Value::Boolean(false));
-            let d = this.decide("lim:decide", &key, &cost, commit)?;
-            Ok((d.allowed, d.remaining as f64, retry(&d), d.reset_after_ms as f64))
-        });
+        methods.add_method_mut(
+            "decide",
+            |_, this, (key, cost, commit): (Value, Value, Value)| {
+                let commit = !matches!(commit, Value::Nil | Value::Boolean(false));
+                let d = this.decide("lim:decide", &key, &cost, commit)?;
+                Ok((
+                    d.allowed,
+                    d.remaining as f64,
+                    retry(&d),
+                    d.reset_after_ms as f64,
+                ))
+            },
+        );
         methods.add_method_mut("check", |lua, this, (key, cost): (Value, Value)| {
             let d = this.decide("lim:check", &key, &cost, true)?;
             decision_table(lua, &d)
@@ -159,7 +210,9 @@ impl UserData for LuaLimiter {
             let function = "lim:uncommit";
             let cost = args::uint_or(function, "cost", &cost, 1)?;
             with_key(function, &key, |key| {
-                this.store.uncommit(key, now_ms(), cost).map_err(args::core(function))
+                this.store
+                    .uncommit(key, now_ms(), cost)
+                    .map_err(args::core(function))
             })?;
             Ok(true)
         });

@@ -13,10 +13,20 @@ fn main() {
     let config = args.next().unwrap_or_else(|| usage("CONFIG is missing"));
     let (mut port, mut workers, mut dir) = (8080u16, 2u32, None);
     while let Some(flag) = args.next() {
-        let value = args.next().unwrap_or_else(|| usage(&format!("{flag} needs a value")));
+        let value = args
+            .next()
+            .unwrap_or_else(|| usage(&format!("{flag} needs a value")));
         match flag.as_str() {
-            "--port" => port = value.parse().unwrap_or_else(|_| usage("--port takes a number")),
-            "--workers" => workers = value.parse().unwrap_or_else(|_| usage("--workers takes a number")),
+            "--port" => {
+                port = value
+                    .parse()
+                    .unwrap_or_else(|_| usage("--port takes a number"))
+            }
+            "--workers" => {
+                workers = value
+                    .parse()
+                    .unwrap_or_else(|_| usage("--workers takes a number"))
+            }
             "--prefix" => dir = Some(PathBuf::from(value)),
             _ => usage(&format!("unknown option {flag}")),
         }
@@ -24,7 +34,10 @@ fn main() {
     let stem = config.trim_end_matches(".conf");
     let dir = dir.unwrap_or_else(|| repo_root().join("target").join(format!("nginx-{stem}")));
     let prefix = Prefix::at(&dir, port, workers);
-    eprintln!("slidewin-nginx: {config} on http://127.0.0.1:{port}/ ({workers} workers, prefix {})", dir.display());
+    eprintln!(
+        "slidewin-nginx: {config} on http://127.0.0.1:{port}/ ({workers} workers, prefix {})",
+        dir.display()
+    );
     let err = prefix.command(&config).exec();
     eprintln!("slidewin-nginx: cannot run nginx: {err}");
     std::process::exit(1);

@@ -18,7 +18,8 @@ function _M.new(conf)
         max_keys = conf.max_keys,
     })
     if not ok then
-        return nil, tostring(lim)
+        -- The module's errors carry a traceback after the message; the message is enough here.
+        return nil, (tostring(lim):match("^[^\n]*"))
     end
     return setmetatable({ lim = lim, keys_per_worker = true }, mt)
 end

@@ -2,10 +2,11 @@
 --
 -- The sliding-window counter (algorithm "counter"): time is cut into windows of window_ms; a
 -- key's count in the previous window is weighted by the part of it still inside the sliding
--- window:  estimate = previous * (window_ms - elapsed) / window_ms + current.
--- A request is admitted when estimate + cost <= limit. Committing is an atomic incr of the
+-- window, exactly as slidewin::SlidingCounter counts:
+--   used = ceil(previous * (window_ms - elapsed) / window_ms) + current
+-- and a request is admitted when used + cost <= limit. Committing is an atomic incr of the
 -- current count, undone (incr by -cost) when the new estimate overshoots, so concurrent
--- workers never admit more than the limit against the counts they read; the estimate assumes
+-- workers never admit more than the limit against the counts they read; the count assumes
 -- the previous window's requests were spread evenly, which is this algorithm's documented
 -- error. Counts expire after 2 x window_ms.
 --
@@ -40,27 +41,39 @@ function _M.new(conf)
     }, mt)
 end
 
--- Where `now` falls: the current window's index and the weight of the previous window.
+-- Where `now` falls: the current fixed window's index and the ms elapsed in it.
 local function position(self, now)
-    local window = self.window_ms
-    local index = floor(now / window)
-    local elapsed = now - index * window
-    return index, elapsed, (window - elapsed) / window
+    local index = floor(now / self.window_ms)
+    return index, now - index * self.window_ms
 end
 
--- Milliseconds from `elapsed` (into the current window) until `cost` fits, counts unchanged.
+-- Cost the sliding window holds: ceil(previous * (window - elapsed) / window) + current.
+local function used(self, previous, current, elapsed)
+    local window = self.window_ms
+    return ceil(previous * (window - elapsed) / window) + current
+end
+
+-- Elapsed ms into a window at which `count` weighted by the rest of it is at most `at_most`.
+local function elapsed_until(window, count, at_most)
+    if count == 0 then
+        return 0
+    end
+    return max(window - floor(at_most * window / count), 0)
+end
+
+-- Milliseconds until `cost` fits if nothing else arrives; nil when it never can.
 local function wait_ms(self, previous, current, elapsed, cost)
-    local limit, window = self.limit, self.window_ms
-    if cost > limit then
+    local window, at_most = self.window_ms, self.limit - cost
+    if at_most < 0 then
         return nil
     end
-    if current + cost <= limit then
-        -- Within this window, once previous * (window - e) / window <= limit - current - cost.
-        local e = ceil(window - (limit - current - cost) * window / previous)
-        return max(e - elapsed, 1)
+    if at_most >= current then
+        local at = elapsed_until(window, previous, at_most - current)
+        if at < window then
+            return max(at - elapsed, 0)
+        end
     end
-    -- In the next window, once current * (window - e) / window <= limit - cost.
-    return window - elapsed + max(ceil(window - (limit - cost) * window / current), 0)
+    return window - elapsed + elapsed_until(window, current, at_most)
 end
 
 local function reset_ms(self, previous, current, elapsed)
@@ -72,54 +85,59 @@ local function reset_ms(self, previous, current, elapsed)
     return 0
 end
 
-local function remaining(self, estimate)
-    return max(floor(self.limit - estimate), 0)
+local function refusal(self, previous, current, elapsed, cost)
+    local room = max(self.limit - used(self, previous, current, elapsed), 0)
+    return false, room, wait_ms(self, previous, current, elapsed, cost), reset_ms(self, previous, current, elapsed)
 end
 
 function _M.incoming(self, key, cost, commit)
-    local dict = self.dict
-    local index, elapsed, weight = position(self, now_ms())
+    local dict, limit = self.dict, self.limit
+    local index, elapsed = position(self, now_ms())
     local current_key = self.prefix .. index .. "|" .. key
     local previous = dict:get(self.prefix .. (index - 1) .. "|" .. key) or 0
-    local current
-    if commit and cost > 0 then
-        local err
-        current, err = dict:incr(current_key, cost, 0, self.ttl_s)
-        if not current then
-            return nil, err
+    if not (commit and cost > 0) then
+        local current = dict:get(current_key) or 0
+        local room = limit - used(self, previous, current, elapsed)
+        if cost <= room then
+            return true, room - cost, 0, reset_ms(self, previous, current, elapsed)
         end
-        local estimate = previous * weight + current
-        if estimate <= self.limit then
-            if current == cost then
-                dict:incr(self.keys_prefix .. index, 1, 0, self.ttl_s)
-            end
-            return true, remaining(self, estimate), 0, reset_ms(self, previous, current, elapsed)
-        end
-        current, err = dict:incr(current_key, -cost)
-        if not current then
-            return nil, err
-        end
-    else
-        current = dict:get(current_key) or 0
-        local estimate = previous * weight + current + cost
-        if estimate <= self.limit then
-            return true, remaining(self, estimate), 0, reset_ms(self, previous, current, elapsed)
-        end
+        return refusal(self, previous, current, elapsed, cost)
     end
-    return false, remaining(self, previous * weight + current), wait_ms(self, previous, current, elapsed, cost),
-        reset_ms(self, previous, current, elapsed)
+    local current, err = dict:incr(current_key, cost, 0, self.ttl_s)
+    if not current then
+        return nil, err
+    end
+    local now_used = used(self, previous, current, elapsed)
+    if now_used <= limit then
+        if current == cost then
+            dict:incr(self.keys_prefix .. index, 1, 0, self.ttl_s)
+        end
+        return true, limit - now_used, 0, reset_ms(self, previous, current, elapsed)
+    end
+    -- Over the limit: take the increment back (atomically, whatever others did meanwhile).
+    current, err = dict:incr(current_key, -cost)
+    if not current then
+        return nil, err
+    end
+    return refusal(self, previous, current, elapsed, cost)
 end
 
+-- Gives back `cost` from the current window, then from the previous one (as SlidingCounter).
 function _M.uncommit(self, key, cost)
+    local dict = self.dict
     local index = position(self, now_ms())
     local current_key = self.prefix .. index .. "|" .. key
-    local current, err = self.dict:incr(current_key, -cost, 0)
+    local current, err = dict:incr(current_key, -cost, 0, self.ttl_s)
     if not current then
         return nil, err
     end
     if current < 0 then
-        -- The commit fell in the previous window; nothing of it is left here to give back.
-        self.dict:incr(current_key, -current)
+        dict:incr(current_key, -current)
+        local previous_key = self.prefix .. (index - 1) .. "|" .. key
+        local previous = dict:incr(previous_key, current)
+        if previous and previous < 0 then
+            dict:incr(previous_key, -previous)
+        end
     end
     return true
 end

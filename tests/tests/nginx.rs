@@ -1,0 +1,212 @@
+//! resty.slidewin and the slidewin module inside real nginx (nginx/test.conf).
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use slidewin_tests::http::Response;
+use slidewin_tests::nginx::Nginx;
+
+fn get_many(nginx: &Nginx, path: &str, n: usize) -> Vec<Response> {
+    (0..n).map(|_| nginx.get(path)).collect()
+}
+
+fn statuses(responses: &[Response]) -> Vec<u16> {
+    responses.iter().map(|r| r.status).collect()
+}
+
+#[test]
+fn local_store_admits_exactly_the_limit_then_429_until_the_window_passes() {
+    let nginx = Nginx::start("test.conf", 1);
+    let started = Instant::now();
+    let responses = get_many(&nginx, "/limit/local?user=alice", 31);
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "too slow for a 2 s window"
+    );
+    assert_eq!(statuses(&responses[..30]), vec![200; 30]);
+    for (i, r) in responses[..30].iter().enumerate() {
+        assert_eq!(r.header("RateLimit-Policy"), Some("\"local\";q=30;w=2"));
+        assert_eq!(
+            r.header("RateLimit"),
+            Some(format!("\"local\";r={};t=2", 29 - i).as_str())
+        );
+    }
+    let refused = &responses[30];
+    assert_eq!(refused.status, 429);
+    assert_eq!(refused.body, "Too Many Requests\n");
+    let retry: u64 = refused
+        .header("Retry-After")
+        .expect("Retry-After")
+        .parse()
+        .unwrap();
+    assert!((1..=2).contains(&retry), "Retry-After {retry}");
+    assert_eq!(
+        refused.header("RateLimit-Policy"),
+        Some("\"local\";q=30;w=2")
+    );
+    assert_eq!(
+        refused.header("RateLimit"),
+        Some(format!("\"local\";r=0;t={retry}").as_str())
+    );
+    // Another client has its own window.
+    assert_eq!(nginx.get("/limit/local?user=bob").status, 200);
+
+    thread::sleep(Duration::from_millis(2100));
+    let again = nginx.get("/limit/local?user=alice");
+    assert_eq!(again.status, 200);
+    assert_eq!(again.header("RateLimit"), Some("\"local\";r=29;t=2"));
+}
+
+/// 8 clients at once against `path`; the responses, with the worker that answered each.
+fn hammer(nginx: &Nginx, path: &str, clients: usize, per_client: usize) -> Vec<Response> {
+    thread::scope(|s| {
+        let handles: Vec<_> = (0..clients)
+            .map(|_| s.spawn(|| get_many(nginx, path, per_client)))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    })
+}
+
+#[test]
+fn shdict_store_holds_the_limit_across_two_workers_under_concurrency() {
+    let nginx = Nginx::start("test.conf", 2);
+    let started = Instant::now();
+    let responses = hammer(&nginx, "/limit/shared?user=carol", 8, 40);
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    let admitted = responses.iter().filter(|r| r.status == 200).count() as u64;
+    let workers: std::collections::BTreeSet<_> = responses
+        .iter()
+        .filter_map(|r| r.header("X-Worker"))
+        .collect();
+    assert_eq!(workers.len(), 2, "both workers served: {workers:?}");
+    assert!(responses.iter().all(|r| r.status == 200 || r.status == 429));
+    // Limit 100 per 60 s. Within one fixed window the counter is exact; if the burst straddles
+    // a window boundary the previous window's weight falls by elapsed/window (documented error).
+    let slack = 100 * elapsed_ms / 60_000 + 1;
+    assert!(
+        (100..=100 + slack).contains(&admitted),
+        "admitted {admitted}, slack {slack}"
+    );
+
+    let metrics = nginx.get("/metrics").body;
+    assert!(
+        metrics.contains(&format!(
+            "slidewin_requests_total{{limiter=\"shared\",outcome=\"allowed\"}} {admitted}\n"
+        )),
+        "{metrics}"
+    );
+    let rejected = 320 - admitted;
+    assert!(
+        metrics.contains(&format!(
+            "slidewin_requests_total{{limiter=\"shared\",outcome=\"rejected\"}} {rejected}\n"
+        )),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("slidewin_keys{limiter=\"shared\"} 1\n"),
+        "{metrics}"
+    );
+}
+
+#[test]
+fn local_store_counts_per_worker_as_documented() {
+    let nginx = Nginx::start("test.conf", 2);
+    let responses = hammer(&nginx, "/limit/perworker?user=dave", 8, 30);
+    let admitted_by = |worker: &str| {
+        responses
+            .iter()
+            .filter(|r| r.status == 200 && r.header("X-Worker") == Some(worker))
+            .count()
+    };
+    let served_by = |worker: &str| {
+        responses
+            .iter()
+            .filter(|r| r.header("X-Worker") == Some(worker))
+            .count()
+    };
+    for worker in ["0", "1"] {
+        // Each worker admits up to the limit (20) of what it serves, whatever the other did.
+        assert_eq!(
+            admitted_by(worker),
+            served_by(worker).min(20),
+            "worker {worker}"
+        );
+    }
+    assert!(
+        served_by("0") > 20 && served_by("1") > 20,
+        "both workers saw > limit: {} {}",
+        served_by("0"),
+        served_by("1")
+    );
+    assert_eq!(
+        admitted_by("0") + admitted_by("1"),
+        40,
+        "N workers admit N x limit"
+    );
+}
+
+#[test]
+fn a_refusal_by_the_second_limiter_rolls_back_the_first() {
+    let nginx = Nginx::start("test.conf", 1);
+    let bodies: Vec<String> = (0..6)
+        .map(|_| nginx.get("/combine?user=erin").body)
+        .collect();
+    assert_eq!(
+        bodies,
+        [
+            "admitted",
+            "admitted",
+            "admitted",
+            "second rejected",
+            "second rejected",
+            "second rejected"
+        ]
+        .map(|b| format!("{b}\n"))
+    );
+    // The first limiter (10 per minute) keeps only the 3 requests the second admitted.
+    assert_eq!(nginx.get("/combine/first?user=erin").body, "7\n");
+}
+
+#[test]
+fn bad_configs_answer_500_and_log_why_while_other_locations_serve() {
+    let nginx = Nginx::start("test.conf", 1);
+    let cases = [
+        ("bad-limit", "limit must be a positive integer, got -1"),
+        (
+            "bad-algorithm",
+            "algorithm must be \"log\", \"buckets\" or \"counter\", got \"sliding\"",
+        ),
+        (
+            "bad-dict",
+            "dict must name a lua_shared_dict, got \"missing\"",
+        ),
+    ];
+    for (name, message) in cases {
+        assert_eq!(nginx.get(&format!("/limit/{name}")).status, 500, "{name}");
+        let log = nginx.error_log();
+        assert!(
+            log.contains(&format!("slidewin limiter \"{name}\": {message}")),
+            "{name}: {log}"
+        );
+    }
+    assert_eq!(nginx.get("/ok").status, 200);
+    assert_eq!(nginx.get("/limit/local?user=frank").status, 200);
+}
+
+#[test]
+fn stats_json_reports_node_wide_counters() {
+    let nginx = Nginx::start("test.conf", 2);
+    let _ = hammer(&nginx, "/limit/shared?user=gina", 4, 30);
+    let json = nginx.get("/stats.json");
+    assert_eq!(json.header("Content-Type"), Some("application/json"));
+    assert!(
+        json.body
+            .contains("\"shared\":{\"allowed\":100,\"rejected\":20,\"store_errors\":0,\"keys\":1}"),
+        "{}",
+        json.body
+    );
+    assert!(json.body.starts_with("{\"now_ms\":"), "{}", json.body);
+}
