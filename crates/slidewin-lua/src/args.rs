@@ -38,8 +38,8 @@ pub fn uint_or(
     slidewin::arg::uint(name, number(function, name, value)?).map_err(core(function))
 }
 
-/// A field of an options table as a non-negative integer; `None` when absent.
-pub fn field_uint(
+/// A field of an options table as a positive integer (up to 2^53); `None` when absent.
+pub fn field_positive(
     function: &'static str,
     opts: &Table,
     name: &'static str,
@@ -48,24 +48,14 @@ pub fn field_uint(
     if value.is_nil() {
         return Ok(None);
     }
-    slidewin::arg::uint(name, number(function, name, &value)?)
-        .map(Some)
-        .map_err(core(function))
-}
-
-/// A field of an options table as an integer; `None` when absent.
-pub fn field_int(
-    function: &'static str,
-    opts: &Table,
-    name: &'static str,
-) -> Result<Option<i64>, LuaError> {
-    let value: Value = opts.raw_get(name)?;
-    if value.is_nil() {
-        return Ok(None);
+    let v = number(function, name, &value)?;
+    match slidewin::arg::uint(name, v) {
+        Ok(n) if n > 0 => Ok(Some(n)),
+        _ => Err(error(
+            function,
+            slidewin::Error::invalid(name, "a positive integer", slidewin::Value::Float(v)),
+        )),
     }
-    slidewin::arg::int(name, number(function, name, &value)?)
-        .map(Some)
-        .map_err(core(function))
 }
 
 /// A required field: `name` must be `expected`, got nil.

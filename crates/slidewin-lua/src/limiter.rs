@@ -10,10 +10,9 @@
 //! `nil, "rejected", retry_after_ms` when refused), so these objects compose with
 //! `resty.limit.traffic.combine`. `retry_after_ms` is nil when `cost` exceeds the limit (never).
 
-use std::borrow::Cow;
-
 use mlua::{Lua, Result as LuaResult, Table, UserData, UserDataMethods, Value};
-use slidewin::{Decision, Error, Keyed, KeyedStats, Limiter, Quota, SlidingCounter, SlidingLog};
+use slidewin::{BucketQuota, BucketWindow, Decision, Error, Keyed, KeyedStats, Limiter, Quota};
+use slidewin::{SlidingCounter, SlidingLog};
 
 use crate::args::{self, error};
 use crate::now_ms;
@@ -73,53 +72,58 @@ const NEW: &str = "slidewin.limiter";
 /// `slidewin.limiter{ algorithm, limit, window_ms, bucket_ms, max_keys }`.
 pub fn new(_: &Lua, opts: Value) -> LuaResult<LuaLimiter> {
     let Value::Table(opts) = opts else {
+        let got = args::describe(&opts);
         return Err(error(
             NEW,
-            format_args!("options must be a table, got {}", args::describe(&opts)),
+            format_args!("options must be a table, got {got}"),
         ));
     };
+    let positive = |name| {
+        args::required(
+            NEW,
+            name,
+            "a positive integer",
+            args::field_positive(NEW, &opts, name)?,
+        )
+    };
+    let (limit, window_ms) = (positive("limit")?, positive("window_ms")?);
+    let max_keys = args::field_positive(NEW, &opts, "max_keys")?.unwrap_or(DEFAULT_MAX_KEYS);
+    let max_keys = usize::try_from(max_keys).unwrap_or(usize::MAX);
+    // Fits: field_positive admits integers up to 2^53.
+    let window_ms = window_ms as i64;
     let algorithm: Value = opts.raw_get("algorithm")?;
-    let limit = args::required(
-        NEW,
-        "limit",
-        "a positive integer",
-        args::field_uint(NEW, &opts, "limit")?,
-    )?;
-    let window_ms = args::required(
-        NEW,
-        "window_ms",
-        "a positive integer",
-        args::field_int(NEW, &opts, "window_ms")?,
-    )?;
-    let max_keys = args::field_uint(NEW, &opts, "max_keys")?.unwrap_or(DEFAULT_MAX_KEYS) as usize;
-    let quota = || Quota::new(limit, window_ms).map_err(args::core(NEW));
-    let keyed = |e: Error| args::error(NEW, e);
-    let store: Box<dyn Store> = match algorithm_name(&algorithm).as_deref() {
-        Some("log") | None => {
-            Box::new(Keyed::<SlidingLog, Key>::new(quota()?, max_keys).map_err(keyed)?)
+    let store = match &algorithm {
+        Value::Nil => keyed::<SlidingLog>(Quota::new(limit, window_ms), max_keys),
+        Value::String(s) if s == "log" => {
+            keyed::<SlidingLog>(Quota::new(limit, window_ms), max_keys)
         }
-        Some("counter") => {
-            Box::new(Keyed::<SlidingCounter, Key>::new(quota()?, max_keys).map_err(keyed)?)
+        Value::String(s) if s == "counter" => {
+            keyed::<SlidingCounter>(Quota::new(limit, window_ms), max_keys)
         }
-        Some(_) => {
+        Value::String(s) if s == "buckets" => {
+            let bucket_ms = positive("bucket_ms")? as i64;
+            keyed::<BucketWindow>(BucketQuota::new(limit, window_ms, bucket_ms), max_keys)
+        }
+        other => {
+            let got = args::describe(other);
             return Err(error(
                 NEW,
-                format_args!(
-                    "algorithm must be \"log\", \"buckets\" or \"counter\", got {}",
-                    args::describe(&algorithm)
-                ),
-            ))
+                format_args!("algorithm must be \"log\", \"buckets\" or \"counter\", got {got}"),
+            ));
         }
     };
-    Ok(LuaLimiter { store, limit })
+    Ok(LuaLimiter {
+        store: store.map_err(args::core(NEW))?,
+        limit,
+    })
 }
 
-fn algorithm_name(value: &Value) -> Option<Cow<'static, str>> {
-    match value {
-        Value::Nil => None,
-        Value::String(s) => Some(Cow::Owned(s.to_string_lossy())),
-        _ => Some(Cow::Borrowed("")),
-    }
+/// A keyed store of limiter `L` behind the [`Store`] seam.
+fn keyed<L: Limiter + 'static>(
+    config: Result<L::Config, Error>,
+    max_keys: usize,
+) -> Result<Box<dyn Store>, Error> {
+    Ok(Box::new(Keyed::<L, Key>::new(config?, max_keys)?))
 }
 
 /// Runs `f` on a key's bytes: a string's own bytes (borrowed, no copy), a number's decimal

@@ -1,0 +1,211 @@
+-- LuaJIT-level tests of the slidewin module and resty.slidewin logic that need no nginx.
+-- Run by tests/tests/lua_unit.rs: luajit tests/lua/unit.lua (LUA_PATH = lua/, LUA_CPATH = slidewin.so).
+
+local slidewin = require "slidewin"
+
+local passed, failed = 0, 0
+
+local function test(name, fn)
+    local ok, err = pcall(fn)
+    if ok then
+        passed = passed + 1
+    else
+        failed = failed + 1
+        print("FAIL " .. name .. ": " .. tostring(err))
+    end
+end
+
+local function eq(got, want, what)
+    if got ~= want then
+        error((what or "value") .. ": want " .. tostring(want) .. ", got " .. tostring(got), 2)
+    end
+end
+
+-- The first line of the error `fn(...)` raises (the module appends a traceback).
+local function raised(fn, ...)
+    local ok, err = pcall(fn, ...)
+    assert(not ok, "no error raised")
+    return (tostring(err):match("^[^\n]*"))
+end
+
+test("limiter arguments are named with their values", function()
+    local cases = {
+        { { limit = 30, window_ms = -5 }, "slidewin.limiter: window_ms must be a positive integer, got -5" },
+        { { limit = -1, window_ms = 5 }, "slidewin.limiter: limit must be a positive integer, got -1" },
+        { { limit = 1.5, window_ms = 5 }, "slidewin.limiter: limit must be a positive integer, got 1.5" },
+        { { limit = "x", window_ms = 5 }, 'slidewin.limiter: limit must be a number, got "x"' },
+        { { window_ms = 5 }, "slidewin.limiter: limit must be a positive integer, got nil" },
+        { { limit = 1, window_ms = 5, algorithm = "nope" },
+            'slidewin.limiter: algorithm must be "log", "buckets" or "counter", got "nope"' },
+        { { limit = 1, window_ms = 1000, algorithm = "buckets" },
+            "slidewin.limiter: bucket_ms must be a positive integer, got nil" },
+        { { limit = 1, window_ms = 5, max_keys = 0 }, "slidewin.limiter: max_keys must be a positive integer, got 0" },
+    }
+    for _, case in ipairs(cases) do
+        eq(raised(slidewin.limiter, case[1]), case[2])
+    end
+    eq(raised(slidewin.limiter, 5), "slidewin.limiter: options must be a table, got 5")
+end)
+
+test("method arguments are named with their values", function()
+    local lim = slidewin.limiter { limit = 3, window_ms = 1000 }
+    eq(raised(lim.incoming, lim, nil, true), "lim:incoming: key must be a string or a finite number, got nil")
+    eq(raised(lim.incoming, lim, "a", true, 1.5), "lim:incoming: cost must be a non-negative integer, got 1.5")
+    eq(raised(lim.incoming, lim, "a", true, -2), "lim:incoming: cost must be a non-negative integer, got -2")
+    eq(raised(lim.check, lim, {}), "lim:check: key must be a string or a finite number, got table")
+    eq(raised(lim.uncommit, lim, "a", "x"), 'lim:uncommit: cost must be a number, got "x"')
+end)
+
+test("incoming follows lua-resty-limit-traffic", function()
+    local lim = slidewin.limiter { algorithm = "log", limit = 3, window_ms = 60000 }
+    for want = 2, 0, -1 do
+        local delay, remaining = lim:incoming("a", true)
+        eq(delay, 0, "delay")
+        eq(remaining, want, "remaining")
+    end
+    local delay, err, retry_after_ms = lim:incoming("a", true)
+    eq(delay, nil, "delay")
+    eq(err, "rejected")
+    assert(retry_after_ms > 59000 and retry_after_ms <= 60000, "retry_after_ms " .. retry_after_ms)
+    -- commit = false decides without recording.
+    local other = slidewin.limiter { limit = 1, window_ms = 60000 }
+    eq(other:incoming("b", false), 0)
+    eq(other:incoming("b", false), 0)
+    eq(other:incoming("b", true), 0)
+    eq(other:incoming("b", false), nil)
+    -- A cost above the limit can never be admitted: no retry time.
+    local _, _, never = other:incoming("c", true, 2)
+    eq(never, nil, "retry_after_ms when cost > limit")
+end)
+
+test("uncommit gives back, reset forgets, numbers and strings are one key", function()
+    local lim = slidewin.limiter { algorithm = "counter", limit = 2, window_ms = 60000 }
+    lim:incoming(42, true)
+    lim:incoming("42", true)
+    eq(lim:incoming(42, true), nil, "third call on key 42")
+    eq(lim:uncommit("42"), true)
+    eq(lim:incoming(42, true), 0)
+    lim:reset(42)
+    local d = lim:check("42", 1)
+    eq(d.allowed, true)
+    eq(d.limit, 2)
+    eq(d.remaining, 1)
+    eq(d.retry_after_ms, 0)
+    assert(d.reset_after_ms > 0)
+    local stats = lim:stats()
+    eq(stats.keys, 1)
+    eq(stats.evictions, 0)
+    eq(stats.allowed, 4)
+    eq(stats.rejected, 1)
+end)
+
+test("every algorithm limits", function()
+    for _, conf in ipairs {
+        { algorithm = "log", limit = 5, window_ms = 60000 },
+        { algorithm = "counter", limit = 5, window_ms = 60000 },
+        { algorithm = "buckets", limit = 5, window_ms = 60000, bucket_ms = 1000 },
+    } do
+        local lim = slidewin.limiter(conf)
+        local admitted = 0
+        for _ = 1, 8 do
+            if lim:incoming("k", true) then
+                admitted = admitted + 1
+            end
+        end
+        eq(admitted, 5, conf.algorithm)
+    end
+end)
+
+test("now_ms is integer milliseconds", function()
+    local now = slidewin.now_ms()
+    eq(now % 1, 0, "fraction")
+    assert(math.abs(now - os.time() * 1000) < 2000, "now_ms near os.time()")
+end)
+
+-- resty.slidewin without nginx: config validation and the shdict store on a fake dict and clock.
+
+local fake_now = 0
+package.loaded.slidewin = setmetatable({ now_ms = function() return fake_now end }, { __index = slidewin })
+
+local function fake_dict()
+    local values = {}
+    return {
+        get = function(_, k) return values[k] end,
+        set = function(_, k, v) values[k] = v end,
+        incr = function(_, k, n, init)
+            local v = values[k] or init
+            if v == nil then
+                return nil, "not found"
+            end
+            values[k] = v + n
+            return values[k]
+        end,
+    }
+end
+ngx = { shared = { slidewin = fake_dict() } } -- luacheck: ignore (the global the layer reads)
+
+local layer = require "resty.slidewin"
+
+test("new returns nil, err naming the field and the value", function()
+    local cases = {
+        { { name = "api", limit = -1, window_ms = 1000 }, "limit must be a positive integer, got -1" },
+        { { name = "api", limit = 1, window_ms = 0 }, "window_ms must be a positive integer, got 0" },
+        { { name = "api", limit = 1, window_ms = 10, algorithm = "sliding" },
+            'algorithm must be "log", "buckets" or "counter", got "sliding"' },
+        { { name = "a b", limit = 1, window_ms = 10 }, 'name must be a string of letters, digits, _ . -, got "a b"' },
+        { { name = "api", limit = 1, window_ms = 10, status = 200 }, "status must be an HTTP error status, got 200" },
+        { { name = "api", limit = 1, window_ms = 10, on_store_error = "retry" },
+            'on_store_error must be "allow" or "deny", got "retry"' },
+        { { name = "api", limit = 1, window_ms = 10, algorithm = "counter", store = "shdict", dict = "nope" },
+            'dict must name a lua_shared_dict, got "nope"' },
+        { { name = "api", limit = 1, window_ms = 10, store = "shdict", dict = "slidewin" },
+            'algorithm must be "counter" with store "shdict", got "log"' },
+    }
+    for _, case in ipairs(cases) do
+        local sw, err = layer.new(case[1])
+        eq(sw, nil, case[2])
+        eq(err, case[2])
+    end
+    local sw, err = layer.new { name = "api", limit = 1, window_ms = 10, store = "nosuch" }
+    eq(sw, nil)
+    assert(err:find('^store must be a resty.slidewin.store module, got "nosuch"'), err)
+    assert(layer.new { name = "api", limit = 30, window_ms = 5000 }, "a good config")
+end)
+
+test("shdict store counts like slidewin::SlidingCounter", function()
+    local sw = assert(layer.new {
+        name = "c", algorithm = "counter", limit = 100, window_ms = 1000, store = "shdict", dict = "slidewin",
+    })
+    local store = sw.store
+    -- The core's documented vector: a full window at t = 999, then 1 at 1001 waits 9 ms.
+    fake_now = 999
+    local allowed, remaining, retry, reset = store:incoming("k", 100, true)
+    eq(allowed, true)
+    eq(remaining, 0)
+    eq(retry, 0)
+    eq(reset, 1001)
+    fake_now = 1001
+    allowed, remaining, retry, reset = store:incoming("k", 1, true)
+    eq(allowed, false)
+    eq(remaining, 0)
+    eq(retry, 9)
+    eq(reset, 999)
+    fake_now = 1010
+    allowed, remaining = store:incoming("k", 1, true)
+    eq(allowed, true)
+    eq(remaining, 0)
+    -- 100 more fit only once the current window's 1 has slid out: the end of the next window.
+    allowed, remaining, retry = store:incoming("k", 100, false)
+    eq(allowed, false)
+    eq(retry, 990 + 1000)
+    -- Uncommit gives back; a peek records nothing; a cost above the limit never fits.
+    eq(store:uncommit("k", 1), true)
+    eq((store:incoming("k", 1, false)), true)
+    eq((store:incoming("k", 1, false)), true)
+    local _, _, never = store:incoming("k", 101, true)
+    eq(never, nil)
+    eq(store:keys(), 1)
+end)
+
+print(string.format("%d passed, %d failed", passed, failed))
+os.exit(failed == 0 and 0 or 1)
