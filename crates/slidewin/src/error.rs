@@ -51,6 +51,11 @@ pub enum Error {
         /// The timestamp given.
         got_ms: i64,
     },
+    /// An operation that needs a sample (`replace_last`) on an empty stream aggregate.
+    NoSample {
+        /// The operation's name.
+        name: &'static str,
+    },
 }
 
 impl Error {
@@ -82,6 +87,7 @@ impl fmt::Display for Error {
                 f,
                 "{name} must not be earlier than the newest sample ({newest_ms}), got {got_ms}"
             ),
+            Error::NoSample { name } => write!(f, "{name} needs a sample, the window is empty"),
         }
     }
 }

@@ -26,6 +26,7 @@ pub mod keyed;
 pub mod limiter;
 pub mod log;
 pub mod quota;
+pub mod stream;
 mod window;
 
 pub use buckets::{BucketQuota, BucketState, BucketWindow};
