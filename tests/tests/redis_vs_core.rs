@@ -2,7 +2,7 @@
 //! remaining, retry_after_ms and reset_after_ms on random traces with explicit now_ms
 //! (bursts, idle gaps, costs above the limit, peeks, refunds, a clock stepping back).
 
-use slidewin::{Decision, Limiter, SlidingCounter};
+use slidewin::{Decision, Limiter, SlidingCounter, SlidingLog};
 use slidewin_tests::redis::{RedisServer, Script};
 use slidewin_tests::resp::Resp;
 
@@ -105,4 +105,10 @@ fn counter_script_matches_sliding_counter() {
     compare("counter", &["rl:{c}"], &[], || {
         SlidingCounter::new(7, 1_000).unwrap()
     });
+}
+
+#[test]
+fn log_script_matches_sliding_log() {
+    let keys = ["rl:{l}", "rl:{l}:m"];
+    compare("log", &keys, &[], || SlidingLog::new(7, 1_000).unwrap());
 }
