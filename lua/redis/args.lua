@@ -19,16 +19,15 @@ local function read_args() -- limit window_ms cost, then name/value options
     error('mode must be check, peek or refund, got ' .. a.mode, 0)
   end
   a.width = opt.bucket_ms and int('bucket_ms', opt.bucket_ms, 1)
-  a.ttl_slack = 0
-  if opt.now_ms then
-    a.now = int('now_ms', opt.now_ms, -2 ^ 53)
-    a.ttl_slack = a.window -- keys expire on Redis's clock, which may run ahead of the caller's
-  else
-    local t = redis.call('TIME')
-    a.now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
+  a.now = opt.now_ms and int('now_ms', opt.now_ms, -2 ^ 53)
+  -- Keys expire on Redis's clock, which may run ahead of the caller's.
+  a.ttl_slack = a.now and a.window or 0
   return a
 end
-local ok, a = pcall(read_args)
+local ok, a = pcall(read_args) -- no redis.call in here: one inside pcall costs microseconds
 if not ok then return redis.error_reply('ERR ' .. a) end
+if not a.now then
+  local t = redis.call('TIME')
+  a.now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 local limit, window, cost, mode, now, ttl_slack = a.limit, a.window, a.cost, a.mode, a.now, a.ttl_slack

@@ -83,7 +83,9 @@ local reset = 0
 if total > 0 then
   reset = (newest + 1) * width + window - now
   redis.call('HSET', key, 't', total, 'o', oldest, 'n', newest, 'now', now)
-  redis.call('PEXPIRE', key, reset + ttl_slack)
+  if mode ~= 'peek' and allowed then -- the key's expiry moves only when costs change
+    redis.call('PEXPIRE', key, reset + ttl_slack)
+  end
 else
   redis.call('DEL', key)
 end

@@ -59,7 +59,9 @@ elseif previous > 0 then
 end
 if reset > 0 then
   redis.call('HSET', key, 'now', now, 'c', current, 'p', previous)
-  redis.call('PEXPIRE', key, reset + ttl_slack)
+  if mode ~= 'peek' and allowed then -- the key's expiry moves only when costs change
+    redis.call('PEXPIRE', key, reset + ttl_slack)
+  end
 else
   redis.call('DEL', key)
 end

@@ -1,7 +1,7 @@
 -- slidewin sliding log: exact, one sorted-set member per admitted call.
 -- KEYS[1] sorted set: member "seq" (cost 1) or "seq:cost", score = time in ms.
--- KEYS[2] hash: "seq" (per-key sequence, so members never collide), "total" (sum of costs) and
---         "now" (the newest time seen).
+-- KEYS[2] hash: "seq" (per-key sequence, so members never collide), "total" (sum of costs),
+--         "last" (the newest entry's time) and "now" (the newest time seen).
 --         Give both keys one hash tag ("rl:{user1}", "rl:{user1}:m") so they share a Cluster slot.
 -- ARGV: limit window_ms cost [now_ms N] [mode check|peek|refund]
 -- Sent after args.lua, which reads ARGV into limit, window, cost, mode and now (a.width: bucket_ms).
@@ -16,18 +16,20 @@ local function member(seq, c)
 end
 
 -- Forget entries that left the window, keeping the total exact.
-local state = redis.call('HMGET', meta, 'total', 'now')
-local total = tonumber(state[1]) or 0
+local state = redis.call('HMGET', meta, 'total', 'now', 'last')
+local total, last = tonumber(state[1]) or 0, tonumber(state[3])
 -- A clock that stepped back reads as the newest time seen: nothing is forgotten early.
 now = math.max(now, tonumber(state[2]) or now)
-local expired = redis.call('ZRANGEBYSCORE', log, '-inf', now - window)
-for _, m in ipairs(expired) do total = total - member_cost(m) end
-if #expired > 0 then redis.call('ZREMRANGEBYSCORE', log, '-inf', now - window) end
+if total > 0 then
+  local expired = redis.call('ZRANGEBYSCORE', log, '-inf', now - window)
+  for _, m in ipairs(expired) do total = total - member_cost(m) end
+  if #expired > 0 then redis.call('ZREMRANGEBYSCORE', log, '-inf', now - window) end
+end
 
 local allowed = cost <= limit and total + cost <= limit
 if mode == 'check' and allowed then
   redis.call('ZADD', log, now, member(redis.call('HINCRBY', meta, 'seq', 1), cost))
-  total = total + cost
+  total, last = total + cost, now
 elseif mode == 'refund' then
   -- Give back from the newest entries; at most `cost` members hold `cost`.
   local left = cost
@@ -42,6 +44,7 @@ elseif mode == 'refund' then
     end
     left, total = left - c, total - c
   end
+  last = total > 0 and tonumber(redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')[2]) or nil
   allowed = true
 end
 
@@ -61,10 +64,12 @@ end
 
 local reset = 0
 if total > 0 then
-  reset = tonumber(redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')[2]) + window - now
-  redis.call('HSET', meta, 'total', total, 'now', now)
-  redis.call('PEXPIRE', log, reset + ttl_slack)
-  redis.call('PEXPIRE', meta, reset + ttl_slack)
+  reset = last + window - now
+  redis.call('HSET', meta, 'total', total, 'now', now, 'last', last)
+  if last == now or mode == 'refund' then -- the keys' expiry moves only when entries change
+    redis.call('PEXPIRE', log, reset + ttl_slack)
+    redis.call('PEXPIRE', meta, reset + ttl_slack)
+  end
 else
   redis.call('DEL', log, meta)
 end

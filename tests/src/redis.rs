@@ -121,7 +121,11 @@ pub struct Script {
 impl Script {
     /// [`script_source`] of `name`, loaded into the server behind `client`.
     pub fn load(client: &mut Resp, name: &str) -> Self {
-        let source = script_source(name);
+        Self::from_source(client, script_source(name))
+    }
+
+    /// Any script text, loaded into the server behind `client`.
+    pub fn from_source(client: &mut Resp, source: String) -> Self {
         let sha = client.cmd(&["SCRIPT", "LOAD", &source]).text();
         Self { source, sha }
     }

@@ -1,0 +1,172 @@
+//! Redis-side figures for BENCHMARKS.md ("Redis store"), on a redis-server of its own:
+//! memory per key for a 1-hour window at 10 requests/s (filled fast with explicit now_ms), and
+//! Redis CPU per decision (INFO commandstats usec_per_call) for each script.
+//!
+//! `cargo run --release -p slidewin-tests --bin slidewin-redis-bench` (scripts/bench-redis.sh).
+
+use slidewin_tests::redis::{RedisServer, Script};
+use slidewin_tests::resp::{Reply, Resp};
+
+const HOUR_MS: i64 = 3_600_000;
+const START_MS: i64 = 1_700_000_000_000;
+/// Calls per CPU measurement.
+const CALLS: i64 = 100_000;
+
+/// One algorithm under test: its script, how it names a key's Redis keys, its extra arguments.
+struct Algorithm {
+    name: &'static str,
+    keys: fn(&str) -> Vec<String>,
+    options: &'static [&'static str],
+}
+
+const ALGORITHMS: [Algorithm; 3] = [
+    Algorithm {
+        name: "log",
+        keys: |k| vec![format!("bench:{{{k}}}"), format!("bench:{{{k}}}:m")],
+        options: &[],
+    },
+    Algorithm {
+        name: "buckets",
+        keys: |k| vec![format!("bench:{{{k}}}")],
+        options: &["bucket_ms", "60000"],
+    },
+    Algorithm {
+        name: "counter",
+        keys: |k| vec![format!("bench:{{{k}}}")],
+        options: &[],
+    },
+];
+
+/// A field of INFO `section`, e.g. `used_memory`.
+fn info(c: &mut Resp, section: &str, field: &str) -> Option<String> {
+    let text = c.cmd(&["INFO", section]).text();
+    let prefix = format!("{field}:");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix).map(str::to_string))
+}
+
+/// `calls` (key, now_ms) pairs through `script`, pipelined in batches; every reply must be a decision.
+fn run(
+    c: &mut Resp,
+    script: &Script,
+    algo: &Algorithm,
+    limit: &str,
+    window: &str,
+    calls: impl Iterator<Item = (String, i64)>,
+) {
+    let mut batch: Vec<Vec<String>> = Vec::new();
+    let mut flush = |batch: &mut Vec<Vec<String>>| {
+        for reply in c.pipeline(batch).expect("pipeline") {
+            assert!(
+                matches!(reply, Reply::Array(Some(_))),
+                "{}: {reply:?}",
+                algo.name
+            );
+        }
+        batch.clear();
+    };
+    for (key, now) in calls {
+        let keys = (algo.keys)(&key);
+        let mut cmd = vec![
+            "EVALSHA".to_string(),
+            script.sha().to_string(),
+            keys.len().to_string(),
+        ];
+        cmd.extend(keys);
+        cmd.extend([limit, window, "1", "now_ms"].map(String::from));
+        cmd.push(now.to_string());
+        cmd.extend(algo.options.iter().map(|s| s.to_string()));
+        batch.push(cmd);
+        if batch.len() == 2_000 {
+            flush(&mut batch);
+        }
+    }
+    flush(&mut batch);
+}
+
+/// Bytes per limiter key holding a full 1-hour window at 10 requests/s:
+/// (INFO used_memory delta, MEMORY USAGE). `keys` keys are filled call by call, then each is
+/// COPYed `copies` times (same encoding), so small states are measured over many keys and the
+/// delta rises well above INFO's noise.
+fn memory_per_key(c: &mut Resp, algo: &Algorithm, keys: usize, copies: usize) -> (f64, f64) {
+    c.cmd(&["FLUSHALL"]);
+    let script = Script::load(c, algo.name);
+    let calls = (0..HOUR_MS / 100)
+        .flat_map(|i| (0..keys).map(move |k| (format!("mem{k}"), START_MS + i * 100)));
+    run(c, &script, algo, "1000000", &HOUR_MS.to_string(), calls);
+    let mut all = Vec::new();
+    for k in 0..keys {
+        let filled = (algo.keys)(&format!("mem{k}"));
+        for copy in 0..copies {
+            for (from, to) in filled.iter().zip((algo.keys)(&format!("mem{k}c{copy}"))) {
+                assert_eq!(c.cmd(&["COPY", from, &to]).int(), 1);
+                all.push(to);
+            }
+        }
+        all.extend(filled);
+    }
+    let used = |c: &mut Resp| -> f64 { info(c, "memory", "used_memory").unwrap().parse().unwrap() };
+    let with_keys = used(c);
+    let usage: i64 = all
+        .iter()
+        .map(|key| c.cmd(&["MEMORY", "USAGE", key, "SAMPLES", "0"]).int())
+        .sum();
+    for key in &all {
+        c.cmd(&["DEL", key]);
+    }
+    // Against the same server without the keys, so client buffers and caches cancel out.
+    let limiter_keys = (keys * (copies + 1)) as f64;
+    (
+        (with_keys - used(c)) / limiter_keys,
+        usage as f64 / limiter_keys,
+    )
+}
+
+/// Redis CPU per EVALSHA (µs) for 1000 keys at 10 requests/s each, 60 s window, limit 100 per key
+/// (so some calls are refused), over `calls` calls.
+fn usec_per_call(c: &mut Resp, algo: &Algorithm, script: &Script, calls: i64) -> f64 {
+    c.cmd(&["FLUSHALL"]);
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    let trace = (0..calls).map(|i| (format!("cpu{}", i % 1000), START_MS + i / 10));
+    run(c, script, algo, "100", "60000", trace);
+    let stat = info(c, "commandstats", "cmdstat_evalsha").expect("evalsha stats");
+    let usec = stat
+        .split(',')
+        .find_map(|kv| kv.strip_prefix("usec_per_call="))
+        .unwrap();
+    usec.parse().unwrap()
+}
+
+fn main() {
+    let redis = RedisServer::start();
+    let mut c = redis.client();
+    let version = info(&mut c, "server", "redis_version").unwrap_or_default();
+    println!(
+        "redis-server {version}, 1-hour window at 10 requests/s per key (36,000 calls per key)"
+    );
+    println!("| algorithm | bytes per key (INFO used_memory delta) | MEMORY USAGE per key | Redis µs per decision |");
+    println!("|---|---|---|---|");
+    let mut log_bytes = 0.0;
+    // The floor: an EVALSHA of a script that only answers, with the same keys and arguments.
+    let trivial = Script::from_source(&mut c, "return {1, 0, 0, 0}".into());
+    let floor = usec_per_call(&mut c, &ALGORITHMS[1], &trivial, CALLS);
+    for algo in &ALGORITHMS {
+        let copies = if algo.name == "log" { 0 } else { 499 };
+        let (delta, usage) = memory_per_key(&mut c, algo, 4, copies);
+        let script = Script::load(&mut c, algo.name);
+        let usec = usec_per_call(&mut c, algo, &script, CALLS);
+        if algo.name == "log" {
+            log_bytes = delta;
+        }
+        let ratio = if algo.name == "log" {
+            String::new()
+        } else {
+            format!(" ({:.0}x less than log)", log_bytes / delta)
+        };
+        println!(
+            "| {} | {delta:.0}{ratio} | {usage:.0} | {usec:.2} |",
+            algo.name
+        );
+    }
+    println!("| trivial script `return {{1, 0, 0, 0}}` (the floor) | | | {floor:.2} |");
+}
