@@ -5,12 +5,15 @@
 -- ARGV: limit window_ms cost bucket_ms N [now_ms N] [mode check|peek|refund]
 -- Sent after args.lua, which reads ARGV into limit, window, cost, mode and now (a.width: bucket_ms).
 -- Returns {allowed 0/1, remaining, retry_after_ms (-1: never), reset_after_ms}.
--- Bucket i covers [i*bucket_ms, (i+1)*bucket_ms) and counts while any of it lies in the window
--- (now - window_ms, now], so no window of window_ms ever admits more than limit.
+-- Bucket i covers [i*bucket_ms, (i+1)*bucket_ms); its cost counts as if it all arrived at the
+-- bucket's last ms, so it leaves the window at (i+1)*bucket_ms - 1 + window_ms: never early, so
+-- no interval of window_ms ever admits more than limit (as the core's BucketWindow).
 local width = a.width
 if not width then return redis.error_reply('ERR bucket_ms must be a positive integer, got nil') end
-if window > width * 4096 then
-  return redis.error_reply('ERR bucket_ms must be at least window_ms / 4096, got ' .. width)
+if window % width ~= 0 then
+  return redis.error_reply('ERR bucket_ms must be a divisor of window_ms, got ' .. width)
+elseif window / width > 65536 then
+  return redis.error_reply('ERR bucket_ms must be at least window_ms / 65536, got ' .. width)
 end
 local key = KEYS[1]
 local floor = math.floor
@@ -19,7 +22,7 @@ local total, oldest, newest = tonumber(state[1]) or 0, tonumber(state[2]), tonum
 -- A clock that stepped back reads as the newest time seen: nothing is forgotten early.
 now = math.max(now, tonumber(state[4]) or now)
 local current = floor(now / width)
-local first = floor((now - window) / width) -- the oldest bucket still overlapping the window
+local first = floor((now - window + 1) / width) -- the oldest bucket still in the window
 
 -- Field names of buckets lo..hi, and their counts (missing buckets count 0).
 local function fields(lo, hi)
@@ -27,10 +30,20 @@ local function fields(lo, hi)
   for i = lo, hi do names[#names + 1] = string.format('%d', i) end
   return names
 end
+-- `command` on the fields in chunks (unpack is limited to a few thousand values); its replies.
+local function each_chunk(command, names)
+  local replies = {}
+  for i = 1, #names, 1000 do
+    local reply = redis.call(command, key, unpack(names, i, math.min(i + 999, #names)))
+    if type(reply) == 'table' then
+      for _, v in ipairs(reply) do replies[#replies + 1] = v end
+    end
+  end
+  return replies
+end
 local function counts(names)
-  if #names == 0 then return {} end
-  local values = redis.call('HMGET', key, unpack(names))
-  for i = 1, #values do values[i] = tonumber(values[i]) or 0 end
+  local values = each_chunk('HMGET', names)
+  for i = 1, #names do values[i] = tonumber(values[i]) or 0 end
   return values
 end
 
@@ -41,7 +54,7 @@ if total > 0 and newest < first then
 elseif total > 0 and oldest < first then
   local names = fields(oldest, first - 1)
   for _, c in ipairs(counts(names)) do total = total - c end
-  redis.call('HDEL', key, unpack(names))
+  each_chunk('HDEL', names)
   oldest = first
 end
 
@@ -74,14 +87,14 @@ if not allowed then
     local need, freed = total + cost - limit, 0
     for i, c in ipairs(counts(fields(oldest, newest))) do
       freed = freed + c
-      if freed >= need then retry = (oldest + i) * width + window - now break end
+      if freed >= need then retry = (oldest + i) * width - 1 + window - now break end
     end
   end
 end
 
 local reset = 0
 if total > 0 then
-  reset = (newest + 1) * width + window - now
+  reset = (newest + 1) * width - 1 + window - now
   redis.call('HSET', key, 't', total, 'o', oldest, 'n', newest, 'now', now)
   if mode ~= 'peek' and allowed then -- the key's expiry moves only when costs change
     redis.call('PEXPIRE', key, reset + ttl_slack)

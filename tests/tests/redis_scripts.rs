@@ -143,14 +143,14 @@ fn buckets_count_costs_not_buckets() {
         )
     };
     for i in 0..10 {
-        assert_eq!(call("1", 1010), [1, 9 - i, 0, 1090]);
+        assert_eq!(call("1", 1010), [1, 9 - i, 0, 1089]);
     }
-    // Bucket 10 ([1000, 1100)) counts until its end leaves the window: 1100 + 1000.
-    assert_eq!(call("1", 1050), [0, 0, 1050, 1050]);
-    assert_eq!(call("1", 2099), [0, 0, 1, 1]);
-    assert_eq!(call("3", 2100), [1, 7, 0, 1100]);
-    assert_eq!(call("8", 2150), [0, 7, 1050, 1050]);
-    assert_eq!(call("11", 2150), [0, 7, -1, 1050]);
+    // Bucket 10 ([1000, 1100)) counts as if at 1099, so it leaves the window at 2099.
+    assert_eq!(call("1", 1050), [0, 0, 1049, 1049]);
+    assert_eq!(call("1", 2098), [0, 0, 1, 1]);
+    assert_eq!(call("3", 2099), [1, 7, 0, 1000]);
+    assert_eq!(call("8", 2150), [0, 7, 949, 949]);
+    assert_eq!(call("11", 2150), [0, 7, -1, 949]);
 }
 
 #[test]
@@ -344,7 +344,11 @@ fn bad_arguments_are_named_with_their_value() {
         "ERR mode must be check, peek or refund, got take"
     );
     assert_eq!(
-        error(buckets.run(&mut c, &["k"], &["1", "60000", "1", "bucket_ms", "1"])),
-        "ERR bucket_ms must be at least window_ms / 4096, got 1"
+        error(buckets.run(&mut c, &["k"], &["1", "100000", "1", "bucket_ms", "1"])),
+        "ERR bucket_ms must be at least window_ms / 65536, got 1"
+    );
+    assert_eq!(
+        error(buckets.run(&mut c, &["k"], &["1", "1000", "1", "bucket_ms", "300"])),
+        "ERR bucket_ms must be a divisor of window_ms, got 300"
     );
 }

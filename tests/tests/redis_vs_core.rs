@@ -2,7 +2,7 @@
 //! remaining, retry_after_ms and reset_after_ms on random traces with explicit now_ms
 //! (bursts, idle gaps, costs above the limit, peeks, refunds, a clock stepping back).
 
-use slidewin::{Decision, Limiter, SlidingCounter, SlidingLog};
+use slidewin::{BucketWindow, Decision, Limiter, SlidingCounter, SlidingLog};
 use slidewin_tests::redis::{RedisServer, Script};
 use slidewin_tests::resp::Resp;
 
@@ -111,4 +111,12 @@ fn counter_script_matches_sliding_counter() {
 fn log_script_matches_sliding_log() {
     let keys = ["rl:{l}", "rl:{l}:m"];
     compare("log", &keys, &[], || SlidingLog::new(7, 1_000).unwrap());
+}
+
+#[test]
+fn buckets_script_matches_bucket_window() {
+    let options = ["bucket_ms", "100"];
+    compare("buckets", &["rl:{b}"], &options, || {
+        BucketWindow::new(7, 1_000, 100).unwrap()
+    });
 }
