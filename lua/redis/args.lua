@@ -6,12 +6,13 @@
 local function int(name, text, min)
   local n = tonumber(text)
   if not n or n ~= math.floor(n) or n < min or n > 2 ^ 53 then
-    error(name .. (min > 0 and ' must be a positive integer' or ' must be an integer') .. ', got ' .. tostring(text), 0)
+    local kind = min > 0 and 'a positive' or min == 0 and 'a non-negative' or 'an'
+    error(name .. ' must be ' .. kind .. ' integer, got ' .. tostring(text), 0)
   end
   return n
 end
 local function read_args() -- limit window_ms cost, then name/value options
-  local a = {limit = int('limit', ARGV[1], 1), window = int('window_ms', ARGV[2], 1), cost = int('cost', ARGV[3], 1)}
+  local a = {limit = int('limit', ARGV[1], 1), window = int('window_ms', ARGV[2], 1), cost = int('cost', ARGV[3], 0)}
   local opt = {}
   for i = 4, #ARGV, 2 do opt[ARGV[i]] = ARGV[i + 1] end
   a.mode = opt.mode or 'check'

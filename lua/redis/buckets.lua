@@ -59,7 +59,7 @@ elseif total > 0 and oldest < first then
 end
 
 local allowed = cost <= limit and total + cost <= limit
-if mode == 'check' and allowed then
+if mode == 'check' and allowed and cost > 0 then
   redis.call('HINCRBY', key, string.format('%d', current), cost)
   total = total + cost
   oldest, newest = math.min(oldest or current, current), math.max(newest or current, current)

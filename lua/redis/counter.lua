@@ -24,7 +24,7 @@ local function used(c) -- the window's cost, scaled by window_ms
 end
 
 local allowed = cost <= limit and used(current + cost) <= limit * window
-if mode == 'check' and allowed then
+if mode == 'check' and allowed and cost > 0 then
   current = current + cost
 elseif mode == 'refund' then
   local back = math.min(current, cost)

@@ -27,13 +27,13 @@ if total > 0 then
 end
 
 local allowed = cost <= limit and total + cost <= limit
-if mode == 'check' and allowed then
+if mode == 'check' and allowed and cost > 0 then
   redis.call('ZADD', log, now, member(redis.call('HINCRBY', meta, 'seq', 1), cost))
   total, last = total + cost, now
 elseif mode == 'refund' then
   -- Give back from the newest entries; at most `cost` members hold `cost`.
   local left = cost
-  local newest = redis.call('ZREVRANGE', log, 0, cost - 1, 'WITHSCORES')
+  local newest = cost > 0 and redis.call('ZREVRANGE', log, 0, cost - 1, 'WITHSCORES') or {}
   for i = 1, #newest, 2 do
     if left == 0 then break end
     local m, c = newest[i], member_cost(newest[i])

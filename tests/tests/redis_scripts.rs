@@ -337,7 +337,7 @@ fn bad_arguments_are_named_with_their_value() {
     );
     assert_eq!(
         error(log.run(&mut c, &LOG_KEYS, &["1", "5", "1.5"])),
-        "ERR cost must be a positive integer, got 1.5"
+        "ERR cost must be a non-negative integer, got 1.5"
     );
     assert_eq!(
         error(log.run(&mut c, &LOG_KEYS, &["1", "5", "1", "mode", "take"])),

@@ -52,7 +52,7 @@ fn compare<L: Limiter>(name: &str, keys: &[&str], extra: &[&str], new_limiter: i
             let cost = if rng.below(20) == 0 {
                 limit + 1
             } else {
-                1 + rng.below(3)
+                rng.below(4) // 0 asks without recording
             };
             let mode =
                 ["check", "check", "check", "check", "peek", "refund"][rng.below(6) as usize];
