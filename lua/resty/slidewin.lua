@@ -20,17 +20,21 @@
 --
 -- The store seam (for new stores, e.g. resty.slidewin.store.redis):
 --   store_module.new(conf) -> store | nil, err        conf: the validated table below
---   store:incoming(key, cost, commit) -> allowed, remaining, retry_after_ms, reset_after_ms
+--   store:incoming(key, cost, commit) -> allowed, remaining, retry_after_ms, reset_after_ms,
+--                                        decided_locally
 --                                      | nil, err    (a store failure: the layer counts it in
 --                                                      metrics and applies conf.on_store_error)
 --     retry_after_ms: 0 when allowed; nil when never (cost > limit)
+--     decided_locally: true when a remote store answered without a round trip (counted)
 --   store:uncommit(key, cost) -> true | nil, err
 --   store:keys() -> number | nil                     (nil: the store cannot tell)
 --
 -- Config: name (letters, digits, _ . -), algorithm ("log" | "buckets" | "counter"), limit,
 -- window_ms, bucket_ms (buckets), max_keys (100000), store ("local"), dict (shdict),
 -- metrics_dict (a lua_shared_dict for node-wide metrics; default conf.dict; without one,
--- metrics are per worker), status (429), body, on_store_error ("allow" | "deny").
+-- metrics are per worker), status (429), body, on_store_error ("allow" | "deny": the answer
+-- while the store fails; one error.log line per error_log_interval_ms (10000) per worker),
+-- redis and local_refusal_cache (store "redis", see resty.slidewin.store.redis).
 
 local metrics = require "resty.slidewin.metrics"
 local now_ms = require("slidewin").now_ms
@@ -75,6 +79,7 @@ local function validate(opts)
     conf.status = conf.status or 429
     conf.body = conf.body or "Too Many Requests\n"
     conf.on_store_error = conf.on_store_error or "allow"
+    conf.error_log_interval_ms = conf.error_log_interval_ms or 10000
 
     if type(conf.name) ~= "string" or not conf.name:find("^[%w_.-]+$") then
         return invalid("name", "a string of letters, digits, _ . -", conf.name)
@@ -101,6 +106,12 @@ local function validate(opts)
     end
     if not ON_STORE_ERROR[conf.on_store_error] then
         return invalid("on_store_error", '"allow" or "deny"', conf.on_store_error)
+    end
+    if not positive_integer(conf.error_log_interval_ms) then
+        return invalid("error_log_interval_ms", "a positive integer", conf.error_log_interval_ms)
+    end
+    if conf.local_refusal_cache ~= nil and type(conf.local_refusal_cache) ~= "boolean" then
+        return invalid("local_refusal_cache", "a boolean", conf.local_refusal_cache)
     end
     return conf
 end
@@ -133,6 +144,8 @@ function _M.new(opts)
         metrics = counters,
         policy = concat { '"', conf.name, '";q=', conf.limit, ";w=", ceil(conf.window_ms / 1000) },
         fail_open = conf.on_store_error == "allow",
+        errors_unlogged = 0,
+        error_logged_at = -math.huge,
     }, mt)
 end
 
@@ -154,6 +167,20 @@ local function refuse(self)
     return ngx.exit(conf.status)
 end
 
+-- One error.log line per error_log_interval_ms (per worker) while the store fails, not one per
+-- request: an outage at thousands of requests per second must not flood the log.
+local function log_store_error(self, err)
+    local unlogged = self.errors_unlogged + 1
+    local now = ngx.now()
+    if (now - self.error_logged_at) * 1000 < self.conf.error_log_interval_ms then
+        self.errors_unlogged = unlogged
+        return
+    end
+    ngx.log(ngx.ERR, "slidewin ", self.name, ": store error: ", err, " (", unlogged,
+        " request(s) answered by on_store_error=", self.conf.on_store_error, " since the last line)")
+    self.error_logged_at, self.errors_unlogged = now, 0
+end
+
 -- Admit (set headers, return true) or refuse (answer conf.status and end the request).
 function _M.enforce(self, key, cost)
     if cost == nil then
@@ -161,11 +188,12 @@ function _M.enforce(self, key, cost)
     elseif not (type(cost) == "number" and cost >= 0 and cost % 1 == 0) then
         error("sw:enforce: cost must be a non-negative integer, got " .. show(cost), 2)
     end
-    local allowed, remaining, retry_after_ms, reset_after_ms = self.store:incoming(key, cost, true)
+    local allowed, remaining, retry_after_ms, reset_after_ms, decided_locally =
+        self.store:incoming(key, cost, true)
     local counters = self.metrics
     if allowed == nil then
         counters:incr("store_errors")
-        ngx.log(ngx.ERR, "slidewin ", self.name, ": store error: ", remaining)
+        log_store_error(self, remaining)
         if self.fail_open then
             return true
         end
@@ -177,6 +205,9 @@ function _M.enforce(self, key, cost)
         return true
     end
     counters:incr("rejected")
+    if decided_locally then
+        counters:incr("local_refusals")
+    end
     if retry_after_ms then
         ngx.header["Retry-After"] = seconds(retry_after_ms)
         set_headers(self, remaining, retry_after_ms)
@@ -186,7 +217,7 @@ function _M.enforce(self, key, cost)
     return refuse(self)
 end
 
--- { allowed, rejected, store_errors, keys } for this limiter (node-wide with a metrics dict).
+-- { allowed, rejected, store_errors, local_refusals, keys } for this limiter (node-wide with a metrics dict).
 function _M.stats(self)
     return self.metrics:snapshot()
 end

@@ -171,9 +171,16 @@ pub struct Nginx {
 impl Nginx {
     /// nginx running `nginx/<config>` with `workers` worker processes in a temporary prefix.
     pub fn start(config: &str, workers: u32) -> Self {
+        Self::start_with_env(config, workers, &[])
+    }
+
+    /// [`Nginx::start`] with environment variables, which a config reads through nginx's `env`
+    /// directive (e.g. `SLIDEWIN_REDIS_PORT` in redis.conf: templates render only fixed names).
+    pub fn start_with_env(config: &str, workers: u32, env: &[(&str, String)]) -> Self {
         let prefix = Prefix::temporary(workers);
         let child = prefix
             .command(config)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

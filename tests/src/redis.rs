@@ -59,6 +59,27 @@ impl RedisServer {
         }
     }
 
+    /// Freeze it (SIGSTOP): connections are accepted by the kernel but never answered, like a
+    /// server stuck in a slow command. [`RedisServer::resume`] thaws it.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Thaw a paused server (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let process = self.process.as_ref().expect("redis-server is running");
+        let pid = process.child.id().to_string();
+        let status = Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {signal} {pid}");
+    }
+
     /// Start it again on the same port (empty: nothing is persisted).
     pub fn restart(&mut self) {
         self.stop();

@@ -11,7 +11,7 @@ local ngx = ngx
 local _M = {}
 local mt = { __index = _M }
 
-local KINDS = { "allowed", "rejected", "store_errors" }
+local KINDS = { "allowed", "rejected", "store_errors", "local_refusals" }
 -- A per-worker store publishes its key count after this many decisions (and at each render).
 local PUBLISH_EVERY = 64
 
@@ -82,7 +82,7 @@ local function keys(self)
     return total
 end
 
--- { allowed, rejected, store_errors, keys } (keys nil when the store cannot tell).
+-- { allowed, rejected, store_errors, local_refusals, keys } (keys nil when the store cannot tell).
 function _M.snapshot(self)
     local out = { keys = keys(self) }
     for _, kind in ipairs(KINDS) do
@@ -95,6 +95,8 @@ local FAMILIES = {
     { "slidewin_requests_total", "counter", "Rate-limit decisions by outcome." },
     { "slidewin_store_errors_total", "counter", "Store failures (conf.on_store_error decided)." },
     { "slidewin_keys", "gauge", "Keys the store tracks (shdict: keys seen in the current window)." },
+    { "slidewin_local_refusals_total", "counter",
+        "Refusals answered from the local refusal cache (store round trips saved)." },
 }
 
 -- Prometheus text exposition for a list of metrics objects (one HELP/TYPE per family).
@@ -124,6 +126,9 @@ function _M.render(list)
         if v.keys then
             line(FAMILIES[3][1], 'limiter="' .. name .. '"', v.keys)
         end
+    end)
+    family(FAMILIES[4], function(name, v)
+        line(FAMILIES[4][1], 'limiter="' .. name .. '"', v.local_refusals)
     end)
     return concat(out)
 end
