@@ -25,19 +25,6 @@ pub fn number(function: &str, name: &str, value: &Value) -> Result<f64, LuaError
     }
 }
 
-/// An optional non-negative integer argument (`cost`), `default` when nil.
-pub fn uint_or(
-    function: &'static str,
-    name: &'static str,
-    value: &Value,
-    default: u64,
-) -> Result<u64, LuaError> {
-    if value.is_nil() {
-        return Ok(default);
-    }
-    slidewin::arg::uint(name, number(function, name, value)?).map_err(core(function))
-}
-
 /// A field of an options table as a positive integer (up to 2^53); `None` when absent.
 pub fn field_positive(
     function: &'static str,

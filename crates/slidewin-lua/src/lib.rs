@@ -9,6 +9,7 @@
 
 mod args;
 mod limiter;
+mod object;
 
 use mlua::prelude::*;
 use slidewin::{Clock, SystemClock};
@@ -21,7 +22,8 @@ fn now_ms() -> i64 {
 #[mlua::lua_module(name = "slidewin")]
 fn slidewin(lua: &Lua) -> LuaResult<LuaTable> {
     let module = lua.create_table()?;
-    module.set("now_ms", lua.create_function(|_, ()| Ok(now_ms()))?)?;
+    module.set("now_ms", object::now_ms_function(lua)?)?;
+    object::register(lua)?;
     module.set("limiter", lua.create_function(limiter::new)?)?;
     Ok(module)
 }

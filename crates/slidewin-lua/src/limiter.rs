@@ -10,7 +10,7 @@
 //! `nil, "rejected", retry_after_ms` when refused), so these objects compose with
 //! `resty.limit.traffic.combine`. `retry_after_ms` is nil when `cost` exceeds the limit (never).
 
-use mlua::{Lua, Result as LuaResult, Table, UserData, UserDataMethods, Value};
+use mlua::{Lua, Result as LuaResult, Value};
 use slidewin::{BucketQuota, BucketWindow, Decision, Error, Keyed, KeyedStats, Limiter, Quota};
 use slidewin::{SlidingCounter, SlidingLog};
 
@@ -61,16 +61,39 @@ impl<L: Limiter> Store for Keyed<L, Key> {
     }
 }
 
-/// The userdata behind `slidewin.limiter{...}`.
+/// What a `slidewin.limiter{...}` object holds (its Lua side is in [`crate::object`]).
 pub struct LuaLimiter {
     store: Box<dyn Store>,
     limit: u64,
 }
 
+impl LuaLimiter {
+    /// Decide at the module's clock; record `cost` when it fits and `commit` is true.
+    pub fn decide(&mut self, key: &[u8], cost: u64, commit: bool) -> Result<Decision, Error> {
+        self.store.decide(key, now_ms(), cost, commit)
+    }
+
+    pub fn uncommit(&mut self, key: &[u8], cost: u64) -> Result<(), Error> {
+        self.store.uncommit(key, now_ms(), cost)
+    }
+
+    pub fn reset(&mut self, key: &[u8]) {
+        self.store.reset(key);
+    }
+
+    pub fn stats(&self) -> KeyedStats {
+        self.store.stats()
+    }
+
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+}
+
 const NEW: &str = "slidewin.limiter";
 
 /// `slidewin.limiter{ algorithm, limit, window_ms, bucket_ms, max_keys }`.
-pub fn new(_: &Lua, opts: Value) -> LuaResult<LuaLimiter> {
+pub fn new(lua: &Lua, opts: Value) -> LuaResult<Value> {
     let Value::Table(opts) = opts else {
         let got = args::describe(&opts);
         return Err(error(
@@ -112,10 +135,11 @@ pub fn new(_: &Lua, opts: Value) -> LuaResult<LuaLimiter> {
             ));
         }
     };
-    Ok(LuaLimiter {
+    let limiter = LuaLimiter {
         store: store.map_err(args::core(NEW))?,
         limit,
-    })
+    };
+    crate::object::push(lua, limiter)
 }
 
 /// A keyed store of limiter `L` behind the [`Store`] seam.
@@ -124,127 +148,4 @@ fn keyed<L: Limiter + 'static>(
     max_keys: usize,
 ) -> Result<Box<dyn Store>, Error> {
     Ok(Box::new(Keyed::<L, Key>::new(config?, max_keys)?))
-}
-
-/// Runs `f` on a key's bytes: a string's own bytes (borrowed, no copy), a number's decimal
-/// form (so 42 and "42" are one key).
-fn with_key<R>(function: &str, key: &Value, f: impl FnOnce(&[u8]) -> LuaResult<R>) -> LuaResult<R> {
-    match key {
-        Value::String(s) => f(&s.as_bytes()),
-        Value::Integer(i) => f(i.to_string().as_bytes()),
-        Value::Number(n) if n.fract() == 0.0 && n.abs() < 1e15 => {
-            f((*n as i64).to_string().as_bytes())
-        }
-        Value::Number(n) if n.is_finite() => f(n.to_string().as_bytes()),
-        other => Err(error(
-            function,
-            format_args!(
-                "key must be a string or a finite number, got {}",
-                args::describe(other)
-            ),
-        )),
-    }
-}
-
-fn retry(decision: &Decision) -> Value {
-    decision
-        .retry_after_ms
-        .map_or(Value::Nil, |ms| Value::Number(ms as f64))
-}
-
-impl LuaLimiter {
-    fn decide(
-        &mut self,
-        function: &'static str,
-        key: &Value,
-        cost: &Value,
-        commit: bool,
-    ) -> LuaResult<Decision> {
-        let cost = args::uint_or(function, "cost", cost, 1)?;
-        with_key(function, key, |key| {
-            self.store
-                .decide(key, now_ms(), cost, commit)
-                .map_err(args::core(function))
-        })
-    }
-}
-
-impl UserData for LuaLimiter {
-    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        // lua-resty-limit-traffic's contract: 0, remaining | nil, "rejected", retry_after_ms.
-        methods.add_method_mut(
-            "incoming",
-            |lua, this, (key, commit, cost): (Value, Value, Value)| {
-                let commit = !matches!(commit, Value::Nil | Value::Boolean(false));
-                let d = this.decide("lim:incoming", &key, &cost, commit)?;
-                Ok(if d.allowed {
-                    (
-                        Value::Integer(0),
-                        Value::Number(d.remaining as f64),
-                        Value::Nil,
-                    )
-                } else {
-                    (
-                        Value::Nil,
-                        Value::String(lua.create_string("rejected")?),
-                        retry(&d),
-                    )
-                })
-            },
-        );
-        // The store seam's form: allowed, remaining, retry_after_ms, reset_after_ms.
-        methods.add_method_mut(
-            "decide",
-            |_, this, (key, cost, commit): (Value, Value, Value)| {
-                let commit = !matches!(commit, Value::Nil | Value::Boolean(false));
-                let d = this.decide("lim:decide", &key, &cost, commit)?;
-                Ok((
-                    d.allowed,
-                    d.remaining as f64,
-                    retry(&d),
-                    d.reset_after_ms as f64,
-                ))
-            },
-        );
-        methods.add_method_mut("check", |lua, this, (key, cost): (Value, Value)| {
-            let d = this.decide("lim:check", &key, &cost, true)?;
-            decision_table(lua, &d)
-        });
-        methods.add_method_mut("uncommit", |_, this, (key, cost): (Value, Value)| {
-            let function = "lim:uncommit";
-            let cost = args::uint_or(function, "cost", &cost, 1)?;
-            with_key(function, &key, |key| {
-                this.store
-                    .uncommit(key, now_ms(), cost)
-                    .map_err(args::core(function))
-            })?;
-            Ok(true)
-        });
-        methods.add_method_mut("reset", |_, this, key: Value| {
-            with_key("lim:reset", &key, |key| {
-                this.store.reset(key);
-                Ok(())
-            })
-        });
-        methods.add_method("stats", |lua, this, ()| {
-            let s = this.store.stats();
-            let t = lua.create_table()?;
-            t.set("keys", s.keys as f64)?;
-            t.set("evictions", s.evictions as f64)?;
-            t.set("allowed", s.allowed as f64)?;
-            t.set("rejected", s.rejected as f64)?;
-            Ok(t)
-        });
-        methods.add_method("limit", |_, this, ()| Ok(this.limit as f64));
-    }
-}
-
-fn decision_table(lua: &Lua, d: &Decision) -> LuaResult<Table> {
-    let t = lua.create_table_with_capacity(0, 5)?;
-    t.set("allowed", d.allowed)?;
-    t.set("limit", d.limit as f64)?;
-    t.set("remaining", d.remaining as f64)?;
-    t.set("retry_after_ms", retry(d))?;
-    t.set("reset_after_ms", d.reset_after_ms as f64)?;
-    Ok(t)
 }

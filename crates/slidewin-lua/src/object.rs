@@ -1,0 +1,279 @@
+//! The Lua side of `slidewin.limiter{...}` objects: a plain userdata whose methods are C
+//! functions on the Lua C API.
+//!
+//! A request handler calls `incoming` once per request, so its cost is the limiter's cost in
+//! nginx. Through mlua's userdata machinery (argument conversion, borrow checks, error wrapping)
+//! a call measured ~250 ns; read straight off the Lua stack it is a fraction of that
+//! (BENCHMARKS.md, "OpenResty").
+//!
+//! Safety rules every method follows: `self` is checked first (`luaL_checkudata`, which raises
+//! before any Rust value exists); the Rust work runs under `catch_unwind` and returns plain
+//! values; results are pushed, or an error raised, only after every Rust value that owns memory
+//! has been dropped, so nothing is skipped when Lua unwinds or long-jumps out.
+
+use std::ffi::{c_char, c_int, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use mlua::ffi::{self, lua_State};
+use mlua::{Lua, Result as LuaResult, Value};
+use slidewin::{arg, Decision};
+
+use crate::limiter::LuaLimiter;
+
+const METATABLE: &CStr = c"slidewin.limiter";
+
+/// Creates the objects' metatable (once per Lua VM, when the module is loaded).
+pub fn register(lua: &Lua) -> LuaResult<()> {
+    const METHODS: [(&CStr, ffi::lua_CFunction); 7] = [
+        (c"incoming", incoming),
+        (c"decide", decide),
+        (c"check", check),
+        (c"uncommit", uncommit),
+        (c"reset", reset),
+        (c"stats", stats),
+        (c"limit", limit),
+    ];
+    // SAFETY: plain stack operations on a state mlua hands us, balanced (the stack is left as found).
+    unsafe {
+        lua.exec_raw::<()>((), |state| {
+            ffi::luaL_newmetatable(state, METATABLE.as_ptr());
+            ffi::lua_createtable(state, 0, METHODS.len() as c_int);
+            for (name, method) in METHODS {
+                ffi::lua_pushcfunction(state, method);
+                ffi::lua_setfield(state, -2, name.as_ptr());
+            }
+            ffi::lua_setfield(state, -2, c"__index".as_ptr());
+            ffi::lua_pushcfunction(state, gc);
+            ffi::lua_setfield(state, -2, c"__gc".as_ptr());
+            ffi::lua_settop(state, 0);
+        })
+    }
+}
+
+/// A new object owning `limiter`.
+pub fn push(lua: &Lua, limiter: LuaLimiter) -> LuaResult<Value> {
+    let mut limiter = Some(limiter);
+    // SAFETY: the userdata block is sized and (8-byte) aligned for LuaLimiter, written once here
+    // and dropped once by __gc.
+    unsafe {
+        lua.exec_raw::<Value>((), |state| {
+            let block = ffi::lua_newuserdata(state, size_of::<LuaLimiter>()) as *mut LuaLimiter;
+            block.write(limiter.take().expect("pushed once"));
+            ffi::luaL_getmetatable(state, METATABLE.as_ptr());
+            ffi::lua_setmetatable(state, -2);
+        })
+    }
+}
+
+/// Runs `body` on `self` (argument 1); raises its error, or "internal error" if it panicked.
+unsafe fn with_self<T>(
+    state: *mut lua_State,
+    function: &str,
+    body: impl FnOnce(&mut LuaLimiter) -> Result<T, String>,
+) -> T {
+    let this = ffi::luaL_checkudata(state, 1, METATABLE.as_ptr()) as *mut LuaLimiter;
+    let outcome = match catch_unwind(AssertUnwindSafe(|| body(&mut *this))) {
+        Ok(outcome) => outcome,
+        Err(_) => Err(format!("{function}: internal error")),
+    };
+    match outcome {
+        Ok(value) => value,
+        Err(message) => raise(state, message),
+    }
+}
+
+unsafe fn raise(state: *mut lua_State, message: String) -> ! {
+    ffi::lua_pushlstring(state, message.as_ptr() as *const c_char, message.len());
+    drop(message);
+    ffi::lua_error(state)
+}
+
+/// Argument `index` as a key: a string's bytes, or a finite number's decimal form (so 42 and
+/// "42" are one key).
+unsafe fn with_key<T>(
+    state: *mut lua_State,
+    index: c_int,
+    function: &str,
+    f: impl FnOnce(&[u8]) -> Result<T, String>,
+) -> Result<T, String> {
+    match ffi::lua_type(state, index) {
+        ffi::LUA_TSTRING => {
+            let mut len = 0;
+            let ptr = ffi::lua_tolstring(state, index, &mut len) as *const u8;
+            f(std::slice::from_raw_parts(ptr, len))
+        }
+        ffi::LUA_TNUMBER => {
+            let n = ffi::lua_tonumber(state, index);
+            if n.fract() == 0.0 && n.abs() < 1e15 {
+                f((n as i64).to_string().as_bytes())
+            } else if n.is_finite() {
+                f(n.to_string().as_bytes())
+            } else {
+                Err(format!(
+                    "{function}: key must be a string or a finite number, got {n}"
+                ))
+            }
+        }
+        _ => Err(format!(
+            "{function}: key must be a string or a finite number, got {}",
+            describe(state, index)
+        )),
+    }
+}
+
+/// Argument `index` as a cost: 1 when nil or absent.
+unsafe fn cost(state: *mut lua_State, index: c_int, function: &str) -> Result<u64, String> {
+    match ffi::lua_type(state, index) {
+        ffi::LUA_TNIL | ffi::LUA_TNONE => Ok(1),
+        ffi::LUA_TNUMBER => arg::uint("cost", ffi::lua_tonumber(state, index))
+            .map_err(|e| format!("{function}: {e}")),
+        _ => Err(format!(
+            "{function}: cost must be a number, got {}",
+            describe(state, index)
+        )),
+    }
+}
+
+/// A value as messages show it: strings quoted, other types by name.
+unsafe fn describe(state: *mut lua_State, index: c_int) -> String {
+    if ffi::lua_type(state, index) == ffi::LUA_TSTRING {
+        let mut len = 0;
+        let ptr = ffi::lua_tolstring(state, index, &mut len) as *const u8;
+        return format!(
+            "\"{}\"",
+            String::from_utf8_lossy(std::slice::from_raw_parts(ptr, len))
+        );
+    }
+    CStr::from_ptr(ffi::luaL_typename(state, index))
+        .to_string_lossy()
+        .into_owned()
+}
+
+unsafe fn decide_at(
+    state: *mut lua_State,
+    function: &str,
+    cost_at: c_int,
+    commit: bool,
+) -> Decision {
+    with_self(state, function, |this| {
+        let cost = cost(state, cost_at, function)?;
+        with_key(state, 2, function, |key| {
+            this.decide(key, cost, commit)
+                .map_err(|e| format!("{function}: {e}"))
+        })
+    })
+}
+
+unsafe fn push_retry(state: *mut lua_State, d: &Decision) {
+    match d.retry_after_ms {
+        Some(ms) => ffi::lua_pushnumber(state, ms as f64),
+        None => ffi::lua_pushnil(state),
+    }
+}
+
+/// `lim:incoming(key, commit, cost)`: `0, remaining` or `nil, "rejected", retry_after_ms`
+/// (lua-resty-limit-traffic's contract; retry_after_ms nil when cost > limit).
+unsafe extern "C-unwind" fn incoming(state: *mut lua_State) -> c_int {
+    let commit = ffi::lua_toboolean(state, 3) != 0;
+    let d = decide_at(state, "lim:incoming", 4, commit);
+    if d.allowed {
+        ffi::lua_pushnumber(state, 0.0);
+        ffi::lua_pushnumber(state, d.remaining as f64);
+        2
+    } else {
+        ffi::lua_pushnil(state);
+        ffi::lua_pushlstring(state, c"rejected".as_ptr(), 8);
+        push_retry(state, &d);
+        3
+    }
+}
+
+/// `lim:decide(key, cost, commit)`: `allowed, remaining, retry_after_ms, reset_after_ms` (the
+/// store seam's form, used by resty.slidewin.store.local).
+unsafe extern "C-unwind" fn decide(state: *mut lua_State) -> c_int {
+    let commit = ffi::lua_toboolean(state, 4) != 0;
+    let d = decide_at(state, "lim:decide", 3, commit);
+    ffi::lua_pushboolean(state, d.allowed as c_int);
+    ffi::lua_pushnumber(state, d.remaining as f64);
+    push_retry(state, &d);
+    ffi::lua_pushnumber(state, d.reset_after_ms as f64);
+    4
+}
+
+unsafe fn set_number(state: *mut lua_State, field: &CStr, value: u64) {
+    ffi::lua_pushnumber(state, value as f64);
+    ffi::lua_setfield(state, -2, field.as_ptr());
+}
+
+/// `lim:check(key, cost)`: `{ allowed, limit, remaining, retry_after_ms, reset_after_ms }`.
+unsafe extern "C-unwind" fn check(state: *mut lua_State) -> c_int {
+    let d = decide_at(state, "lim:check", 3, true);
+    ffi::lua_createtable(state, 0, 5);
+    ffi::lua_pushboolean(state, d.allowed as c_int);
+    ffi::lua_setfield(state, -2, c"allowed".as_ptr());
+    set_number(state, c"limit", d.limit);
+    set_number(state, c"remaining", d.remaining);
+    push_retry(state, &d);
+    ffi::lua_setfield(state, -2, c"retry_after_ms".as_ptr());
+    set_number(state, c"reset_after_ms", d.reset_after_ms);
+    1
+}
+
+/// `lim:uncommit(key, cost)`: gives back cost recorded earlier; returns true.
+unsafe extern "C-unwind" fn uncommit(state: *mut lua_State) -> c_int {
+    let function = "lim:uncommit";
+    with_self(state, function, |this| {
+        let cost = cost(state, 3, function)?;
+        with_key(state, 2, function, |key| {
+            this.uncommit(key, cost)
+                .map_err(|e| format!("{function}: {e}"))
+        })
+    });
+    ffi::lua_pushboolean(state, 1);
+    1
+}
+
+/// `lim:reset(key)`: forgets the key.
+unsafe extern "C-unwind" fn reset(state: *mut lua_State) -> c_int {
+    with_self(state, "lim:reset", |this| {
+        with_key(state, 2, "lim:reset", |key| {
+            this.reset(key);
+            Ok(())
+        })
+    });
+    0
+}
+
+/// `lim:stats()`: `{ keys, evictions, allowed, rejected }`.
+unsafe extern "C-unwind" fn stats(state: *mut lua_State) -> c_int {
+    let s = with_self(state, "lim:stats", |this| Ok(this.stats()));
+    ffi::lua_createtable(state, 0, 4);
+    set_number(state, c"keys", s.keys as u64);
+    set_number(state, c"evictions", s.evictions);
+    set_number(state, c"allowed", s.allowed);
+    set_number(state, c"rejected", s.rejected);
+    1
+}
+
+/// `lim:limit()`: the configured limit.
+unsafe extern "C-unwind" fn limit(state: *mut lua_State) -> c_int {
+    let limit = with_self(state, "lim:limit", |this| Ok(this.limit()));
+    ffi::lua_pushnumber(state, limit as f64);
+    1
+}
+
+/// `slidewin.now_ms()` as a C function (the shdict store reads it on every call).
+pub fn now_ms_function(lua: &Lua) -> LuaResult<mlua::Function> {
+    unsafe extern "C-unwind" fn now_ms(state: *mut lua_State) -> c_int {
+        ffi::lua_pushnumber(state, crate::now_ms() as f64);
+        1
+    }
+    // SAFETY: now_ms only pushes a number.
+    unsafe { lua.create_c_function(now_ms) }
+}
+
+unsafe extern "C-unwind" fn gc(state: *mut lua_State) -> c_int {
+    let this = ffi::luaL_checkudata(state, 1, METATABLE.as_ptr()) as *mut LuaLimiter;
+    this.drop_in_place();
+    0
+}
