@@ -171,8 +171,8 @@ end
 -- request: an outage at thousands of requests per second must not flood the log.
 local function log_store_error(self, err)
     local unlogged = self.errors_unlogged + 1
-    local now = ngx.now()
-    if (now - self.error_logged_at) * 1000 < self.conf.error_log_interval_ms then
+    local now = now_ms()
+    if now - self.error_logged_at < self.conf.error_log_interval_ms then
         self.errors_unlogged = unlogged
         return
     end

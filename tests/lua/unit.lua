@@ -120,6 +120,47 @@ test("every algorithm limits", function()
     end
 end)
 
+test("stream functions and objects", function()
+    local function show(t) return table.concat(t, ",") end
+    local xs = { 1, 3, -1, -3, 5, 3, 6, 7 }
+    eq(show(slidewin.sliding_max(xs, 3)), "3,3,5,5,6,7")
+    eq(show(slidewin.sliding_min(xs, 3)), "-1,-3,-3,-3,3,3")
+    eq(show(slidewin.sliding_max({ 1, 2 }, 3)), "", "shorter than k")
+    eq(show(slidewin.ewma({ 10, 20, 20 }, 0.5)), "10,15,17.5")
+    local max = slidewin.max { window_ms = 1000 }
+    eq(max:value(), nil, "empty window")
+    max:push_at(10000, 5)
+    max:push_at(10400, 2)
+    eq(max:value_at(10999), 5)
+    eq(max:value_at(11000), 2)
+    eq(max:len(), 1)
+    local mean = slidewin.mean { k = 3 }
+    for _, x in ipairs { 1, 2, 3, 4 } do mean:push(x) end
+    eq(mean:value(), 3)
+    mean:replace_last(7)
+    eq(mean:value(), 4)
+    eq(mean:is_full(), true)
+    local smooth = slidewin.smoothed { alpha = 0.5 }
+    smooth:push(10)
+    smooth:push(20)
+    eq(smooth:value(), 15)
+end)
+
+test("stream arguments are named with their values", function()
+    eq(raised(slidewin.sliding_max, { 1, "x" }, 3), 'slidewin.sliding_max: t[2] must be a number, got "x"')
+    eq(raised(slidewin.sliding_mean, { 1 }, 0), "slidewin.sliding_mean: k must be a positive integer, got 0")
+    eq(raised(slidewin.sliding_sum, 5, 1), "slidewin.sliding_sum: t must be an array of numbers, got 5")
+    eq(raised(slidewin.ewma, { 1 }, 2), "slidewin.ewma: alpha must be a number in (0, 1], got 2")
+    eq(raised(slidewin.mean, { k = 0 }), "slidewin.mean: k must be a positive integer, got 0")
+    eq(raised(slidewin.rate, { window_ms = -5 }), "slidewin.rate: window_ms must be a positive integer, got -5")
+    eq(raised(slidewin.max, {}), "slidewin.max: options must have one of k or window_ms")
+    local max = slidewin.max { window_ms = 1000 }
+    max:push_at(2000, 1)
+    eq(raised(max.push_at, max, 1000, 1), "agg:push_at: t_ms must not be earlier than the newest sample (2000), got 1000")
+    eq(raised(max.push, max, 0 / 0), "agg:push: x must be a finite number, got NaN")
+    eq(max:value(), 1, "a bad sample leaves the window as it was")
+end)
+
 test("now_ms is integer milliseconds", function()
     local now = slidewin.now_ms()
     eq(now % 1, 0, "fraction")

@@ -206,6 +206,11 @@ impl Nginx {
         http::post(self.port(), "/eval", lua)
     }
 
+    /// [`Nginx::eval`] without `pcall`: an error reaches nginx (500, logged in error.log).
+    pub fn eval_raw(&self, lua: &str) -> Response {
+        http::post(self.port(), "/eval?raw=1", lua)
+    }
+
     pub fn error_log(&self) -> String {
         self.prefix.error_log()
     }

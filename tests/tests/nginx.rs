@@ -210,3 +210,82 @@ fn stats_json_reports_node_wide_counters() {
     );
     assert!(json.body.starts_with("{\"now_ms\":"), "{}", json.body);
 }
+
+#[test]
+fn stream_functions_return_the_known_vectors_inside_nginx() {
+    let nginx = Nginx::start("test.conf", 1);
+    let lua = r#"
+        local slidewin = require "slidewin"
+        local xs = { 1, 3, -1, -3, 5, 3, 6, 7 }
+        local function show(t) return "[" .. table.concat(t, ",") .. "]" end
+        local mean = slidewin.mean{ k = 3 }
+        for _, x in ipairs(xs) do mean:push(x) end
+        return table.concat({
+            show(slidewin.sliding_max(xs, 3)), show(slidewin.sliding_min(xs, 3)),
+            show(slidewin.sliding_sum(xs, 3)), show(slidewin.sliding_mean({ 1, 2, 3, 4 }, 2)),
+            show(slidewin.ewma({ 10, 20, 20 }, 0.5)), tostring(mean:value()),
+        }, " ")
+    "#;
+    let out = nginx.eval(lua);
+    assert_eq!(out.status, 200, "{}", out.body);
+    assert_eq!(out.body, "[3,3,5,5,6,7] [-1,-3,-3,-3,3,3] [3,-1,1,5,14,16] [1.5,2.5,3.5] [10,15,17.5] 5.3333333333333");
+}
+
+#[test]
+fn a_wrong_argument_is_a_lua_error_naming_it_and_the_worker_keeps_serving() {
+    let nginx = Nginx::start("test.conf", 1);
+    let fails = |lua: &str| {
+        let out = nginx.eval(lua);
+        (out.status, out.body)
+    };
+    let message = |m: &str| (500, m.to_string());
+    assert_eq!(
+        fails("return require('slidewin').limiter{ limit = 30, window_ms = -5 }"),
+        message("slidewin.limiter: window_ms must be a positive integer, got -5")
+    );
+    let lim = "local lim = require('slidewin').limiter{ limit = 1, window_ms = 1000 }";
+    assert_eq!(
+        fails(&format!("{lim}; lim:incoming(nil, true)")),
+        message("lim:incoming: key must be a string or a finite number, got nil")
+    );
+    let pid_before = nginx.eval("return ngx.worker.pid()").body;
+    for _ in 0..3 {
+        assert_eq!(
+            nginx
+                .eval_raw(&format!("{lim}; return lim:check({{}}).allowed"))
+                .status,
+            500
+        );
+        assert_eq!(
+            nginx
+                .eval_raw(&format!("{lim}; return lim.incoming('x', true)"))
+                .status,
+            500
+        );
+        assert_eq!(
+            nginx
+                .eval_raw("return require('slidewin').sliding_max({ 0 / 0 }, 1)[1]")
+                .status,
+            500
+        );
+    }
+    let log = nginx.error_log();
+    assert!(
+        log.contains("lim:check: key must be a string or a finite number, got table"),
+        "{log}"
+    );
+    assert!(
+        log.contains("slidewin.limiter expected, got string"),
+        "{log}"
+    );
+    assert!(
+        log.contains("slidewin.sliding_max: x must be a finite number, got NaN"),
+        "{log}"
+    );
+    assert_eq!(
+        nginx.eval("return ngx.worker.pid()").body,
+        pid_before,
+        "the worker was not replaced"
+    );
+    assert_eq!(nginx.get("/ok").status, 200);
+}

@@ -10,6 +10,7 @@
 mod args;
 mod limiter;
 mod object;
+mod stream;
 
 use mlua::prelude::*;
 use slidewin::{Clock, SystemClock};
@@ -25,5 +26,8 @@ fn slidewin(lua: &Lua) -> LuaResult<LuaTable> {
     module.set("now_ms", object::now_ms_function(lua)?)?;
     object::register(lua)?;
     module.set("limiter", lua.create_function(limiter::new)?)?;
-    Ok(module)
+    stream::register(lua, &module)?;
+    lua.load(include_str!("prelude.lua"))
+        .set_name("=slidewin")
+        .call(module)
 }

@@ -18,8 +18,7 @@ function _M.new(conf)
         max_keys = conf.max_keys,
     })
     if not ok then
-        -- The module's errors carry a traceback after the message; the message is enough here.
-        return nil, (tostring(lim):match("^[^\n]*"))
+        return nil, lim
     end
     return setmetatable({ lim = lim, keys_per_worker = true }, mt)
 end

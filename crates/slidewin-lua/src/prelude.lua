@@ -1,0 +1,49 @@
+-- Run once when the module loads, with the table the Rust side built.
+-- Errors raised through mlua reach Lua as userdata (with a traceback appended), which nginx
+-- logs as "unknown reason". These wrappers re-raise them as the plain message strings Lua
+-- callers expect ("slidewin.mean: k must be a positive integer, got 0"), as the limiter's C
+-- methods already do.
+local raw = ...
+
+local pcall, error, tostring, setmetatable = pcall, error, tostring, setmetatable
+
+local function rethrow(ok, ...)
+    if ok then
+        return ...
+    end
+    error((tostring((...)):match("^[^\n]*")), 0)
+end
+
+local function plain(f)
+    return function(...)
+        return rethrow(pcall(f, ...))
+    end
+end
+
+local module = {}
+for name, value in pairs(raw) do
+    module[name] = value
+end
+for _, name in ipairs { "limiter", "sliding_max", "sliding_min", "sliding_mean", "sliding_sum", "ewma" } do
+    module[name] = plain(raw[name])
+end
+
+-- Streaming aggregates: a table holding the Rust object, with the same methods.
+local Aggregate = {}
+Aggregate.__index = Aggregate
+for _, method in ipairs {
+    "push", "push_at", "replace_last", "advance_to", "value", "value_at", "len", "is_full", "clear",
+} do
+    Aggregate[method] = function(self, ...)
+        local inner = self[1]
+        return rethrow(pcall(inner[method], inner, ...))
+    end
+end
+for _, name in ipairs { "mean", "sum", "max", "min", "variance", "stddev", "rate", "smoothed" } do
+    local make = raw[name]
+    module[name] = function(opts)
+        return setmetatable({ rethrow(pcall(make, opts)) }, Aggregate)
+    end
+end
+
+return module
