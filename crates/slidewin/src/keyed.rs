@@ -18,9 +18,9 @@
 //! be made to collide. [`ShardedKeyed`] (feature `std`) is the `Send + Sync` form, with one
 //! lock per shard.
 //!
-//! ```ignore
+//! ```
 //! use slidewin::{Keyed, Quota, SlidingCounter};
-//! let config = SlidingCounter::config(Quota::new(2, 1_000).unwrap());
+//! let config = Quota::new(2, 1_000).unwrap();
 //! let mut per_user: Keyed<SlidingCounter, String> = Keyed::new(config, 10_000).unwrap();
 //! assert!(per_user.check_at("alice", 0, 1).unwrap().allowed);
 //! assert!(per_user.check_at("alice", 10, 1).unwrap().allowed);
@@ -34,6 +34,7 @@
 //! ```
 
 mod hasher;
+mod index;
 #[cfg(feature = "std")]
 mod sharded;
 mod slots;
@@ -91,7 +92,7 @@ impl<L: Limiter, K: Hash + Eq, S: BuildHasher> Keyed<L, K, S> {
         Ok(Self {
             config,
             hasher,
-            slots: Slots::new(),
+            slots: Slots::new(max_keys),
             max_keys,
             stats: KeyedStats::default(),
             state_heap_bytes: 0,
@@ -314,6 +315,20 @@ impl<L: Limiter, K: Hash + Eq, S: BuildHasher> Keyed<L, K, S> {
         } else {
             stats.reclaimed += 1;
         }
+    }
+}
+
+/// The bounds and counters; keys and states are not listed.
+impl<L: Limiter, K: Hash + Eq, S: BuildHasher> core::fmt::Debug for Keyed<L, K, S>
+where
+    L::Config: core::fmt::Debug,
+{
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Keyed")
+            .field("config", &self.config)
+            .field("max_keys", &self.max_keys)
+            .field("stats", &self.stats())
+            .finish()
     }
 }
 

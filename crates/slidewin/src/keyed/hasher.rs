@@ -10,11 +10,11 @@ use foldhash::SharedSeed;
 /// With the `std` feature, [`KeyHasher::default`] takes its seed from the operating system's
 /// randomness (through `std`'s `RandomState`). Without `std`, bring a random seed:
 ///
-/// ```ignore
+/// ```
 /// use slidewin::{keyed::KeyHasher, Keyed, SlidingCounter, Quota};
 /// let seed = 0x5eed_1234_u64; // from your platform's random source
 /// let store: Keyed<SlidingCounter, u64, KeyHasher> =
-///     Keyed::with_hasher(Quota::new(10, 1_000).unwrap().into(), 100, KeyHasher::with_seed(seed))
+///     Keyed::with_hasher(Quota::new(10, 1_000).unwrap(), 100, KeyHasher::with_seed(seed))
 ///         .unwrap();
 /// assert_eq!(store.len(), 0);
 /// ```

@@ -15,10 +15,10 @@ use std::sync::{Mutex, MutexGuard};
 /// `max_keys` is split over the shards (they differ by at most one); each shard evicts on
 /// its own, so the bound on the whole store holds exactly.
 ///
-/// ```ignore
+/// ```
 /// use slidewin::{Quota, ShardedKeyed, SlidingCounter};
 /// use std::sync::Arc;
-/// let config = SlidingCounter::config(Quota::new(100, 1_000).unwrap());
+/// let config = Quota::new(100, 1_000).unwrap();
 /// let store = Arc::new(ShardedKeyed::<SlidingCounter>::new(config, 10_000, 8).unwrap());
 /// let workers: Vec<_> = (0..2_u64)
 ///     .map(|t| {
@@ -176,6 +176,21 @@ impl<L: Limiter, K: Hash + Eq, S: BuildHasher + Clone> ShardedKeyed<L, K, S> {
 
     fn each_shard(&self) -> impl Iterator<Item = MutexGuard<'_, Keyed<L, K, S>>> {
         self.shards.iter().map(lock)
+    }
+}
+
+/// The bounds and counters; keys and states are not listed.
+impl<L: Limiter, K: Hash + Eq, S: BuildHasher + Clone> core::fmt::Debug for ShardedKeyed<L, K, S>
+where
+    L::Config: core::fmt::Debug,
+{
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ShardedKeyed")
+            .field("config", &self.config)
+            .field("max_keys", &self.max_keys)
+            .field("shards", &self.shards.len())
+            .field("stats", &self.stats())
+            .finish()
     }
 }
 

@@ -1,28 +1,29 @@
-//! The storage under [`super::Keyed`]: a slab of `(key, state)` entries, a hash index of slab
-//! positions, and a CLOCK hand with one "referenced" bit per entry.
+//! The storage under [`super::Keyed`]: a slab of `(key, state)` entries, a hash [`Index`] of
+//! slab positions, and a CLOCK hand with one "referenced" bit per entry.
 //!
-//! Per key this costs the entry itself, a 4-byte index slot plus a control byte in the hash
-//! table (at most 7/8 full), and one bit; the limiter's config lives once in the store.
+//! Per key this costs the entry itself, 4-byte index slots (the index is 3/8 to 3/4 full), and
+//! one bit; the limiter's config lives once in the store.
 
+use super::index::Index;
 use alloc::vec::Vec;
 use core::borrow::Borrow;
 use core::hash::{BuildHasher, Hash};
-use hashbrown::HashTable;
 
 /// Entries, their index, and the CLOCK state. Positions are `u32` to keep the index small,
 /// which is why a store holds at most `u32::MAX` keys.
 pub(crate) struct Slots<K, St> {
     entries: Vec<(K, St)>,
-    index: HashTable<u32>,
+    index: Index,
     referenced: Vec<u64>,
     hand: usize,
 }
 
 impl<K: Hash + Eq, St> Slots<K, St> {
-    pub(crate) const fn new() -> Self {
+    /// Storage for at most `max_keys` entries (at most `u32::MAX`).
+    pub(crate) fn new(max_keys: usize) -> Self {
         Self {
             entries: Vec::new(),
-            index: HashTable::new(),
+            index: Index::new(max_keys),
             referenced: Vec::new(),
             hand: 0,
         }
@@ -40,9 +41,9 @@ impl<K: Hash + Eq, St> Slots<K, St> {
         Q: Eq + ?Sized,
     {
         let entries = &self.entries;
-        let found = *self
+        let found = self
             .index
-            .find(hash, |&i| entries[i as usize].0.borrow() == key)? as usize;
+            .find(hash, |position| entries[position].0.borrow() == key)?;
         self.referenced[found / 64] |= 1 << (found % 64);
         Some(found)
     }
@@ -72,20 +73,18 @@ impl<K: Hash + Eq, St> Slots<K, St> {
         }
         self.referenced[position / 64] |= 1 << (position % 64);
         let entries = &self.entries;
-        self.index.insert_unique(hash, position as u32, |&i| {
-            hasher.hash_one(&entries[i as usize].0)
-        });
+        self.index
+            .insert(hash, position, |p| hasher.hash_one(&entries[p].0));
     }
 
     /// Remove the entry at `position`; the last entry moves into its place.
     pub(crate) fn remove(&mut self, position: usize, hasher: &impl BuildHasher) -> (K, St) {
-        let last = self.entries.len() - 1;
-        self.unindex(position, hasher);
+        let entries = &self.entries;
+        let hash_of = |p: usize| hasher.hash_one(&entries[p].0);
+        self.index.remove(hash_of(position), position, hash_of);
+        let last = entries.len() - 1;
         if position != last {
-            let moved = hasher.hash_one(&self.entries[last].0);
-            if let Some(slot) = self.index.find_mut(moved, |&i| i as usize == last) {
-                *slot = position as u32;
-            }
+            self.index.relocate(hash_of(last), last, position);
             let last_bit = self.referenced[last / 64] >> (last % 64) & 1;
             self.referenced[position / 64] &= !(1 << (position % 64));
             self.referenced[position / 64] |= last_bit << (position % 64);
@@ -95,13 +94,6 @@ impl<K: Hash + Eq, St> Slots<K, St> {
             self.referenced.pop();
         }
         self.entries.swap_remove(position)
-    }
-
-    fn unindex(&mut self, position: usize, hasher: &impl BuildHasher) {
-        let hash = hasher.hash_one(&self.entries[position].0);
-        if let Ok(slot) = self.index.find_entry(hash, |&i| i as usize == position) {
-            slot.remove();
-        }
     }
 
     /// Remove every entry `idle` holds true for, returning them through `removed`.
@@ -147,7 +139,7 @@ impl<K: Hash + Eq, St> Slots<K, St> {
     /// Bytes this storage allocated (entries' own heap not included).
     pub(crate) fn allocated_bytes(&self) -> usize {
         self.entries.capacity() * core::mem::size_of::<(K, St)>()
-            + self.index.allocation_size()
+            + self.index.allocated_bytes()
             + self.referenced.capacity() * core::mem::size_of::<u64>()
     }
 }
