@@ -2,7 +2,8 @@
 # The limiter's cost in nginx (BENCHMARKS.md, section "OpenResty").
 #  1. /loop: 1e6-call loops inside one worker (ns per call).
 #  2. wrk on loopback: /api/ (store "local", limit never reached) vs /plain/ (no limiter),
-#     alternating RUNS runs each; prints every run, the medians and their ratio.
+#     alternating RUNS runs each; prints every run, the medians and their ratio, and the
+#     worker's CPU time per request (from /proc: steadier than req/s on a shared machine).
 # usage: scripts/bench-nginx.sh [RUNS=5] [DURATION=5s]   (env: PORT, WORKERS, CONNECTIONS, THREADS)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,17 +26,31 @@ for _ in $(seq 100); do curl -sf "127.0.0.1:$PORT/plain/" >/dev/null && break; s
 echo "== loops in one worker ($(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
 curl -sf "127.0.0.1:$PORT/loop"
 
-rps() { wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" "http://127.0.0.1:$PORT$1" | awk '/Requests\/sec/ {print $2}'; }
+workers=$(pgrep -P "$(cat "$prefix/logs/nginx.pid")" | tr '\n' ' ')
+cpu_ticks() { for w in $workers; do awk '{print $14 + $15}' "/proc/$w/stat"; done | awk '{s += $1} END {print s}'; }
+# One wrk run: "req/s ns-of-worker-CPU-per-request".
+rps() {
+  local before after out
+  before=$(cpu_ticks)
+  out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" "http://127.0.0.1:$PORT$1")
+  after=$(cpu_ticks)
+  awk -v b="$before" -v a="$after" -v hz="$(getconf CLK_TCK)" '
+    /requests in/ {n = $1} /Requests\/sec/ {r = $2}
+    END {printf "%.0f %.0f\n", r, (a - b) / hz * 1e9 / n}' <<<"$out"
+}
 median() { sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 echo "== wrk -t$THREADS -c$CONNECTIONS -d$DURATION, $WORKERS worker(s), $RUNS runs each, alternating"
 rps /plain/ >/dev/null # warm-up
-api=() plain=()
+api=() plain=() api_cpu=() plain_cpu=()
 for run in $(seq "$RUNS"); do
-  a=$(rps /api/) p=$(rps /plain/)
-  api+=("$a") plain+=("$p")
-  echo "run $run: /api/ $a req/s   /plain/ $p req/s"
+  read -r a ac <<<"$(rps /api/)"
+  read -r p pc <<<"$(rps /plain/)"
+  api+=("$a") plain+=("$p") api_cpu+=("$ac") plain_cpu+=("$pc")
+  echo "run $run: /api/ $a req/s ($ac ns CPU/req)   /plain/ $p req/s ($pc ns CPU/req)"
 done
-api_median=$(printf '%s\n' "${api[@]}" | median)
-plain_median=$(printf '%s\n' "${plain[@]}" | median)
-awk -v a="$api_median" -v p="$plain_median" \
-  'BEGIN {printf "median: /api/ %.0f req/s, /plain/ %.0f req/s; the limiter costs %.1f%% of req/s\n", a, p, 100 * (1 - a / p)}'
+a=$(printf '%s\n' "${api[@]}" | median) p=$(printf '%s\n' "${plain[@]}" | median)
+ac=$(printf '%s\n' "${api_cpu[@]}" | median) pc=$(printf '%s\n' "${plain_cpu[@]}" | median)
+awk -v a="$a" -v p="$p" -v ac="$ac" -v pc="$pc" 'BEGIN {
+  printf "median: /api/ %.0f req/s, /plain/ %.0f req/s: the limiter costs %.1f%% of req/s\n", a, p, 100 * (1 - a / p)
+  printf "median worker CPU: /api/ %.0f ns/req, /plain/ %.0f ns/req: +%.0f ns per request (%.1f%%)\n", ac, pc, ac - pc, 100 * (ac / pc - 1)
+}'
