@@ -172,15 +172,20 @@ end)
 local fake_now = 0
 package.loaded.slidewin = setmetatable({ now_ms = function() return fake_now end }, { __index = slidewin })
 
+-- ngx.shared.DICT's get/set/incr over a table; `ttls` records the init_ttl of created keys.
 local function fake_dict()
-    local values = {}
+    local values, ttls = {}, {}
     return {
+        ttls = ttls,
         get = function(_, k) return values[k] end,
         set = function(_, k, v) values[k] = v end,
-        incr = function(_, k, n, init)
-            local v = values[k] or init
+        incr = function(_, k, n, init, init_ttl)
+            local v = values[k]
             if v == nil then
-                return nil, "not found"
+                if init == nil then
+                    return nil, "not found"
+                end
+                v, ttls[k] = init, init_ttl
             end
             values[k] = v + n
             return values[k]
@@ -250,6 +255,13 @@ test("shdict store counts like slidewin::SlidingCounter", function()
     local _, _, never = store:incoming("k", 101, true)
     eq(never, nil)
     eq(store:keys(), 1)
+    -- Every count the store creates expires after 2 x window_ms (in seconds for the dict).
+    local created = 0
+    for key, ttl in pairs(ngx.shared.slidewin.ttls) do
+        eq(ttl, 2, "init_ttl of " .. key)
+        created = created + 1
+    end
+    assert(created >= 3, "counts for windows 0 and 1 and the keys count")
 end)
 
 print(string.format("%d passed, %d failed", passed, failed))
