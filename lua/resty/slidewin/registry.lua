@@ -19,8 +19,15 @@ local mt = { __index = _M }
 function _M.new(configs)
     local self = setmetatable({ limiters = {}, errors = {}, names = {} }, mt)
     for name, conf in pairs(configs) do
-        conf.name = conf.name or name
-        local sw, err = slidewin.new(conf)
+        local sw, err
+        if type(conf) == "table" and conf.name == nil then
+            local named = { name = name }
+            for k, v in pairs(conf) do
+                named[k] = v
+            end
+            conf = named
+        end
+        sw, err = slidewin.new(conf)
         self.limiters[name], self.errors[name] = sw, err
         if sw then
             self.names[#self.names + 1] = name
