@@ -133,7 +133,8 @@ function _M.new(opts)
         return nil, err
     end
     local counters
-    counters, err = metrics.new(conf.name, conf.metrics_dict or conf.dict, store)
+    counters, err = metrics.new(conf.name, conf.metrics_dict and "metrics_dict" or "dict",
+        conf.metrics_dict or conf.dict, store)
     if not counters then
         return nil, err
     end

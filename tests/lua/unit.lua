@@ -208,6 +208,8 @@ test("new returns nil, err naming the field and the value", function()
             'on_store_error must be "allow" or "deny", got "retry"' },
         { { name = "api", limit = 1, window_ms = 10, algorithm = "counter", store = "shdict", dict = "nope" },
             'dict must name a lua_shared_dict, got "nope"' },
+        { { name = "api", limit = 1, window_ms = 10, metrics_dict = "nope" },
+            'metrics_dict must name a lua_shared_dict, got "nope"' },
         { { name = "api", limit = 1, window_ms = 10, store = "shdict", dict = "slidewin" },
             'algorithm must be "counter" with store "shdict", got "log"' },
     }

@@ -30,15 +30,16 @@ local function worker_tables()
     }
 end
 
--- Counters for limiter `name` in lua_shared_dict `dict_name` (nil: per worker).
-function _M.new(name, dict_name, store)
+-- Counters for limiter `name` in lua_shared_dict `dict_name` (nil: per worker), which the
+-- config gave as `field` (named in the error when there is no such dict).
+function _M.new(name, field, dict_name, store)
     local dict
     if dict_name == nil then
         dict = worker_tables()
     else
         dict = ngx.shared[dict_name]
         if not dict then
-            return nil, 'dict must name a lua_shared_dict, got "' .. tostring(dict_name) .. '"'
+            return nil, field .. ' must name a lua_shared_dict, got "' .. tostring(dict_name) .. '"'
         end
     end
     local self = setmetatable({
