@@ -1,50 +1,50 @@
 -- slidewin sliding log: exact, one sorted-set member per admitted call.
--- KEYS[1] sorted set: member "seq" (cost 1) or "seq:cost", score = time in ms.
--- KEYS[2] hash: "seq" (per-key sequence, so members never collide), "total" (sum of costs),
---         "last" (the newest entry's time) and "now" (the newest time seen).
+-- KEYS[1] sorted set: score = the time in ms, member = the running sum of cost admitted through
+--         that entry, 16 digits (so members are unique even for many calls in one ms, and an
+--         entry's cost is its sum minus the previous entry's).
+-- KEYS[2] hash: "gone" (the running sum before the oldest entry), "sum" (the newest entry's),
+--         "first" and "last" (the oldest and newest entries' times), "now" (the newest time seen).
 --         Give both keys one hash tag ("rl:{user1}", "rl:{user1}:m") so they share a Cluster slot.
 -- ARGV: limit window_ms cost [now_ms N] [mode check|peek|refund]
 -- Sent after args.lua, which reads ARGV into limit, window, cost, mode and now (a.width: bucket_ms).
 -- Returns {allowed 0/1, remaining, retry_after_ms (-1: never), reset_after_ms}.
 -- An entry recorded at t counts while now - t < window_ms; time is Redis TIME unless now_ms is given.
 local log, meta = KEYS[1], KEYS[2]
-local function member_cost(member)
-  return tonumber(member:match(':(%d+)$')) or 1
-end
-local function member(seq, c)
-  return c == 1 and tostring(seq) or seq .. ':' .. c
-end
+local function through(member) return tonumber(member) end
+-- Zero-padded: members of one score are ordered as strings, and must be in sum order.
+local function member(sum) return string.format('%016d', sum) end
 
--- Forget entries that left the window, keeping the total exact.
-local state = redis.call('HMGET', meta, 'total', 'now', 'last')
-local total, last = tonumber(state[1]) or 0, tonumber(state[3])
+local state = redis.call('HMGET', meta, 'gone', 'sum', 'now', 'first', 'last')
+local gone, sum, first, last = tonumber(state[1]) or 0, tonumber(state[2]) or 0, tonumber(state[4]), tonumber(state[5])
 -- A clock that stepped back reads as the newest time seen: nothing is forgotten early.
-now = math.max(now, tonumber(state[2]) or now)
-if total > 0 then
-  local expired = redis.call('ZRANGEBYSCORE', log, '-inf', now - window)
-  for _, m in ipairs(expired) do total = total - member_cost(m) end
-  if #expired > 0 then redis.call('ZREMRANGEBYSCORE', log, '-inf', now - window) end
+now = math.max(now, tonumber(state[3]) or now)
+-- Forget entries that left the window (only when the oldest has: most calls touch nothing);
+-- the newest of them holds the sum they took away.
+if sum > gone and first <= now - window then
+  gone = through(redis.call('ZREVRANGEBYSCORE', log, now - window, '-inf', 'LIMIT', 0, 1)[1])
+  redis.call('ZREMRANGEBYSCORE', log, '-inf', now - window)
+  first = sum > gone and tonumber(redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')[2]) or nil
 end
 
-local allowed = cost <= limit and total + cost <= limit
+local allowed = cost <= limit and sum - gone + cost <= limit
 if mode == 'check' and allowed and cost > 0 then
-  redis.call('ZADD', log, now, member(redis.call('HINCRBY', meta, 'seq', 1), cost))
-  total, last = total + cost, now
+  sum, first, last = sum + cost, first or now, now
+  redis.call('ZADD', log, now, member(sum))
 elseif mode == 'refund' then
-  -- Give back from the newest entries; at most `cost` members hold `cost`.
-  local left = cost
-  local newest = cost > 0 and redis.call('ZREVRANGE', log, 0, cost - 1, 'WITHSCORES') or {}
+  -- Give back from the newest entries: drop those whose predecessor already reaches the
+  -- target sum, then lower the newest one left to it.
+  local target = math.max(sum - cost, gone)
+  local newest = redis.call('ZREVRANGE', log, 0, cost, 'WITHSCORES')
   for i = 1, #newest, 2 do
-    if left == 0 then break end
-    local m, c = newest[i], member_cost(newest[i])
-    redis.call('ZREM', log, m)
-    if c > left then
-      redis.call('ZADD', log, newest[i + 1], member(m:match('^%d+'), c - left))
-      c = left
+    local before = newest[i + 2] and through(newest[i + 2]) or gone
+    redis.call('ZREM', log, newest[i])
+    if before < target then
+      redis.call('ZADD', log, newest[i + 1], member(target))
+      break
     end
-    left, total = left - c, total - c
   end
-  last = total > 0 and tonumber(redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')[2]) or nil
+  sum = target
+  last = sum > gone and tonumber(redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')[2]) or nil
   allowed = true
 end
 
@@ -53,19 +53,18 @@ if not allowed then
   retry = -1
   if cost <= limit then
     -- The wait until enough of the oldest entries expire for `cost` to fit.
-    local need, freed = total + cost - limit, 0
+    local need = sum - gone + cost - limit
     local oldest = redis.call('ZRANGE', log, 0, need - 1, 'WITHSCORES')
     for i = 1, #oldest, 2 do
-      freed = freed + member_cost(oldest[i])
-      if freed >= need then retry = tonumber(oldest[i + 1]) + window - now break end
+      if through(oldest[i]) - gone >= need then retry = tonumber(oldest[i + 1]) + window - now break end
     end
   end
 end
 
 local reset = 0
-if total > 0 then
+if sum > gone then
   reset = last + window - now
-  redis.call('HSET', meta, 'total', total, 'now', now, 'last', last)
+  redis.call('HSET', meta, 'gone', gone, 'sum', sum, 'now', now, 'first', first, 'last', last)
   if last == now or mode == 'refund' then -- the keys' expiry moves only when entries change
     redis.call('PEXPIRE', log, reset + ttl_slack)
     redis.call('PEXPIRE', meta, reset + ttl_slack)
@@ -73,6 +72,6 @@ if total > 0 then
 else
   redis.call('DEL', log, meta)
 end
-local remaining = math.max(limit - total, 0)
+local remaining = math.max(limit - (sum - gone), 0)
 if mode == 'peek' and allowed then remaining = remaining - cost end -- as if recorded
 return {allowed and 1 or 0, remaining, retry, reset}

@@ -1,9 +1,12 @@
-//! Redis-side figures for BENCHMARKS.md ("Redis store"), on a redis-server of its own:
-//! memory per key for a 1-hour window at 10 requests/s (filled fast with explicit now_ms), and
-//! Redis CPU per decision (INFO commandstats usec_per_call) for each script.
+//! The figures of BENCHMARKS.md "Redis store", on a redis-server and an nginx of its own:
+//! wrk req/s through store = "redis" next to a bare EVALSHA (nginx/redis.conf), memory per key
+//! for a 1-hour window at 10 requests/s (filled fast with explicit now_ms), and Redis CPU per
+//! decision (INFO commandstats usec_per_call) for each script.
 //!
-//! `cargo run --release -p slidewin-tests --bin slidewin-redis-bench` (scripts/bench-redis.sh).
+//! `scripts/bench-redis.sh [throughput|redis]`
+//! (= `cargo run --release -p slidewin-tests --bin slidewin-redis-bench -- [throughput|redis]`).
 
+use slidewin_tests::nginx::Nginx;
 use slidewin_tests::redis::{RedisServer, Script};
 use slidewin_tests::resp::{Reply, Resp};
 
@@ -137,8 +140,86 @@ fn usec_per_call(c: &mut Resp, algo: &Algorithm, script: &Script, calls: i64) ->
     usec.parse().unwrap()
 }
 
+/// wrk's requests per second on `path` (2 threads, 32 connections, `seconds`), each request
+/// for a random one of 10000 users (scripts/wrk-random-user.lua).
+fn wrk(port: u16, path: &str, seconds: u32) -> f64 {
+    let users = slidewin_tests::nginx::repo_root().join("scripts/wrk-random-user.lua");
+    let out = std::process::Command::new("wrk")
+        .args(["-t2", "-c32", &format!("-d{seconds}s")])
+        .arg("-s")
+        .arg(users)
+        .arg(format!("http://127.0.0.1:{port}{path}"))
+        .output()
+        .expect("run wrk (scripts/deps.sh nginx installs it)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("Non-2xx"),
+        "{path}: refused or failed requests\n{text}"
+    );
+    let rate = text.lines().find_map(|l| l.strip_prefix("Requests/sec:"));
+    rate.unwrap_or_else(|| panic!("no Requests/sec in {text}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// The median of `values`.
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Throughput of each algorithm through nginx next to the bare-EVALSHA ceiling: `rounds` short
+/// runs, each between a ceiling run before and after it so load drift hits both sides alike;
+/// medians of the rates and of the per-round ratios.
+fn throughput(redis: &RedisServer, rounds: usize) {
+    let env = [("SLIDEWIN_REDIS_PORT", redis.port().to_string())];
+    let nginx = Nginx::start_with_env("redis.conf", 2, &env);
+    wrk(nginx.port(), "/bare", 2); // warm the pools and the script cache
+    println!("| location | req/s (median) | bare EVALSHA req/s (median) | ratio: median (min-max of {rounds}) |");
+    println!("|---|---|---|---|");
+    for algo in &ALGORITHMS {
+        let path = format!("/limit/bench-{}", algo.name);
+        let (mut limited, mut bare, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            let before = wrk(nginx.port(), "/bare", 3);
+            let rate = wrk(nginx.port(), &path, 3);
+            let after = wrk(nginx.port(), "/bare", 3);
+            ratios.push(100.0 * rate / ((before + after) / 2.0));
+            limited.push(rate);
+            bare.extend([before, after]);
+        }
+        let (low, high) = ratios
+            .iter()
+            .fold((f64::MAX, 0f64), |(l, h), &r| (l.min(r), h.max(r)));
+        println!(
+            "| store = \"redis\", {} | {:.0} | {:.0} | {:.0}% ({low:.0}-{high:.0}%) |",
+            algo.name,
+            median(limited),
+            median(bare),
+            median(ratios)
+        );
+    }
+    let log = nginx.error_log();
+    assert!(
+        !log.contains("store error") && !log.contains("exited on"),
+        "{log}"
+    );
+}
+
 fn main() {
+    let part = std::env::args().nth(1).unwrap_or_default(); // "throughput", "redis" or both
     let redis = RedisServer::start();
+    if part != "redis" {
+        throughput(&redis, 5);
+    }
+    if part != "throughput" {
+        redis_side(&redis);
+    }
+}
+
+/// Memory per key and CPU per decision, measured inside Redis.
+fn redis_side(redis: &RedisServer) {
     let mut c = redis.client();
     let version = info(&mut c, "server", "redis_version").unwrap_or_default();
     println!(

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# BENCHMARKS.md "Redis store": wrk through store = "redis" vs a bare EVALSHA, Redis memory per
+# key (1-hour window at 10 requests/s) and Redis CPU per decision. Starts its own redis-server
+# and nginx on free loopback ports, stops them at the end. Takes about 3 minutes.
+# Usage: scripts/bench-redis.sh [throughput|redis]   (default: both parts)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh redis nginx
+cargo build --release -q -p slidewin-lua
+exec cargo run --release -q -p slidewin-tests --bin slidewin-redis-bench -- "$@"
