@@ -2,12 +2,12 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: test test-rust test-deps test-nginx lua-module demo deps
+.PHONY: test test-rust test-stream-drift bench-stream test-deps test-nginx lua-module demo deps
 
 deps:
 	scripts/deps.sh all
 
-test: test-rust
+test: test-rust test-stream-drift
 
 # Tools the Rust tests start (redis-server for tests/tests/redis_*.rs, nginx for tests/tests/nginx.rs).
 test-deps:
@@ -24,6 +24,14 @@ test-nginx: test-deps lua-module
 test-rust: test-deps lua-module
 	$(CARGO) build -p slidewin --no-default-features
 	$(CARGO) test --workspace --all-features
+
+# The stream drift test at the issue's full length (10^8 samples, ~15 s in release).
+test-stream-drift:
+	$(CARGO) test --release -p slidewin --test stream_drift -- --include-ignored
+
+# Criterion benchmarks of the stream aggregates (figures in BENCHMARKS.md).
+bench-stream:
+	$(CARGO) bench -p slidewin --bench stream
 
 # The demo nginx on 127.0.0.1:$(DEMO_PORT) in the foreground (Ctrl-C stops it). With more than one
 # worker (DEMO_WORKERS=2), /api/ (store "local") counts per worker; /api-shared/ counts for all.

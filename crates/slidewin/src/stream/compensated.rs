@@ -22,24 +22,43 @@ impl Compensated {
     /// Add `x`.
     #[inline]
     pub fn add(&mut self, x: f64) {
+        self.add_with_error(x, 0.0);
+    }
+
+    /// Add `x`, whose own rounding error `x_error` is known, with one update of each field
+    /// (so each is a single 4-cycle dependency chain).
+    #[inline(always)]
+    fn add_with_error(&mut self, x: f64, x_error: f64) {
         let (total, error) = two_sum(self.total, x);
         self.total = total;
-        self.carry += error;
+        self.carry += error + x_error;
     }
 
     /// Add `entering - leaving` (a window sliding by one) with one addition on the running total.
     #[inline]
     pub fn slide(&mut self, entering: f64, leaving: f64) {
         let (delta, delta_error) = two_sum(entering, -leaving);
-        self.add(delta);
-        self.carry += delta_error;
+        self.add_with_error(delta, delta_error);
     }
 
-    /// The sum of `xs`, compensated.
-    pub fn of(xs: impl Iterator<Item = f64>) -> Self {
-        let mut sum = Self::default();
-        xs.for_each(|x| sum.add(x));
-        sum
+    /// The compensated sum of the samples in `parts` (a ring buffer's two halves), in four
+    /// independent lanes so a recomputation runs at the adder's throughput, not its latency.
+    pub fn of(parts: (&[f64], &[f64])) -> Self {
+        let mut lanes = [Self::default(); 4];
+        let mut rest = Self::default();
+        for part in [parts.0, parts.1] {
+            let chunks = part.chunks_exact(4);
+            chunks.remainder().iter().for_each(|&x| rest.add(x));
+            for chunk in chunks {
+                for (lane, &x) in lanes.iter_mut().zip(chunk) {
+                    lane.add(x);
+                }
+            }
+        }
+        for lane in lanes {
+            rest.add_with_error(lane.total, lane.carry);
+        }
+        rest
     }
 
     /// The sum's best value.

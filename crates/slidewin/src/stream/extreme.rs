@@ -1,31 +1,53 @@
-//! Sliding maximum and minimum: a monotonic deque, amortised O(1) per sample.
+//! Sliding maximum and minimum: a two-stack queue, amortised O(1) per sample, branch-free on
+//! random data.
 
-use alloc::collections::VecDeque;
+use alloc::vec::Vec;
 
 use super::{Accumulator, Sliding, Window};
 
 /// The running maximum (`LARGEST = true`) or minimum of a window.
 ///
-/// `candidates` holds the committed samples (all but the newest) that may still become the
-/// extreme, from the oldest, in an order where none beats an earlier one. Each sample enters
-/// and leaves it at most once. The newest sample stays out of it, so
-/// [`replace_last`](super::Aggregate::replace_last) is O(1) whichever way it corrects.
-/// A sample only evicts candidates it strictly beats, so equal values each keep their own
-/// entry and the result is always the value of a sample in the window.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// The samples before the newest form a queue kept as two stacks: `back` holds the later ones
+/// as they came, with their extreme in `back_best`; `front` holds, for each earlier one, the
+/// extreme from it to the end of the front part (its suffix extreme), oldest on top. A sample
+/// leaving pops `front`; when `front` is empty, `back` is turned over into it, computing the
+/// suffix extremes (each sample is turned over once: amortised O(1)). Unlike a monotonic
+/// deque, no data-dependent loop runs per sample, so random data costs no mispredictions.
+///
+/// The newest sample stays outside the stacks, so
+/// [`replace_last`](super::Aggregate::replace_last) is O(1) whichever way it corrects. Every
+/// step selects one of two values, so the result is always the value of a sample in the
+/// window. Memory: one entry per sample in the window.
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Extreme<const LARGEST: bool> {
-    candidates: VecDeque<f64>,
+    front: Vec<f64>,
+    back: Vec<f64>,
+    back_best: f64,
     newest: Option<f64>,
 }
 
 impl<const LARGEST: bool> Extreme<LARGEST> {
+    /// What no finite sample beats (finite itself, so the state serialises to JSON).
+    const NOTHING: f64 = if LARGEST { f64::MIN } else { f64::MAX };
+
     #[inline(always)]
-    fn beats(a: f64, b: f64) -> bool {
-        if LARGEST {
-            a > b
-        } else {
-            a < b
+    fn best(a: f64, b: f64) -> f64 {
+        match LARGEST {
+            true if a > b => a,
+            false if a < b => a,
+            _ => b,
+        }
+    }
+}
+
+impl<const LARGEST: bool> Default for Extreme<LARGEST> {
+    fn default() -> Self {
+        Self {
+            front: Vec::new(),
+            back: Vec::new(),
+            back_best: Self::NOTHING,
+            newest: None,
         }
     }
 }
@@ -34,24 +56,24 @@ impl<const LARGEST: bool> Accumulator for Extreme<LARGEST> {
     #[inline]
     fn enter(&mut self, x: f64) {
         if let Some(committed) = self.newest.replace(x) {
-            while self
-                .candidates
-                .back()
-                .is_some_and(|&c| Self::beats(committed, c))
-            {
-                self.candidates.pop_back();
-            }
-            self.candidates.push_back(committed);
+            self.back.push(committed);
+            self.back_best = Self::best(self.back_best, committed);
         }
     }
 
     #[inline]
-    fn leave(&mut self, x: f64) {
-        // The oldest sample is the front candidate, or was evicted by a later one that beats it
-        // (and then the front beats it too, so it cannot compare equal).
-        if self.candidates.front() == Some(&x) {
-            self.candidates.pop_front();
+    fn leave(&mut self, _x: f64) {
+        if self.front.is_empty() {
+            let mut best = Self::NOTHING;
+            for &x in self.back.iter().rev() {
+                best = Self::best(x, best);
+                self.front.push(best);
+            }
+            self.back.clear();
+            self.back_best = Self::NOTHING;
         }
+        // Empty only when the newest sample itself leaves; the window then starts afresh.
+        self.front.pop();
     }
 
     fn replace_newest(&mut self, _old: f64, new: f64) {
@@ -60,11 +82,11 @@ impl<const LARGEST: bool> Accumulator for Extreme<LARGEST> {
 
     #[inline]
     fn value(&self, _len: usize, _window: Window) -> Option<f64> {
-        match (self.candidates.front(), self.newest) {
-            (Some(&c), Some(n)) if Self::beats(c, n) => Some(c),
-            (_, Some(n)) => Some(n),
-            (c, None) => c.copied(),
-        }
+        let committed = Self::best(
+            self.front.last().copied().unwrap_or(Self::NOTHING),
+            self.back_best,
+        );
+        self.newest.map(|newest| Self::best(committed, newest))
     }
 }
 

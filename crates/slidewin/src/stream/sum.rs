@@ -58,7 +58,7 @@ impl<R: Reading<Compensated> + Clone + Default> Accumulator for Sum<R> {
     }
 
     fn resum(&mut self, samples: &VecDeque<f64>) {
-        self.sum = Compensated::of(samples.iter().copied());
+        self.sum = Compensated::of(samples.as_slices());
     }
 
     #[inline]
