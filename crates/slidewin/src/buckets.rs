@@ -107,25 +107,10 @@ impl BucketQuota {
     pub const fn buckets(&self) -> i64 {
         self.quota.window_ms() / self.bucket_ms
     }
-
-    /// The bucket holding `t_ms`.
-    fn bucket(&self, t_ms: i64) -> i64 {
-        t_ms.div_euclid(self.bucket_ms)
-    }
-
-    /// The oldest bucket still in the window at `t_ms`: its last millisecond is after
-    /// `t_ms - window_ms`.
-    fn oldest_live(&self, t_ms: i64) -> i64 {
-        self.bucket(t_ms - self.quota.window_ms() + 1)
-    }
-
-    /// When `bucket`'s cost leaves the window.
-    fn expiry_ms(&self, bucket: i64) -> i64 {
-        (bucket + 1) * self.bucket_ms - 1 + self.quota.window_ms()
-    }
 }
 
-/// The counters of one key: a ring indexed by bucket number, their total, the newest time seen.
+/// The counters of one key: a ring of `window_ms / bucket_ms + 1` buckets whose `head` is the
+/// newest, their total, and the times that place the ring.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(
@@ -134,7 +119,10 @@ impl BucketQuota {
 )]
 pub struct BucketState {
     counts: Box<[u64]>,
+    head: usize,
     total: u64,
+    /// Where the head bucket starts.
+    head_start_ms: i64,
     newest_ms: i64,
 }
 
@@ -144,110 +132,137 @@ impl BucketState {
         self.total
     }
 
-    fn count_mut(&mut self, bucket: i64) -> &mut u64 {
-        let slot = bucket.rem_euclid(self.counts.len() as i64) as usize;
-        &mut self.counts[slot]
+    /// The slot of the bucket `age` buckets older than the head (`age < counts.len()`).
+    fn slot(&self, age: usize) -> usize {
+        let slot = self.head + self.counts.len() - age;
+        if slot >= self.counts.len() {
+            slot - self.counts.len()
+        } else {
+            slot
+        }
     }
 
-    fn count(&self, bucket: i64) -> u64 {
-        self.counts[bucket.rem_euclid(self.counts.len() as i64) as usize]
+    /// The age of the oldest bucket still in the window at `newest_ms`: all of them but on a
+    /// bucket's last millisecond, when the oldest one's last millisecond has just left.
+    fn oldest_age(&self, config: &BucketQuota) -> usize {
+        let on_last_ms = self.newest_ms - self.head_start_ms == config.bucket_ms - 1;
+        self.counts.len() - 1 - usize::from(on_last_ms)
     }
 
-    /// The live buckets at the newest time, oldest first.
-    fn live(&self, config: &BucketQuota) -> core::ops::RangeInclusive<i64> {
-        config.oldest_live(self.newest_ms)..=config.bucket(self.newest_ms)
-    }
-
-    /// Milliseconds from the newest time until `bucket` leaves the window.
-    fn expires_in(&self, config: &BucketQuota, bucket: i64) -> u64 {
-        (config.expiry_ms(bucket) - self.newest_ms) as u64
+    /// Milliseconds from the newest time until the bucket of `age` leaves the window.
+    fn expires_in(&self, config: &BucketQuota, age: usize) -> u64 {
+        let ends_ms = self.head_start_ms - age as i64 * config.bucket_ms + config.bucket_ms - 1;
+        (ends_ms + config.window_ms() - self.newest_ms).max(0) as u64
     }
 }
 
 impl Window for BucketState {
     type Config = BucketQuota;
 
+    #[inline]
     fn limit(config: &BucketQuota) -> u64 {
-        config.quota.limit()
+        config.limit()
     }
 
+    #[inline]
     fn empty(config: &BucketQuota) -> Self {
         let slots = config.buckets() as usize + 1;
+        let counts = vec![0; slots].into_boxed_slice();
         Self {
-            counts: vec![0; slots].into_boxed_slice(),
+            counts,
+            head: 0,
             total: 0,
+            head_start_ms: NEVER,
             newest_ms: NEVER,
         }
     }
 
+    #[inline]
     fn newest_ms(&self) -> i64 {
         self.newest_ms
     }
 
+    #[inline]
     fn advance(&mut self, config: &BucketQuota, now_ms: i64) {
-        // An empty ring has nothing to expire (and may not have a real `newest_ms` yet).
-        if self.total > 0 {
-            let (from, to) = (
-                config.oldest_live(self.newest_ms),
-                config.oldest_live(now_ms),
-            );
-            if to - from >= self.counts.len() as i64 {
-                self.counts.fill(0);
-                self.total = 0;
-            } else {
-                for bucket in from..to {
-                    self.total = self
-                        .total
-                        .saturating_sub(core::mem::take(self.count_mut(bucket)));
-                }
-            }
-        }
+        let oldest_before = self.oldest_age(config);
         self.newest_ms = now_ms;
+        if self.total == 0 {
+            // Nothing to expire (and perhaps no real head time yet): just place the head.
+            self.head_start_ms = now_ms - now_ms.rem_euclid(config.bucket_ms);
+            return;
+        }
+        let since_head = now_ms - self.head_start_ms;
+        let steps = if since_head < config.bucket_ms {
+            0
+        } else {
+            since_head / config.bucket_ms
+        };
+        self.head_start_ms += steps * config.bucket_ms;
+        let len = self.counts.len();
+        if steps >= len as i64 {
+            self.counts.fill(0);
+            self.total = 0;
+            return;
+        }
+        // Ages (counted before the move) that the moved window no longer holds.
+        let oldest_after = self.oldest_age(config) as i64 - steps;
+        for age in (oldest_after + 1).max(0) as usize..=oldest_before {
+            let slot = self.slot(age);
+            self.total = self
+                .total
+                .saturating_sub(core::mem::take(&mut self.counts[slot]));
+        }
+        self.head += steps as usize;
+        if self.head >= len {
+            self.head -= len;
+        }
     }
 
+    #[inline]
     fn used(&self, _: &BucketQuota) -> u64 {
         self.total
     }
 
-    fn record(&mut self, config: &BucketQuota, cost: u64) {
-        let count = self.count_mut(config.bucket(self.newest_ms));
-        *count = count.saturating_add(cost);
+    #[inline]
+    fn record(&mut self, _: &BucketQuota, cost: u64) {
+        self.counts[self.head] = self.counts[self.head].saturating_add(cost);
         self.total = self.total.saturating_add(cost);
     }
 
+    #[inline]
     fn unrecord(&mut self, config: &BucketQuota, mut cost: u64) {
-        for bucket in self.live(config).rev() {
-            let count = self.count_mut(bucket);
-            let taken = cost.min(*count);
-            *count -= taken;
+        for age in 0..=self.oldest_age(config) {
+            let slot = self.slot(age);
+            let taken = cost.min(self.counts[slot]);
+            self.counts[slot] -= taken;
             self.total = self.total.saturating_sub(taken);
             cost -= taken;
         }
     }
 
+    #[inline]
     fn wait_ms(&self, config: &BucketQuota, at_most: u64) -> u64 {
         let need = self.total - at_most;
         let mut freed = 0u64;
-        for bucket in self.live(config) {
-            freed = freed.saturating_add(self.count(bucket));
+        for age in (0..=self.oldest_age(config)).rev() {
+            freed = freed.saturating_add(self.counts[self.slot(age)]);
             if freed >= need {
-                return self.expires_in(config, bucket);
+                return self.expires_in(config, age);
             }
         }
         self.reset_after_ms(config)
     }
 
+    #[inline]
     fn reset_after_ms(&self, config: &BucketQuota) -> u64 {
         if self.total == 0 {
             return 0;
         }
-        let newest = self
-            .live(config)
-            .rev()
-            .find(|&bucket| self.count(bucket) > 0);
-        newest.map_or(0, |bucket| self.expires_in(config, bucket))
+        let newest = (0..=self.oldest_age(config)).find(|&age| self.counts[self.slot(age)] > 0);
+        newest.map_or(0, |age| self.expires_in(config, age))
     }
 
+    #[inline]
     fn heap_bytes(&self) -> usize {
         self.counts.len() * core::mem::size_of::<u64>()
     }
@@ -281,20 +296,27 @@ impl TryFrom<RawBucketQuota> for BucketQuota {
     }
 }
 
-/// A bucket snapshot as serde reads and writes it (the total is recomputed on reading).
+/// A bucket snapshot as serde reads and writes it: counts oldest bucket first, the newest
+/// bucket's start (the total is recomputed on reading).
 #[cfg(feature = "serde")]
 #[derive(serde::Serialize, serde::Deserialize)]
 struct RawBucketState {
     newest_ms: i64,
+    head_start_ms: i64,
     counts: alloc::vec::Vec<u64>,
 }
 
 #[cfg(feature = "serde")]
 impl From<BucketState> for RawBucketState {
     fn from(state: BucketState) -> Self {
+        let oldest_first = (0..state.counts.len())
+            .rev()
+            .map(|age| state.counts[state.slot(age)]);
+        let counts = oldest_first.collect();
         Self {
             newest_ms: state.newest_ms,
-            counts: state.counts.into_vec(),
+            head_start_ms: state.head_start_ms,
+            counts,
         }
     }
 }
@@ -303,7 +325,17 @@ impl From<BucketState> for RawBucketState {
 impl TryFrom<RawBucketState> for BucketState {
     type Error = Error;
     fn try_from(raw: RawBucketState) -> Result<Self, Error> {
-        let newest_ms = crate::window::check_newest(raw.newest_ms)?;
+        use crate::window::check_newest;
+        let newest_ms = check_newest(raw.newest_ms)?;
+        let head_start_ms = check_newest(raw.head_start_ms)?;
+        if head_start_ms > newest_ms {
+            let expected = "not after newest_ms";
+            return Err(Error::invalid(
+                "head_start_ms",
+                expected,
+                Value::Int(head_start_ms),
+            ));
+        }
         let slots = raw.counts.len() as u64;
         if !(2..=MAX_BUCKETS as u64 + 1).contains(&slots) {
             return Err(Error::invalid(
@@ -319,18 +351,18 @@ impl TryFrom<RawBucketState> for BucketState {
         let total = total.ok_or(Error::invalid(
             "counts",
             "a total that fits in 64 bits",
-            Value::UInt(0),
+            Value::UInt(u64::MAX),
         ))?;
-        if total > 0 && newest_ms == NEVER {
-            return Err(Error::invalid(
-                "newest_ms",
-                "a time when counts hold cost",
-                Value::Int(NEVER),
-            ));
+        if total > 0 && head_start_ms == NEVER {
+            let expected = "a time when counts hold cost";
+            return Err(Error::invalid("head_start_ms", expected, Value::Int(NEVER)));
         }
+        let head = raw.counts.len() - 1;
         Ok(Self {
             counts: raw.counts.into_boxed_slice(),
+            head,
             total,
+            head_start_ms,
             newest_ms,
         })
     }

@@ -72,27 +72,58 @@ impl CounterState {
     }
 }
 
+/// `a · b / c` (`c` positive), rounded up or down, saturating; in 64 bits when the product
+/// fits, since a 128-bit division is a slow library call.
+fn mul_div(a: u64, b: u64, c: u64, round_up: bool) -> u64 {
+    match a.checked_mul(b) {
+        Some(product) if round_up => product.div_ceil(c),
+        Some(product) => product / c,
+        None => {
+            let (product, c) = (a as u128 * b as u128, c as u128);
+            let quotient = if round_up {
+                product.div_ceil(c)
+            } else {
+                product / c
+            };
+            u64::try_from(quotient).unwrap_or(u64::MAX)
+        }
+    }
+}
+
 /// `ceil(count · (window - elapsed) / window)`: the share of `count` the estimate still counts.
-fn weighted(count: u64, window_ms: u128, elapsed_ms: u128) -> u64 {
-    (count as u128 * (window_ms - elapsed_ms)).div_ceil(window_ms) as u64
+fn weighted(count: u64, window_ms: u64, elapsed_ms: u64) -> u64 {
+    if count == 0 {
+        return 0;
+    }
+    mul_div(count, window_ms - elapsed_ms, window_ms, true)
 }
 
 /// The least `elapsed` at which `weighted(count, window, elapsed) <= at_most` (up to `window`).
 /// `ceil(x) <= a` for an integer `a` exactly when `x <= a`, so this is a division, not a search.
-fn elapsed_until(count: u64, window_ms: u128, at_most: u64) -> u128 {
+fn elapsed_until(count: u64, window_ms: u64, at_most: u64) -> u64 {
     if count == 0 {
         return 0;
     }
-    window_ms.saturating_sub(at_most as u128 * window_ms / count as u128)
+    window_ms.saturating_sub(mul_div(at_most, window_ms, count, false).min(window_ms))
+}
+
+/// The window's length and how far `t_ms` is into its fixed window.
+fn window_and_elapsed(quota: &Quota, t_ms: i64) -> (u64, u64) {
+    (
+        quota.window_ms() as u64,
+        t_ms.rem_euclid(quota.window_ms()) as u64,
+    )
 }
 
 impl Window for CounterState {
     type Config = Quota;
 
+    #[inline]
     fn limit(quota: &Quota) -> u64 {
         quota.limit()
     }
 
+    #[inline]
     fn empty(_: &Quota) -> Self {
         Self {
             newest_ms: NEVER,
@@ -101,10 +132,12 @@ impl Window for CounterState {
         }
     }
 
+    #[inline]
     fn newest_ms(&self) -> i64 {
         self.newest_ms
     }
 
+    #[inline]
     fn advance(&mut self, quota: &Quota, now_ms: i64) {
         let from = self.newest_ms.div_euclid(quota.window_ms());
         let to = now_ms.div_euclid(quota.window_ms());
@@ -116,38 +149,41 @@ impl Window for CounterState {
         self.newest_ms = now_ms;
     }
 
+    #[inline]
     fn used(&self, quota: &Quota) -> u64 {
-        let elapsed = self.newest_ms.rem_euclid(quota.window_ms()) as u128;
-        weighted(self.previous, quota.window_ms() as u128, elapsed).saturating_add(self.current)
+        let (window, elapsed) = window_and_elapsed(quota, self.newest_ms);
+        weighted(self.previous, window, elapsed).saturating_add(self.current)
     }
 
+    #[inline]
     fn record(&mut self, _: &Quota, cost: u64) {
         self.current = self.current.saturating_add(cost);
     }
 
+    #[inline]
     fn unrecord(&mut self, _: &Quota, cost: u64) {
         let from_current = cost.min(self.current);
         self.current -= from_current;
         self.previous = self.previous.saturating_sub(cost - from_current);
     }
 
+    #[inline]
     fn wait_ms(&self, quota: &Quota, at_most: u64) -> u64 {
-        let window = quota.window_ms() as u128;
-        let elapsed = self.newest_ms.rem_euclid(quota.window_ms()) as u128;
+        let (window, elapsed) = window_and_elapsed(quota, self.newest_ms);
         // Within this window only the previous window's share falls.
         if let Some(room) = at_most.checked_sub(self.current) {
             let at = elapsed_until(self.previous, window, room);
             if at < window {
-                return at.saturating_sub(elapsed) as u64;
+                return at.saturating_sub(elapsed);
             }
         }
         // In the next window the current one becomes the previous one.
-        (window - elapsed + elapsed_until(self.current, window, at_most)) as u64
+        window - elapsed + elapsed_until(self.current, window, at_most)
     }
 
+    #[inline]
     fn reset_after_ms(&self, quota: &Quota) -> u64 {
-        let window = quota.window_ms() as u64;
-        let elapsed = self.newest_ms.rem_euclid(quota.window_ms()) as u64;
+        let (window, elapsed) = window_and_elapsed(quota, self.newest_ms);
         if self.current > 0 {
             2 * window - elapsed
         } else if self.previous > 0 {
@@ -157,6 +193,7 @@ impl Window for CounterState {
         }
     }
 
+    #[inline]
     fn heap_bytes(&self) -> usize {
         0
     }

@@ -95,10 +95,12 @@ impl LogState {
 impl Window for LogState {
     type Config = Quota;
 
+    #[inline]
     fn limit(quota: &Quota) -> u64 {
         quota.limit()
     }
 
+    #[inline]
     fn empty(_: &Quota) -> Self {
         Self {
             entries: VecDeque::new(),
@@ -107,10 +109,12 @@ impl Window for LogState {
         }
     }
 
+    #[inline]
     fn newest_ms(&self) -> i64 {
         self.newest_ms
     }
 
+    #[inline]
     fn advance(&mut self, quota: &Quota, now_ms: i64) {
         let oldest_kept = now_ms - quota.window_ms();
         while let Some(front) = self.entries.front() {
@@ -123,12 +127,14 @@ impl Window for LogState {
         self.newest_ms = now_ms;
     }
 
+    #[inline]
     fn used(&self, _: &Quota) -> u64 {
         self.entries
             .back()
             .map_or(0, |back| self.since_front(back.through))
     }
 
+    #[inline]
     fn record(&mut self, _: &Quota, cost: u64) {
         match self.entries.back_mut() {
             Some(back) if back.ms == self.newest_ms => {
@@ -145,6 +151,7 @@ impl Window for LogState {
         }
     }
 
+    #[inline]
     fn unrecord(&mut self, quota: &Quota, cost: u64) {
         let keep = self.used(quota).saturating_sub(cost);
         while !self.entries.is_empty() && self.since_front(self.before_back()) >= keep {
@@ -155,6 +162,7 @@ impl Window for LogState {
         }
     }
 
+    #[inline]
     fn wait_ms(&self, quota: &Quota, at_most: u64) -> u64 {
         let need = self.used(quota) - at_most;
         let frees_enough = |e: &Entry| self.since_front(e.through) >= need;
@@ -167,12 +175,14 @@ impl Window for LogState {
         first.map_or(0, |entry| self.expires_in(quota, entry))
     }
 
+    #[inline]
     fn reset_after_ms(&self, quota: &Quota) -> u64 {
         self.entries
             .back()
             .map_or(0, |back| self.expires_in(quota, back))
     }
 
+    #[inline]
     fn heap_bytes(&self) -> usize {
         self.entries.capacity() * core::mem::size_of::<Entry>()
     }

@@ -20,7 +20,7 @@ pub(crate) trait Window: Sized {
     fn empty(config: &Self::Config) -> Self;
     /// The newest time the state has been called at, or [`NEVER`].
     fn newest_ms(&self) -> i64;
-    /// Move to `now_ms` (never earlier than `newest_ms`), forgetting what expired.
+    /// Move to `now_ms` (later than `newest_ms`), forgetting what expired.
     fn advance(&mut self, config: &Self::Config, now_ms: i64);
     /// Cost counted in the window now.
     fn used(&self, config: &Self::Config) -> u64;
@@ -40,8 +40,11 @@ pub(crate) trait Window: Sized {
 /// Validate `now_ms` and move `state` to it; a clock that stepped back reads as the newest time
 /// seen, so what the window holds is never forgotten early.
 fn advance<W: Window>(config: &W::Config, state: &mut W, now_ms: i64) -> Result<(), Error> {
-    let now_ms = check_time("now_ms", now_ms)?.max(state.newest_ms());
-    state.advance(config, now_ms);
+    let now_ms = check_time("now_ms", now_ms)?;
+    // Same millisecond (most calls under load): nothing can have expired.
+    if now_ms > state.newest_ms() {
+        state.advance(config, now_ms);
+    }
     Ok(())
 }
 
@@ -119,10 +122,12 @@ macro_rules! single_key_limiter {
             type Config = $config;
             type State = $state;
 
+            #[inline]
             fn new_state(config: &$config) -> $state {
                 $crate::window::Window::empty(config)
             }
 
+            #[inline]
             fn decide(
                 config: &$config,
                 state: &mut $state,
@@ -133,6 +138,7 @@ macro_rules! single_key_limiter {
                 $crate::window::decide(config, state, now_ms, cost, commit)
             }
 
+            #[inline]
             fn refund(
                 config: &$config,
                 state: &mut $state,
@@ -142,6 +148,7 @@ macro_rules! single_key_limiter {
                 $crate::window::refund(config, state, now_ms, cost)
             }
 
+            #[inline]
             fn is_idle(config: &$config, state: &$state, now_ms: i64) -> bool {
                 $crate::window::is_idle(config, state, now_ms)
             }
