@@ -57,7 +57,9 @@ fn bench_calls(
     let admitted = (0..warm_up).filter(|_| call().allowed).count();
     println!("{name}: warm-up admitted {admitted} of {warm_up} calls");
     // `black_box(&decision)`: every field is computed and stored, none is copied out again.
-    c.bench_function(&format!("wall/{name}"), |b| b.iter(|| black_box(&call()).allowed));
+    c.bench_function(&format!("wall/{name}"), |b| {
+        b.iter(|| black_box(&call()).allowed)
+    });
     c.bench_function(&format!("cpu/{name}"), |b| {
         b.iter_custom(|iters| {
             let start = thread_cpu_time();
