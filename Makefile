@@ -2,12 +2,12 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: test test-rust test-stream-drift bench-stream test-deps test-nginx lua-module demo deps
+.PHONY: test test-rust test-stream-drift bench-stream test-deps test-nginx lua-module demo deps test-js js
 
 deps:
 	scripts/deps.sh all
 
-test: test-rust test-stream-drift
+test: test-rust test-stream-drift test-js
 
 # Tools the Rust tests start (redis-server for tests/tests/redis_*.rs, nginx for tests/tests/nginx.rs).
 test-deps:
@@ -39,7 +39,18 @@ DEMO_PORT ?= 8080
 DEMO_WORKERS ?= 1
 demo:
 	scripts/deps.sh nginx
-	$(MAKE) lua-module
+	$(MAKE) lua-module js
 	@echo "Try:  for i in \$$(seq 8); do curl -si 127.0.0.1:$(DEMO_PORT)/api/?user=alice | head -1; done"
 	@echo "      curl -s 127.0.0.1:$(DEMO_PORT)/metrics;  curl -s 127.0.0.1:$(DEMO_PORT)/stats.json"
 	$(CARGO) run -q -p slidewin-tests --bin slidewin-nginx -- demo.conf --port $(DEMO_PORT) --workers $(DEMO_WORKERS)
+
+# The `slidewin` npm package (js/pkg/, from crates/slidewin-wasm) and the dashboard's vendor/.
+js: js/node_modules/.package-lock.json
+	scripts/build-wasm.sh
+
+# npm writes node_modules/.package-lock.json on each install: newer than the lock = current.
+js/node_modules/.package-lock.json: js/package.json js/package-lock.json
+	cd js && npm ci --no-audit --no-fund
+
+test-js: js
+	cd js && node --test test/

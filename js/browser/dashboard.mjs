@@ -1,0 +1,95 @@
+// Drive the dashboard in a real headless Chromium (Debian's, through playwright-core).
+// Usage: node browser/dashboard.mjs BASE_URL SCREENSHOT_PATH
+//   BASE_URL: where the demo nginx listens (it serves /dashboard/, /stats.json and /api/).
+// Sends traffic to /api/ until the limiter refuses some, then waits until the page's chart data
+// holds both allowed and refused rates from the live feed; fails on any page error.
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const [baseUrl, screenshotPath] = process.argv.slice(2);
+if (!baseUrl || !screenshotPath) {
+  console.error("usage: node browser/dashboard.mjs BASE_URL SCREENSHOT_PATH");
+  process.exit(2);
+}
+
+const CHROMIUM_ARGS = [
+  "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+  "--disable-component-update", "--disable-sync", "--no-first-run",
+];
+
+/** Requests to /api/ until at least one was refused (429); returns the status counts. */
+async function driveTraffic(requests) {
+  const counts = {};
+  for (let i = 0; i < requests; i++) {
+    const { status } = await fetch(new URL("/api/", baseUrl));
+    counts[status] = (counts[status] ?? 0) + 1;
+  }
+  return counts;
+}
+
+const userDataDir = mkdtempSync(join(tmpdir(), "slidewin-chromium-"));
+const context = await chromium.launchPersistentContext(userDataDir, {
+  executablePath: "/usr/bin/chromium",
+  headless: true,
+  ignoreDefaultArgs: true,
+  args: [...CHROMIUM_ARGS, `--user-data-dir=${userDataDir}`, "--remote-debugging-pipe", "about:blank"],
+  viewport: { width: 1200, height: 800 },
+});
+const problems = [];
+try {
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("console", (m) => m.type() === "error" && problems.push(`console error: ${m.text()}`));
+  page.on("requestfailed", (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
+
+  await page.goto(new URL("/dashboard/?interval=250", baseUrl).href);
+  await page.waitForFunction(() => window.slidewinDashboard?.source === "live", null, { timeout: 10_000 });
+
+  // Keep traffic flowing while the page polls, so several ticks see both kinds.
+  const traffic = (async () => {
+    const all = {};
+    for (let round = 0; round < 8; round++) {
+      for (const [status, n] of Object.entries(await driveTraffic(60))) all[status] = (all[status] ?? 0) + n;
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    return all;
+  })();
+  await page.waitForFunction(() => {
+    const d = window.slidewinDashboard;
+    return d.rates.allowed.some((r) => r > 0) && d.rates.rejected.some((r) => r > 0) && d.ticks >= 4;
+  }, null, { timeout: 20_000 });
+  const statuses = await traffic;
+  console.log("traffic to /api/:", JSON.stringify(statuses));
+  assert.ok(statuses[200] > 0 && statuses[429] > 0, `the demo should allow and refuse some: ${JSON.stringify(statuses)}`);
+
+  const view = await page.evaluate(() => {
+    const d = window.slidewinDashboard;
+    return {
+      source: d.source,
+      sourceText: document.getElementById("source").textContent,
+      limiters: d.limiters,
+      allowed: d.rates.allowed, rejected: d.rates.rejected,
+      mean: d.stats.allowed.mean, ewma: d.stats.allowed.ewma, min: d.stats.allowed.min, max: d.stats.allowed.max,
+      tableRows: document.querySelectorAll("#latest tbody tr").length,
+      canvas: document.querySelector("#chart canvas") !== null,
+    };
+  });
+  assert.equal(view.source, "live");
+  assert.match(view.sourceText, /^Live: polling/);
+  assert.deepEqual(view.limiters.slice().sort(), ["api", "api-shared"]);
+  assert.ok(view.canvas, "the chart draws on a canvas");
+  assert.equal(view.tableRows, 2);
+  // The band holds the mean: computed by slidewin in the page.
+  for (let i = 0; i < view.allowed.length; i++) {
+    assert.ok(view.min[i] <= view.mean[i] + 1e-9 && view.mean[i] <= view.max[i] + 1e-9, `band at ${i}`);
+  }
+  await page.screenshot({ path: screenshotPath, fullPage: true });
+  assert.deepEqual(problems, [], "the page logged errors");
+  console.log(`dashboard ok: ${view.allowed.length} points; screenshot ${screenshotPath}`);
+} finally {
+  await context.close();
+  rmSync(userDataDir, { recursive: true, force: true });
+}
