@@ -52,5 +52,7 @@ js: js/node_modules/.package-lock.json
 js/node_modules/.package-lock.json: js/package.json js/package-lock.json
 	cd js && npm ci --no-audit --no-fund
 
+# The package against the Rust core's answers (fixtures written by the core, never hand-copied).
 test-js: js
+	$(CARGO) run -q -p slidewin-wasm --example fixtures > js/test/fixtures.json
 	cd js && node --test test/
