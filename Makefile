@@ -52,7 +52,10 @@ js: js/node_modules/.package-lock.json
 js/node_modules/.package-lock.json: js/package.json js/package-lock.json
 	cd js && npm ci --no-audit --no-fund
 
-# The package against the Rust core's answers (fixtures written by the core, never hand-copied).
+# The package against the Rust core's answers (fixtures written by the core, never hand-copied),
+# then the dashboard in Chromium against the demo nginx (screenshot in tests/artifacts/).
 test-js: js
+	scripts/deps.sh browser nginx
 	$(CARGO) run -q -p slidewin-wasm --example fixtures > js/test/fixtures.json
 	cd js && node --test test/
+	$(CARGO) test -q -p slidewin-tests --test dashboard -- --ignored

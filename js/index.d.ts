@@ -1,3 +1,4 @@
+import { Aggregate } from "./pkg/slidewin.js";
 export * from "./pkg/slidewin.js";
 
 /**
@@ -6,3 +7,35 @@ export * from "./pkg/slidewin.js";
  */
 export default function init(source?: RequestInfo | URL | Response | BufferSource | WebAssembly.Module): Promise<unknown>;
 export { init };
+
+/** A sliding aggregate over the last `k` samples or the last `window_ms` milliseconds. */
+declare class Sliding extends Aggregate {
+  /** Over the last `k` samples (a positive integer). */
+  static byCount<T extends typeof Sliding>(this: T, k: number): InstanceType<T>;
+  /** Over the samples with `t > now - window_ms`. */
+  static byTime<T extends typeof Sliding>(this: T, window_ms: number): InstanceType<T>;
+}
+/** Sum of the window (compensated: no drift). */
+export class SlidingSum extends Sliding {}
+/** Mean of the window (compensated: no drift). */
+export class SlidingMean extends Sliding {}
+/** Maximum of the window. */
+export class SlidingMax extends Sliding {}
+/** Minimum of the window. */
+export class SlidingMin extends Sliding {}
+/** Sample variance of the window (undefined below 2 samples). */
+export class SlidingVariance extends Sliding {}
+/** Sample standard deviation of the window. */
+export class SlidingStdDev extends Sliding {}
+/** Sum of the samples (push 1 per event) per second over the last `window_ms`. */
+export class Rate extends Aggregate {
+  constructor(window_ms: number);
+}
+/** Exponentially weighted moving average: each new sample weighs `alpha` in (0, 1]. */
+export class Ewma extends Aggregate {
+  constructor(alpha: number);
+}
+/** Time-weighted EWMA: a sample's weight halves every `half_life_ms` of its age. */
+export class TimeEwma extends Aggregate {
+  constructor(half_life_ms: number);
+}

@@ -1,6 +1,8 @@
-// The slidewin package: the wasm-bindgen bindings (./pkg, built by `make js`) plus an init()
-// that loads the .wasm the same way in a browser (fetch next to this file) and in node (read it).
+// The slidewin package: the wasm-bindgen bindings (./pkg, built by `make js`), the named
+// aggregate classes over their one `Aggregate` export, and an init() that loads the .wasm the
+// same way in a browser (fetched next to this file) and in node (read from disk).
 import initWasm, * as bindings from "./pkg/slidewin.js";
+import { Aggregate } from "./pkg/slidewin.js";
 
 export * from "./pkg/slidewin.js";
 
@@ -17,7 +19,46 @@ for (const value of Object.values(bindings)) {
   if (Symbol.dispose) proto[Symbol.dispose] = proto.free;
 }
 
-const isNode = typeof process !== "undefined" && process.versions != null && process.versions.node != null;
+// The named aggregates: each is an `Aggregate` made by the wasm side's one factory, given the
+// named class's prototype (so `instanceof` and the class name work) and its methods.
+const create = (cls, window, param) =>
+  Object.setPrototypeOf(Aggregate.__create(cls.name, window, param), cls.prototype);
+
+/** Sliding aggregates: `X.byCount(k)` over the last k samples, `X.byTime(window_ms)` over time. */
+class Sliding extends Aggregate {
+  static byCount(k) {
+    return create(this, "count", k);
+  }
+  static byTime(window_ms) {
+    return create(this, "time", window_ms);
+  }
+}
+
+export class SlidingSum extends Sliding {}
+export class SlidingMean extends Sliding {}
+export class SlidingMax extends Sliding {}
+export class SlidingMin extends Sliding {}
+export class SlidingVariance extends Sliding {}
+export class SlidingStdDev extends Sliding {}
+
+// A derived constructor may return an object instead of calling super(): the wasm-made one.
+export class Rate extends Aggregate {
+  constructor(window_ms) {
+    return create(new.target, "time", window_ms);
+  }
+}
+export class Ewma extends Aggregate {
+  constructor(alpha) {
+    return create(new.target, "", alpha);
+  }
+}
+export class TimeEwma extends Aggregate {
+  constructor(half_life_ms) {
+    return create(new.target, "", half_life_ms);
+  }
+}
+
+const isNode = typeof process !== "undefined" && process.versions?.node != null;
 
 /**
  * Load and instantiate the WebAssembly module; call (and await) once before using anything else.

@@ -21,11 +21,14 @@ if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $bindgen_version" 
   cargo install wasm-bindgen-cli --version "=$bindgen_version"
 fi
 
+scripts/deps.sh wasm
 if rustup target list --installed 2>/dev/null | grep -qx "$target"; then
+  # Stable std, prebuilt: panics keep their messages (a few KB more than below).
   cargo build -p slidewin-wasm --target "$target" --profile "$profile"
 else
-  scripts/deps.sh wasm
+  # std built from Debian's source with panics that abort at once, without message formatting.
   CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER=wasm-ld RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 \
+    CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-Zunstable-options -Cpanic=immediate-abort" \
     /usr/bin/cargo build -p slidewin-wasm --target "$target" --profile "$profile" \
     -Zbuild-std=std,panic_abort
 fi

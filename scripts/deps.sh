@@ -7,7 +7,7 @@ declare -A APT=(
   [rust]=""
   [nginx]="nginx libnginx-mod-http-lua libnginx-mod-http-ndk lua-resty-core lua-resty-lrucache luajit2 lua-nginx-redis wrk curl"
   [redis]="redis-server"
-  [wasm]="rustc-web cargo-web rust-web-src lld"
+  [wasm]="rustc-web cargo-web rust-web-src lld binaryen"
   [browser]="chromium"
 )
 

@@ -63,9 +63,10 @@ async function liveSample() {
 }
 
 // Node-wide totals in /stats.json's shape, from a made-up traffic pattern.
-const synthetic = { totals: {}, startMs: nowMs() };
+const synthetic = { totals: {}, startMs: null };
 function syntheticSample() {
   const now = nowMs();
+  synthetic.startMs ??= now;
   const phase = (now - synthetic.startMs) / 10_000;
   const limiters = {};
   for (const [i, name] of ["api", "api-shared"].entries()) {

@@ -4,7 +4,8 @@ import { readFileSync } from "node:fs";
 import init from "../index.js";
 import * as slidewin from "../index.js";
 
-await init();
+// init() resolves to the instance's exports (its memory, for the memory test).
+export const wasm = await init();
 
 export const fixtures = JSON.parse(readFileSync(new URL("./fixtures.json", import.meta.url), "utf8"));
 export { slidewin };

@@ -51,7 +51,7 @@ test("bad arguments throw RangeErrors naming the argument and the value", () => 
     [() => new slidewin.BucketWindow(10, 1000, 300), "bucket_ms must be a divisor of window_ms, got 300"],
     [() => new slidewin.SlidingLog(1, 1000).check(0, -1), "cost must be a non-negative integer, got -1"],
     [() => new slidewin.SlidingLog(1, 1000).check(0.5, 1), "now_ms must be an integer, got 0.5"],
-    [() => new slidewin.SlidingLog(1, 1000).check(Infinity), "now_ms must be an integer, got inf"],
+    [() => new slidewin.SlidingLog(1, 1000).check(Infinity), "now_ms must be an integer, got Infinity"],
   ];
   for (const [call, message] of cases) {
     assert.throws(call, (e) => e instanceof RangeError && e.message === message, message);

@@ -3,8 +3,8 @@
 //!
 //! A template may use `{{prefix}}`, `{{port}}`, `{{listen}}` (`127.0.0.1:<port>`) and
 //! `{{workers}}`. The prefix gets a copy of `lua/`, the module as `lib/slidewin.so` and, when
-//! present, the dashboard (`js/dashboard`, `js/pkg`) under `html/`, all readable by `nobody`
-//! (the user nginx's workers run as), wherever the repository lives.
+//! present, the dashboard (`js/dashboard`, with what `make js` vendors into it) under `html/`,
+//! all readable by `nobody` (the user nginx's workers run as), wherever the repository lives.
 //!
 //! ```no_run
 //! let nginx = slidewin_tests::nginx::Nginx::start("test.conf", 1);
@@ -89,10 +89,12 @@ impl Prefix {
             text.to_string()
         });
         fs::copy(lua_module(), dir.join("lib/slidewin.so")).expect("copy slidewin.so");
-        for (from, to) in [("js/dashboard", "html/dashboard"), ("js/pkg", "html/pkg")] {
-            if root.join(from).is_dir() {
-                copy_tree(&root.join(from), &dir.join(to), &|text| text.to_string());
-            }
+        if root.join("js/dashboard").is_dir() {
+            copy_tree(
+                &root.join("js/dashboard"),
+                &dir.join("html/dashboard"),
+                &|text| text.to_string(),
+            );
         }
         open_to_workers(&dir);
         Self {

@@ -4,7 +4,8 @@
 //! `cargo run -p slidewin-wasm --example fixtures > js/test/fixtures.json` (done by `make test-js`).
 
 use serde_json::{json, Value};
-use slidewin::{BucketWindow, Decision, Limiter, SlidingCounter, SlidingLog};
+use slidewin::stream::{self, Aggregate, Window};
+use slidewin::{BucketWindow, Decision, Error, Limiter, SlidingCounter, SlidingLog};
 
 /// A small deterministic generator (64-bit LCG), so every run writes the same vectors.
 struct Lcg(u64);
@@ -63,6 +64,113 @@ fn limiters() -> Value {
     })
 }
 
+/// Samples with a trend, noise and a large offset (where naive running sums drift), at
+/// irregular times that sometimes repeat.
+fn samples(n: usize) -> (Vec<f64>, Vec<i64>) {
+    let mut rng = Lcg(11);
+    let mut t_ms = 1_700_000_000_000;
+    (0..n)
+        .map(|i| {
+            t_ms += [0, 7, 40, 250, 1_300][rng.below(5) as usize];
+            let noise = rng.below(1_000_000) as f64 / 1e4;
+            (1e6 + (i as f64 * 0.37).sin() * 50.0 + noise, t_ms)
+        })
+        .unzip()
+}
+
+/// The value after each push (null where undefined), then after replacing the last sample.
+fn stream_case(
+    class: &str,
+    window: &str,
+    param: f64,
+    mut aggregate: Box<dyn Aggregate>,
+    (xs, times): (&[f64], &[i64]),
+) -> Value {
+    let timed = window == "time" || matches!(class, "Rate" | "TimeEwma");
+    let values: Vec<Option<f64>> = xs
+        .iter()
+        .zip(times)
+        .map(|(&x, &t)| {
+            if timed {
+                aggregate.push_at(t, x)
+            } else {
+                aggregate.push(x)
+            }
+            .map(|()| aggregate.value())
+        })
+        .collect::<Result<_, Error>>()
+        .expect("the samples are valid");
+    aggregate.replace_last(-3.25).expect("there is a sample");
+    json!({
+        "class": class, "window": window, "param": param, "timed": timed,
+        "values": values, "afterReplaceLast": aggregate.value(),
+    })
+}
+
+fn aggregates(xs: &[f64], times: &[i64]) -> Vec<Value> {
+    let input = (xs, times);
+    let mut cases = Vec::new();
+    for (window, param) in [("count", 50.0), ("count", 1.0), ("time", 5_000.0)] {
+        let w = if window == "count" {
+            Window::Count(param as usize)
+        } else {
+            Window::Time(param as i64)
+        };
+        let sliding: [(&str, Box<dyn Aggregate>); 6] = [
+            ("SlidingSum", Box::new(stream::SlidingSum::new(w).unwrap())),
+            (
+                "SlidingMean",
+                Box::new(stream::SlidingMean::new(w).unwrap()),
+            ),
+            ("SlidingMax", Box::new(stream::SlidingMax::new(w).unwrap())),
+            ("SlidingMin", Box::new(stream::SlidingMin::new(w).unwrap())),
+            (
+                "SlidingVariance",
+                Box::new(stream::SlidingVariance::new(w).unwrap()),
+            ),
+            (
+                "SlidingStdDev",
+                Box::new(stream::SlidingStdDev::new(w).unwrap()),
+            ),
+        ];
+        for (class, aggregate) in sliding {
+            cases.push(stream_case(class, window, param, aggregate, input));
+        }
+    }
+    let rate = Box::new(stream::Rate::new(Window::Time(10_000)).unwrap());
+    cases.push(stream_case("Rate", "", 10_000.0, rate, input));
+    for alpha in [0.1, 1.0] {
+        cases.push(stream_case(
+            "Ewma",
+            "",
+            alpha,
+            Box::new(stream::Ewma::new(alpha).unwrap()),
+            input,
+        ));
+    }
+    let time_ewma = Box::new(stream::TimeEwma::new(2_000).unwrap());
+    cases.push(stream_case("TimeEwma", "", 2_000.0, time_ewma, input));
+    cases
+}
+
+fn batch(xs: &[f64]) -> Vec<Value> {
+    let k = 20;
+    let case = |function: &str, param: f64, values: Result<Vec<f64>, Error>| json!({ "function": function, "param": param, "values": values.unwrap() });
+    vec![
+        case("slidingSum", k as f64, stream::sliding_sum(xs, k)),
+        case("slidingMean", k as f64, stream::sliding_mean(xs, k)),
+        case("slidingMax", k as f64, stream::sliding_max(xs, k)),
+        case("slidingMin", k as f64, stream::sliding_min(xs, k)),
+        case("ewma", 0.2, stream::ewma(xs, 0.2)),
+    ]
+}
+
 fn main() {
-    println!("{}", json!({ "limiters": limiters() }));
+    let (xs, times) = samples(3_000);
+    let fixtures = json!({
+        "limiters": limiters(),
+        "stream": { "xs": xs, "times": times, "cases": aggregates(&xs, &times) },
+        "batch": batch(&xs),
+    });
+    println!("{fixtures}");
 }
