@@ -41,6 +41,15 @@ impl RedisServer {
         self.port
     }
 
+    /// The process id of the running server.
+    pub fn pid(&self) -> u32 {
+        self.process
+            .as_ref()
+            .expect("redis-server is running")
+            .child
+            .id()
+    }
+
     /// Its directory (holds `redis.log`).
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -140,13 +140,18 @@ fn usec_per_call(c: &mut Resp, algo: &Algorithm, script: &Script, calls: i64) ->
     usec.parse().unwrap()
 }
 
-/// wrk's requests per second on `path` (2 threads, 32 connections, `seconds`), each request
-/// for a random one of 10000 users (scripts/wrk-random-user.lua).
-fn wrk(port: u16, path: &str, seconds: u32) -> f64 {
+/// One wrk run: requests per second and requests completed.
+struct Run {
+    rate: f64,
+    requests: f64,
+}
+
+/// wrk on `path` (2 threads, 32 connections, `seconds`), each request for a random one of
+/// 10000 users (scripts/wrk-random-user.lua).
+fn wrk(port: u16, path: &str, seconds: u32) -> Run {
     let users = slidewin_tests::nginx::repo_root().join("scripts/wrk-random-user.lua");
     let out = std::process::Command::new("wrk")
-        .args(["-t2", "-c32", &format!("-d{seconds}s")])
-        .arg("-s")
+        .args(["-t2", "-c32", &format!("-d{seconds}s"), "-s"])
         .arg(users)
         .arg(format!("http://127.0.0.1:{port}{path}"))
         .output()
@@ -157,10 +162,65 @@ fn wrk(port: u16, path: &str, seconds: u32) -> f64 {
         "{path}: refused or failed requests\n{text}"
     );
     let rate = text.lines().find_map(|l| l.strip_prefix("Requests/sec:"));
-    rate.unwrap_or_else(|| panic!("no Requests/sec in {text}"))
-        .trim()
-        .parse()
+    let requests = text.lines().find_map(|l| {
+        l.trim()
+            .split_once(" requests in ")
+            .map(|(n, _)| n.to_string())
+    });
+    Run {
+        rate: rate
+            .unwrap_or_else(|| panic!("no Requests/sec in {text}"))
+            .trim()
+            .parse()
+            .unwrap(),
+        requests: requests
+            .unwrap_or_else(|| panic!("no request count in {text}"))
+            .parse()
+            .unwrap(),
+    }
+}
+
+/// CPU time (user + system) of `pids` so far, in µs (clock ticks of 10 ms).
+fn cpu_us(pids: &[u32]) -> f64 {
+    let ticks: u64 = pids
+        .iter()
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+        .map(|stat| {
+            // Fields after the ")" closing the command name: utime and stime are the 12th and 13th.
+            let fields: Vec<&str> = stat
+                .rsplit_once(')')
+                .unwrap()
+                .1
+                .split_whitespace()
+                .collect();
+            fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+        })
+        .sum();
+    ticks as f64 * 10_000.0
+}
+
+/// The worker processes of the nginx whose master is `master`.
+fn children(master: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
         .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1));
+            ppid == Some(master.to_string().as_str())
+        })
+        .collect()
+}
+
+/// wrk on `path`, with the CPU that nginx's workers and redis-server spent per request (µs).
+fn measured(port: u16, path: &str, workers: &[u32], redis: u32) -> (Run, f64, f64) {
+    let (nginx_before, redis_before) = (cpu_us(workers), cpu_us(&[redis]));
+    let run = wrk(port, path, 3);
+    let nginx_cpu = (cpu_us(workers) - nginx_before) / run.requests;
+    let redis_cpu = (cpu_us(&[redis]) - redis_before) / run.requests;
+    (run, nginx_cpu, redis_cpu)
 }
 
 /// The median of `values`.
@@ -171,33 +231,49 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 /// Throughput of each algorithm through nginx next to the bare-EVALSHA ceiling: `rounds` short
 /// runs, each between a ceiling run before and after it so load drift hits both sides alike;
-/// medians of the rates and of the per-round ratios.
+/// medians of the rates, of the per-round ratios and of the CPU per request.
 fn throughput(redis: &RedisServer, rounds: usize) {
     let env = [("SLIDEWIN_REDIS_PORT", redis.port().to_string())];
     let nginx = Nginx::start_with_env("redis.conf", 2, &env);
     wrk(nginx.port(), "/bare", 2); // warm the pools and the script cache
-    println!("| location | req/s (median) | bare EVALSHA req/s (median) | ratio: median (min-max of {rounds}) |");
-    println!("|---|---|---|---|");
+    let master: u32 = std::fs::read_to_string(nginx.prefix.dir.join("logs/nginx.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let workers = children(master);
+    println!("| location | req/s | bare EVALSHA req/s | ratio (min-max of {rounds}) | nginx workers µs CPU/req (bare) | redis-server µs CPU/req (bare) |");
+    println!("|---|---|---|---|---|---|");
     for algo in &ALGORITHMS {
         let path = format!("/limit/bench-{}", algo.name);
-        let (mut limited, mut bare, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..rounds {
-            let before = wrk(nginx.port(), "/bare", 3);
-            let rate = wrk(nginx.port(), &path, 3);
-            let after = wrk(nginx.port(), "/bare", 3);
-            ratios.push(100.0 * rate / ((before + after) / 2.0));
-            limited.push(rate);
-            bare.extend([before, after]);
-        }
+        // Per round: req/s, ceiling, ratio %, nginx CPU, its ceiling, redis CPU, its ceiling.
+        let rows: Vec<[f64; 7]> = (0..rounds)
+            .map(|_| {
+                let (before, n0, r0) = measured(nginx.port(), "/bare", &workers, redis.pid());
+                let (run, n1, r1) = measured(nginx.port(), &path, &workers, redis.pid());
+                let (after, n2, r2) = measured(nginx.port(), "/bare", &workers, redis.pid());
+                let ceiling = (before.rate + after.rate) / 2.0;
+                let ratio = 100.0 * run.rate / ceiling;
+                [
+                    run.rate,
+                    ceiling,
+                    ratio,
+                    n1,
+                    (n0 + n2) / 2.0,
+                    r1,
+                    (r0 + r2) / 2.0,
+                ]
+            })
+            .collect();
+        let column = |i: usize| rows.iter().map(|r| r[i]).collect::<Vec<_>>();
+        let m = |i: usize| median(column(i));
+        let ratios = column(2);
         let (low, high) = ratios
             .iter()
             .fold((f64::MAX, 0f64), |(l, h), &r| (l.min(r), h.max(r)));
         println!(
-            "| store = \"redis\", {} | {:.0} | {:.0} | {:.0}% ({low:.0}-{high:.0}%) |",
-            algo.name,
-            median(limited),
-            median(bare),
-            median(ratios)
+            "| store = \"redis\", {} | {:.0} | {:.0} | {:.0}% ({low:.0}-{high:.0}%) | {:.1} ({:.1}) | {:.1} ({:.1}) |",
+            algo.name, m(0), m(1), m(2), m(3), m(4), m(5), m(6),
         );
     }
     // A store error (a timeout on an overloaded machine) answers 200 too: say how many there were.
