@@ -1,7 +1,7 @@
 -- slidewin sliding log: exact, one sorted-set member per admitted call.
 -- KEYS[1] sorted set: score = the time in ms, member = the running sum of cost admitted through
---         that entry, 16 digits (so members are unique even for many calls in one ms, and an
---         entry's cost is its sum minus the previous entry's).
+--         that entry (so members are unique even for many calls in one ms, and an entry's cost
+--         is its sum minus the previous entry's).
 -- KEYS[2] hash: "gone" (the running sum before the oldest entry), "sum" (the newest entry's),
 --         "first" and "last" (the oldest and newest entries' times), "now" (the newest time seen).
 --         Give both keys one hash tag ("rl:{user1}", "rl:{user1}:m") so they share a Cluster slot.
@@ -10,9 +10,13 @@
 -- Returns {allowed 0/1, remaining, retry_after_ms (-1: never), reset_after_ms}.
 -- An entry recorded at t counts while now - t < window_ms; time is Redis TIME unless now_ms is given.
 local log, meta = KEYS[1], KEYS[2]
-local function through(member) return tonumber(member) end
--- Zero-padded: members of one score are ordered as strings, and must be in sum order.
-local function member(sum) return string.format('%016d', sum) end
+-- Members of one score are ordered as strings and must be in sum order: the digits follow a
+-- letter for their count ("c150" < "d1000"), which keeps members short and in order.
+local function member(sum)
+  local digits = string.format('%d', sum)
+  return string.char(96 + #digits) .. digits
+end
+local function through(member) return tonumber(member:sub(2)) end
 
 local state = redis.call('HMGET', meta, 'gone', 'sum', 'now', 'first', 'last')
 local gone, sum, first, last = tonumber(state[1]) or 0, tonumber(state[2]) or 0, tonumber(state[4]), tonumber(state[5])
