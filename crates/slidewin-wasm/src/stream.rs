@@ -15,35 +15,39 @@ use wasm_bindgen::prelude::*;
 
 use crate::js;
 
-/// A core aggregate plus the loop over many samples, compiled per kind so the inner loop
-/// calls the aggregate directly (no dynamic dispatch per sample).
+/// A core aggregate plus the loop over many untimed samples, compiled per kind so the inner
+/// loop calls the aggregate directly (no dynamic dispatch per sample). Timed samples take the
+/// dynamic path in [`Aggregate::push_many`]: one copy of that loop keeps the .wasm small.
 trait Shell: stream::Aggregate {
-    fn push_many(&mut self, xs: &[f64], times: Option<&[f64]>) -> Result<Vec<f64>, Error>;
+    fn push_many(&mut self, xs: &[f64]) -> Result<Vec<f64>, Error>;
 }
 
 impl<A: stream::Aggregate> Shell for A {
-    fn push_many(&mut self, xs: &[f64], times: Option<&[f64]>) -> Result<Vec<f64>, Error> {
+    fn push_many(&mut self, xs: &[f64]) -> Result<Vec<f64>, Error> {
         let mut values = Vec::with_capacity(xs.len());
-        match times {
-            Some(times) if times.len() != xs.len() => {
-                let len = Value::UInt(times.len() as u64);
-                return Err(Error::invalid("times", "as long as xs", len));
-            }
-            Some(times) => {
-                for (&x, &t_ms) in xs.iter().zip(times) {
-                    self.push_at(arg::int("t_ms", t_ms)?, x)?;
-                    values.push(self.value().unwrap_or(f64::NAN));
-                }
-            }
-            None => {
-                for &x in xs {
-                    self.push(x)?;
-                    values.push(self.value().unwrap_or(f64::NAN));
-                }
-            }
+        for &x in xs {
+            self.push(x)?;
+            values.push(self.value().unwrap_or(f64::NAN));
         }
         Ok(values)
     }
+}
+
+/// [`Aggregate::push_many`] with times: `aggregate` pushes `xs[i]` at `times[i]`.
+fn push_many_at(aggregate: &mut dyn Shell, xs: &[f64], times: &[f64]) -> Result<Vec<f64>, Error> {
+    if times.len() != xs.len() {
+        return Err(Error::invalid(
+            "times",
+            "as long as xs",
+            Value::UInt(times.len() as u64),
+        ));
+    }
+    let mut values = Vec::with_capacity(xs.len());
+    for (&x, &t_ms) in xs.iter().zip(times) {
+        aggregate.push_at(arg::int("t_ms", t_ms)?, x)?;
+        values.push(aggregate.value().unwrap_or(f64::NAN));
+    }
+    Ok(values)
 }
 
 /// The aggregate `kind` (a class name of js/index.js) over `window` (`"count"` or `"time"`,
@@ -107,7 +111,10 @@ impl Aggregate {
         xs: &[f64],
         times: Option<Box<[f64]>>,
     ) -> Result<Vec<f64>, JsValue> {
-        js(self.0.push_many(xs, times.as_deref()))
+        js(match times {
+            Some(times) => push_many_at(self.0.as_mut(), xs, &times),
+            None => self.0.push_many(xs),
+        })
     }
 
     /// Correct the newest sample to `x` in place (a still-open bucket); returns the new value.

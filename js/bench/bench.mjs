@@ -1,0 +1,125 @@
+// SMA (k = 50) and EMA over 10^6 samples: slidewin (wasm) versus technicalindicators and a
+// hand-written plain-JS loop; drift of the plain running sum; memory of a streaming SMA; size.
+// Usage: node bench/bench.mjs   (after `make js`; figures go to BENCHMARKS.md by hand)
+import { readFileSync } from "node:fs";
+import { gzipSync } from "node:zlib";
+import { createRequire } from "node:module";
+import init, { Ewma, SlidingMean, slidingMean, ewma } from "../index.js";
+
+const { SMA, EMA } = createRequire(import.meta.url)("technicalindicators");
+const wasm = await init();
+
+const N = 1_000_000;
+const K = 50;
+const ALPHA = 2 / (K + 1); // technicalindicators' EMA weight for period K
+// A noisy series around a large offset, where a naive running sum drifts.
+let seed = 42;
+const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+const xs = Float64Array.from({ length: N }, (_, i) => 1e9 + 1000 * Math.sin(i / 500) + random() * 100 - 50);
+const xsArray = Array.from(xs);
+
+/** Best of `runs` timings of fn(), in ns per sample. */
+function time(fn, runs = 9) {
+  let best = Infinity;
+  let out;
+  for (let r = 0; r < runs; r++) {
+    const start = process.hrtime.bigint();
+    out = fn();
+    best = Math.min(best, Number(process.hrtime.bigint() - start) / N);
+  }
+  return { ns: best, out };
+}
+
+function plainSma(values, k) {
+  const out = new Float64Array(values.length);
+  const ring = new Float64Array(k);
+  let sum = 0;
+  for (let i = 0; i < values.length; i++) {
+    const x = values[i];
+    sum += x - ring[i % k];
+    ring[i % k] = x;
+    out[i] = sum / Math.min(i + 1, k);
+  }
+  return out;
+}
+
+function plainEwma(values, alpha) {
+  const out = new Float64Array(values.length);
+  let mean = values[0];
+  for (let i = 0; i < values.length; i++) {
+    mean += alpha * (values[i] - mean);
+    out[i] = mean;
+  }
+  return out;
+}
+
+const results = {
+  "SMA slidewin pushMany (streaming object)": time(() => {
+    const sma = SlidingMean.byCount(K);
+    const out = sma.pushMany(xs);
+    sma.free();
+    return out;
+  }),
+  "SMA slidewin slidingMean (batch)": time(() => slidingMean(xs, K)),
+  "SMA slidewin push per sample": time(() => {
+    const sma = SlidingMean.byCount(K);
+    let v;
+    for (let i = 0; i < N; i++) v = sma.push(xs[i]);
+    sma.free();
+    return v;
+  }, 5),
+  "SMA technicalindicators nextValue": time(() => {
+    const sma = new SMA({ period: K, values: [] });
+    let v;
+    for (let i = 0; i < N; i++) v = sma.nextValue(xs[i]);
+    return v;
+  }, 5),
+  "SMA technicalindicators calculate": time(() => SMA.calculate({ period: K, values: xsArray }), 5),
+  "SMA plain JS running sum": time(() => plainSma(xs, K)),
+  "EMA slidewin pushMany (streaming object)": time(() => {
+    const e = new Ewma(ALPHA);
+    const out = e.pushMany(xs);
+    e.free();
+    return out;
+  }),
+  "EMA slidewin ewma (batch)": time(() => ewma(xs, ALPHA)),
+  "EMA technicalindicators nextValue": time(() => {
+    const e = new EMA({ period: K, values: [] });
+    let v;
+    for (let i = 0; i < N; i++) v = e.nextValue(xs[i]);
+    return v;
+  }, 5),
+  "EMA technicalindicators calculate": time(() => EMA.calculate({ period: K, values: xsArray }), 5),
+  "EMA plain JS": time(() => plainEwma(xs, ALPHA)),
+};
+
+console.log(`node ${process.version}, N = ${N}, k = ${K}, alpha = 2/${K + 1}`);
+for (const [name, { ns }] of Object.entries(results)) console.log(`${name.padEnd(44)} ${ns.toFixed(1).padStart(7)} ns/sample`);
+
+const ns = (name) => results[name].ns;
+console.log("\nratios:");
+console.log(`SMA: technicalindicators nextValue / slidewin pushMany = ${(ns("SMA technicalindicators nextValue") / ns("SMA slidewin pushMany (streaming object)")).toFixed(1)}x`);
+console.log(`SMA: technicalindicators calculate / slidewin pushMany = ${(ns("SMA technicalindicators calculate") / ns("SMA slidewin pushMany (streaming object)")).toFixed(1)}x`);
+console.log(`SMA: slidewin pushMany / plain JS = ${(ns("SMA slidewin pushMany (streaming object)") / ns("SMA plain JS running sum")).toFixed(2)}x`);
+console.log(`EMA: technicalindicators nextValue / slidewin pushMany = ${(ns("EMA technicalindicators nextValue") / ns("EMA slidewin pushMany (streaming object)")).toFixed(1)}x`);
+console.log(`EMA: technicalindicators calculate / slidewin pushMany = ${(ns("EMA technicalindicators calculate") / ns("EMA slidewin pushMany (streaming object)")).toFixed(1)}x`);
+console.log(`EMA: slidewin pushMany / plain JS = ${(ns("EMA slidewin pushMany (streaming object)") / ns("EMA plain JS")).toFixed(2)}x`);
+
+// Drift: the last window's exact mean (summed afresh) against each running method.
+const exactLast = xs.subarray(N - K).reduce((a, b) => a + b, 0) / K;
+const plainLast = results["SMA plain JS running sum"].out[N - 1];
+const oursLast = results["SMA slidewin pushMany (streaming object)"].out[N - 1];
+console.log(`\ndrift after ${N} samples (last window's mean, summed afresh = ${exactLast}):`);
+console.log(`  plain JS running sum: ${(plainLast - exactLast).toExponential(3)}`);
+console.log(`  slidewin:             ${(oursLast - exactLast).toExponential(3)}`);
+
+// Memory: wasm linear memory while one streaming SMA takes 10^6 samples, one at a time.
+const sma = SlidingMean.byCount(K);
+for (let i = 0; i < 1000; i++) sma.push(xs[i]);
+const before = wasm.memory.buffer.byteLength;
+for (let i = 0; i < N; i++) sma.push(xs[i]);
+console.log(`\nmemory: wasm linear memory ${before} bytes before, ${wasm.memory.buffer.byteLength} after 10^6 pushes (window holds ${sma.length})`);
+sma.free();
+
+const bytes = readFileSync(new URL("../pkg/slidewin_bg.wasm", import.meta.url));
+console.log(`size: slidewin_bg.wasm ${bytes.length} bytes, ${gzipSync(bytes, { level: 9 }).length} gzipped`);
