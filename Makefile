@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: test test-rust test-stream-drift bench-stream test-deps test-nginx lua-module demo deps test-js js
+.PHONY: test test-rust test-stream-drift bench-stream test-deps test-nginx lua-module demo deps test-js js bench-js
 
 deps:
 	scripts/deps.sh all
@@ -51,6 +51,10 @@ js: js/node_modules/.package-lock.json
 # npm writes node_modules/.package-lock.json on each install: newer than the lock = current.
 js/node_modules/.package-lock.json: js/package.json js/package-lock.json
 	cd js && npm ci --no-audit --no-fund
+
+# The node benchmark of the package (figures in BENCHMARKS.md, "WebAssembly and JS").
+bench-js: js
+	cd js && node bench/bench.mjs
 
 # The package against the Rust core's answers (fixtures written by the core, never hand-copied),
 # then the dashboard in Chromium against the demo nginx (screenshot in tests/artifacts/).

@@ -2,7 +2,8 @@
 // Usage: node browser/dashboard.mjs BASE_URL SCREENSHOT_PATH   (run by tests/tests/dashboard.rs)
 //   BASE_URL: where the demo nginx listens (it serves /dashboard/, /stats.json and /api/).
 // Sends traffic to /api/ while the page polls, waits until the page's chart data holds both
-// allowed and refused rates from the live feed, and fails on any page error.
+// allowed and refused rates from the live feed, and fails on any page error; then checks that
+// the page falls back to its synthetic feed (and says so) when the endpoint is missing.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -88,6 +89,15 @@ try {
   }
   await page.screenshot({ path: screenshotPath, fullPage: true });
   assert.deepEqual(problems, [], "the page logged errors");
+
+  // Without its endpoint the page charts a synthetic feed, and says so.
+  const offline = await context.newPage();
+  offline.on("pageerror", (e) => problems.push(`offline page error: ${e.message}`));
+  await offline.goto(new URL("/dashboard/?interval=100&stats=/no-such-feed.json", baseUrl).href);
+  await offline.waitForFunction(() => window.slidewinDashboard?.ticks >= 3, null, { timeout: 10_000 });
+  const banner = await offline.evaluate(() => [window.slidewinDashboard.source, document.getElementById("source").textContent]);
+  assert.deepEqual(banner, ["synthetic", "Synthetic feed: /no-such-feed.json is unreachable, showing made-up traffic"]);
+  assert.deepEqual(problems, [], "the offline page threw");
   console.log(`dashboard ok: ${view.allowed.length} points; screenshot ${screenshotPath}`);
 } finally {
   await context.close();

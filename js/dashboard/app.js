@@ -83,14 +83,19 @@ function syntheticSample() {
 
 // --- one tick: read totals, derive rates, update aggregates and chart ------------------------
 
+const RETRY_MS = 5000;
+let liveRetryAt = 0;
+
 async function tick() {
   let sample, source;
-  if (params.get("feed") === "synthetic") {
+  // Once the endpoint failed, ask it again only every RETRY_MS (each failure is a console error).
+  if (params.get("feed") === "synthetic" || performance.now() < liveRetryAt) {
     [sample, source] = [syntheticSample(), "synthetic"];
   } else {
     try {
       [sample, source] = [await liveSample(), "live"];
     } catch (e) {
+      liveRetryAt = performance.now() + RETRY_MS;
       [sample, source] = [syntheticSample(), "synthetic"];
     }
   }
