@@ -185,7 +185,12 @@ impl<L: Limiter, K: Hash + Eq, S: BuildHasher> Keyed<L, K, S> {
     /// Bytes this store holds: its own size, its tables' allocations and the heap the limiter
     /// states own. Heap owned by the keys themselves (a `String` key's text) is not counted.
     pub fn bytes_estimate(&self) -> usize {
-        core::mem::size_of::<Self>() + self.slots.allocated_bytes() + self.state_heap_bytes
+        core::mem::size_of::<Self>() + self.allocated_bytes()
+    }
+
+    /// [`Keyed::bytes_estimate`] less the struct itself.
+    pub(crate) fn allocated_bytes(&self) -> usize {
+        self.slots.allocated_bytes() + self.state_heap_bytes
     }
 
     /// Counters since the store was made.

@@ -32,7 +32,7 @@ use std::sync::{Mutex, MutexGuard};
 /// assert_eq!((allowed, store.len()), (100, 10));
 /// ```
 pub struct ShardedKeyed<L: Limiter, K = u64, S = KeyHasher> {
-    shards: Vec<Mutex<Keyed<L, K, S>>>,
+    shards: Vec<Shard<Keyed<L, K, S>>>,
     config: L::Config,
     hasher: S,
     max_keys: usize,
@@ -64,7 +64,8 @@ impl<L: Limiter, K: Hash + Eq, S: BuildHasher + Clone> ShardedKeyed<L, K, S> {
         let shards = (0..shards)
             .map(|i| {
                 let bound = max_keys / shards + usize::from(i < max_keys % shards);
-                Keyed::with_hasher(config.clone(), bound, hasher.clone()).map(Mutex::new)
+                Keyed::with_hasher(config.clone(), bound, hasher.clone())
+                    .map(|keyed| Shard(Mutex::new(keyed)))
             })
             .collect::<Result<_, _>>()?;
         Ok(Self {
@@ -141,13 +142,13 @@ impl<L: Limiter, K: Hash + Eq, S: BuildHasher + Clone> ShardedKeyed<L, K, S> {
         self.shards.len()
     }
 
-    /// [`Keyed::bytes_estimate`] summed over the shards, plus this struct.
+    /// [`Keyed::bytes_estimate`] for the whole store: this struct, the shards' slots and
+    /// what each shard allocated.
     pub fn bytes_estimate(&self) -> usize {
+        let allocated: usize = self.each_shard().map(|shard| shard.allocated_bytes()).sum();
         core::mem::size_of::<Self>()
-            + self
-                .each_shard()
-                .map(|shard| shard.bytes_estimate())
-                .sum::<usize>()
+            + self.shards.capacity() * core::mem::size_of::<Shard<Keyed<L, K, S>>>()
+            + allocated
     }
 
     /// [`Keyed::stats`] summed over the shards.
@@ -171,11 +172,11 @@ impl<L: Limiter, K: Hash + Eq, S: BuildHasher + Clone> ShardedKeyed<L, K, S> {
     fn shard<Q: Hash + ?Sized>(&self, key: &Q) -> (u64, MutexGuard<'_, Keyed<L, K, S>>) {
         let hash = self.hasher.hash_one(key);
         let index = ((hash >> 25 & 0xffff_ffff) * self.shards.len() as u64) >> 32;
-        (hash, lock(&self.shards[index as usize]))
+        (hash, self.shards[index as usize].lock())
     }
 
     fn each_shard(&self) -> impl Iterator<Item = MutexGuard<'_, Keyed<L, K, S>>> {
-        self.shards.iter().map(lock)
+        self.shards.iter().map(Shard::lock)
     }
 }
 
@@ -194,10 +195,18 @@ where
     }
 }
 
-/// A shard's lock. A panic while it was held cannot leave a shard half-changed in a way that
-/// breaks later calls (each change is one state update), so a poisoned lock is used as is.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+/// One shard's lock, on cache lines of its own: a thread taking one shard's lock does not
+/// invalidate the line another thread needs for its neighbour.
+#[repr(align(128))]
+struct Shard<T>(Mutex<T>);
+
+impl<T> Shard<T> {
+    /// The shard's lock. A panic while it was held cannot leave a shard half-changed in a way
+    /// that breaks later calls (each change is one state update), so a poisoned lock is used
+    /// as is.
+    fn lock(&self) -> MutexGuard<'_, T> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }

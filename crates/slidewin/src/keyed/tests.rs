@@ -301,11 +301,22 @@ fn sharded_store_is_shared_by_two_threads() {
 #[test]
 fn sharded_bound_holds_over_all_shards() {
     let keyed = ShardedKeyed::<Tally>::new(quota(10, 1_000), 1_000, 7).unwrap();
+    let mut full_bytes = 0;
     for key in 0..100_000_u64 {
         keyed.check_at(&key, 0, 1).unwrap();
+        if key == 10_000 {
+            full_bytes = keyed.bytes_estimate();
+        }
     }
     assert_eq!(keyed.len(), 1_000);
     assert_eq!(keyed.stats().evictions, 99_000);
+    assert_eq!(keyed.bytes_estimate(), full_bytes, "no growth under churn");
+    // Per shard (at most 143 keys): 24-byte entries, 256 index slots, the bitset, the padded
+    // lock; and the struct.
+    assert!(
+        full_bytes <= 7 * (143 * 24 + 256 * 4 + 64 + 256) + 1_000,
+        "{full_bytes} bytes"
+    );
 }
 
 #[derive(Debug, Clone)]
