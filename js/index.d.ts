@@ -39,3 +39,14 @@ export class Ewma extends Aggregate {
 export class TimeEwma extends Aggregate {
   constructor(half_life_ms: number);
 }
+
+/** The compensated sum of every window of `k` samples of `xs` (`xs.length - k + 1` values; none when shorter). */
+export function slidingSum(xs: Float64Array | number[], k: number): Float64Array;
+/** The mean of every window of `k` samples of `xs`. */
+export function slidingMean(xs: Float64Array | number[], k: number): Float64Array;
+/** The maximum of every window of `k` samples of `xs`. */
+export function slidingMax(xs: Float64Array | number[], k: number): Float64Array;
+/** The minimum of every window of `k` samples of `xs`. */
+export function slidingMin(xs: Float64Array | number[], k: number): Float64Array;
+/** The EWMA (`alpha` in (0, 1]) after each sample of `xs`. */
+export function ewma(xs: Float64Array | number[], alpha: number): Float64Array;

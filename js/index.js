@@ -58,6 +58,26 @@ export class TimeEwma extends Aggregate {
   }
 }
 
+// The batch functions: the streaming aggregate over the whole array, so they share its one
+// compiled loop (the tests check them against the core's own batch functions).
+const batch = (aggregate, xs, skip) => {
+  try {
+    return aggregate.pushMany(xs).slice(skip);
+  } finally {
+    aggregate.free();
+  }
+};
+/** The compensated sum of every window of `k` samples of `xs` (`xs.length - k + 1` values). */
+export const slidingSum = (xs, k) => batch(SlidingSum.byCount(k), xs, k - 1);
+/** The mean of every window of `k` samples of `xs`. */
+export const slidingMean = (xs, k) => batch(SlidingMean.byCount(k), xs, k - 1);
+/** The maximum of every window of `k` samples of `xs`. */
+export const slidingMax = (xs, k) => batch(SlidingMax.byCount(k), xs, k - 1);
+/** The minimum of every window of `k` samples of `xs`. */
+export const slidingMin = (xs, k) => batch(SlidingMin.byCount(k), xs, k - 1);
+/** The EWMA (`alpha` in (0, 1]) after each sample of `xs`. */
+export const ewma = (xs, alpha) => batch(new Ewma(alpha), xs, 0);
+
 const isNode = typeof process !== "undefined" && process.versions?.node != null;
 
 /**

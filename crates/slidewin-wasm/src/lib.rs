@@ -22,11 +22,9 @@ use alloc::string::String;
 use slidewin::{Error, Value};
 use wasm_bindgen::prelude::*;
 
-mod batch;
 mod limiters;
 mod stream;
 
-pub use batch::{ewma, sliding_max, sliding_mean, sliding_min, sliding_sum};
 pub use limiters::{BucketWindow, SlidingCounter, SlidingLog};
 pub use stream::Aggregate;
 
