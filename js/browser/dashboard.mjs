@@ -18,7 +18,7 @@ if (!baseUrl || !screenshotPath) {
 
 const CHROMIUM_ARGS = [
   "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync", "--no-first-run",
+  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
 ];
 
 /** `requests` requests to /api/ from 20 users (the demo admits 5 per 10 s each); status counts. */
