@@ -6,6 +6,27 @@
 //! operation that needs the time has a `*_at(now_ms, ..)` form for callers that bring their
 //! own clock (Redis `TIME`, the browser's `Date.now()`), and a form that reads a [`Clock`].
 //!
+//! ## Rate limiting
+//!
+//! Three limiters share the [`Limiter`] trait: [`SlidingLog`] (exact), [`BucketWindow`] (fixed
+//! memory, conservative) and [`SlidingCounter`] (24 bytes per key, an estimate). The README's
+//! example:
+//!
+//! ```
+//! use slidewin::{Limiter, SlidingLog, SystemClock};
+//!
+//! fn main() -> Result<(), slidewin::Error> {
+//!     let mut limiter = SlidingLog::new(100, 1_000)?; // 100 per 1000 ms, exact
+//!     let decision = limiter.check(&SystemClock, 1)?; // a call of cost 1, now
+//!     match decision.retry_after_ms {
+//!         _ if decision.allowed => println!("ok, {} left", decision.remaining),
+//!         Some(ms) => println!("429, retry after {ms} ms"),
+//!         None => println!("413, more than the limit"),
+//!     }
+//!     Ok(())
+//! }
+//! ```
+//!
 //! The crate is `#![no_std]` + `alloc`; the `std` feature (default) adds [`SystemClock`],
 //! the `serde` feature derives `Serialize`/`Deserialize` for configs and state snapshots.
 #![no_std]

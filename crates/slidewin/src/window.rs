@@ -39,6 +39,7 @@ pub(crate) trait Window: Sized {
 
 /// Validate `now_ms` and move `state` to it; a clock that stepped back reads as the newest time
 /// seen, so what the window holds is never forgotten early.
+#[inline]
 fn advance<W: Window>(config: &W::Config, state: &mut W, now_ms: i64) -> Result<(), Error> {
     let now_ms = check_time("now_ms", now_ms)?;
     // Same millisecond (most calls under load): nothing can have expired.
@@ -49,6 +50,7 @@ fn advance<W: Window>(config: &W::Config, state: &mut W, now_ms: i64) -> Result<
 }
 
 /// [`crate::Limiter::decide`] for every limiter.
+#[inline]
 pub(crate) fn decide<W: Window>(
     config: &W::Config,
     state: &mut W,
