@@ -92,22 +92,32 @@ fn two_nginx_instances_share_one_limit() {
             "{limiter}: both instances admitted some: {admitted:?}"
         );
     }
-    assert_no_worker_died(&a);
-    assert_no_worker_died(&b);
+    for nginx in [&a, &b] {
+        let metrics = nginx.get("/metrics").body;
+        let errors = metrics
+            .lines()
+            .filter(|l| l.starts_with("slidewin_store_errors_total{") && !l.ends_with(" 0"));
+        assert_eq!(
+            errors.count(),
+            0,
+            "store errors would have admitted requests: {metrics}"
+        );
+        assert_no_worker_died(nginx);
+    }
 }
 
 #[test]
 fn redis_down_frozen_and_back() {
     let mut redis = RedisServer::start();
     let nginx = nginx_on(&redis, 2);
-    assert_eq!(nginx.get("/limit/log?user=f").status, 200);
+    assert_eq!(nginx.get("/limit/allow?user=f").status, 200);
 
     // Down: connections refused. Each request answers at once, per its on_store_error.
     redis.stop();
     for _ in 0..40 {
         let started = Instant::now();
         assert_eq!(
-            nginx.get("/limit/log?user=f").status,
+            nginx.get("/limit/allow?user=f").status,
             200,
             "on_store_error = allow"
         );
@@ -124,7 +134,7 @@ fn redis_down_frozen_and_back() {
     }
     let metrics = nginx.get("/metrics").body;
     assert_eq!(
-        sample(&metrics, "slidewin_store_errors_total{limiter=\"log\"}"),
+        sample(&metrics, "slidewin_store_errors_total{limiter=\"allow\"}"),
         40
     );
     assert_eq!(
@@ -135,7 +145,7 @@ fn redis_down_frozen_and_back() {
     let lines = nginx
         .error_log()
         .lines()
-        .filter(|l| l.contains("slidewin log: store error"))
+        .filter(|l| l.contains("slidewin allow: store error"))
         .count();
     assert!(
         (1..=2).contains(&lines),
@@ -155,7 +165,7 @@ fn redis_down_frozen_and_back() {
     redis.pause();
     let started = Instant::now();
     let (allow, deny) = (
-        nginx.get("/limit/log?user=h").status,
+        nginx.get("/limit/allow?user=h").status,
         nginx.get("/limit/deny?user=h").status,
     );
     let waited = started.elapsed();
@@ -167,7 +177,7 @@ fn redis_down_frozen_and_back() {
     );
     let metrics = nginx.get("/metrics").body;
     assert_eq!(
-        sample(&metrics, "slidewin_store_errors_total{limiter=\"log\"}"),
+        sample(&metrics, "slidewin_store_errors_total{limiter=\"allow\"}"),
         41
     );
     assert_eq!(nginx.get("/limit/log?user=h").status, 200);
