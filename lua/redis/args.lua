@@ -32,3 +32,10 @@ if not a.now then
   a.now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local limit, window, cost, mode, now, ttl_slack = a.limit, a.window, a.cost, a.mode, a.now, a.ttl_slack
+-- The script's answer, with `used` the cost the window holds after the call. A peek reports
+-- what would remain once its cost is recorded, like a committing call.
+local function reply(allowed, used, retry_ms, reset_ms)
+  local remaining = math.max(limit - used, 0)
+  if mode == 'peek' and allowed then remaining = remaining - cost end
+  return {allowed and 1 or 0, remaining, retry_ms, reset_ms}
+end

@@ -3,7 +3,8 @@
 --         those costs), "o" (oldest bucket index kept), "n" (newest) and "now" (the newest time
 --         seen). One key: Cluster-safe.
 -- ARGV: limit window_ms cost bucket_ms N [now_ms N] [mode check|peek|refund]
--- Sent after args.lua, which reads ARGV into limit, window, cost, mode and now (a.width: bucket_ms).
+-- Sent after args.lua: it reads ARGV into limit, window, cost, mode, now (a.width: bucket_ms)
+-- and defines reply(allowed, used, retry_ms, reset_ms).
 -- Returns {allowed 0/1, remaining, retry_after_ms (-1: never), reset_after_ms}.
 -- Bucket i covers [i*bucket_ms, (i+1)*bucket_ms); its cost counts as if it all arrived at the
 -- bucket's last ms, so it leaves the window at (i+1)*bucket_ms - 1 + window_ms: never early, so
@@ -102,6 +103,4 @@ if total > 0 then
 else
   redis.call('DEL', key)
 end
-local remaining = math.max(limit - total, 0)
-if mode == 'peek' and allowed then remaining = remaining - cost end -- as if recorded
-return {allowed and 1 or 0, remaining, retry, reset}
+return reply(allowed, total, retry, reset)

@@ -2,7 +2,8 @@
 -- KEYS[1] hash: "now" (the newest time seen; now / window_ms is the current fixed window),
 --         "c" (the current window's cost), "p" (the previous window's cost). One key: Cluster-safe.
 -- ARGV: limit window_ms cost [now_ms N] [mode check|peek|refund]
--- Sent after args.lua, which reads ARGV into limit, window, cost, mode and now (a.width: bucket_ms).
+-- Sent after args.lua: it reads ARGV into limit, window, cost, mode, now (a.width: bucket_ms)
+-- and defines reply(allowed, used, retry_ms, reset_ms).
 -- Returns {allowed 0/1, remaining, retry_after_ms (-1: never), reset_after_ms}.
 -- With e = now mod window_ms, the window holds ceil(p*(window_ms - e)/window_ms) + c, compared exactly
 -- (in integers scaled by window_ms, so limit * window_ms must stay below 2^53).
@@ -65,6 +66,4 @@ if reset > 0 then
 else
   redis.call('DEL', key)
 end
-local remaining = math.max(limit - current - math.ceil(previous * (window - elapsed) / window), 0)
-if mode == 'peek' and allowed then remaining = remaining - cost end -- as if recorded
-return {allowed and 1 or 0, remaining, retry, reset}
+return reply(allowed, current + math.ceil(previous * (window - elapsed) / window), retry, reset)

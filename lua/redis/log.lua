@@ -6,7 +6,8 @@
 --         "first" and "last" (the oldest and newest entries' times), "now" (the newest time seen).
 --         Give both keys one hash tag ("rl:{user1}", "rl:{user1}:m") so they share a Cluster slot.
 -- ARGV: limit window_ms cost [now_ms N] [mode check|peek|refund]
--- Sent after args.lua, which reads ARGV into limit, window, cost, mode and now (a.width: bucket_ms).
+-- Sent after args.lua: it reads ARGV into limit, window, cost, mode, now (a.width: bucket_ms)
+-- and defines reply(allowed, used, retry_ms, reset_ms).
 -- Returns {allowed 0/1, remaining, retry_after_ms (-1: never), reset_after_ms}.
 -- An entry recorded at t counts while now - t < window_ms; time is Redis TIME unless now_ms is given.
 local log, meta = KEYS[1], KEYS[2]
@@ -76,6 +77,4 @@ if sum > gone then
 else
   redis.call('DEL', log, meta)
 end
-local remaining = math.max(limit - (sum - gone), 0)
-if mode == 'peek' and allowed then remaining = remaining - cost end -- as if recorded
-return {allowed and 1 or 0, remaining, retry, reset}
+return reply(allowed, sum - gone, retry, reset)
