@@ -1,13 +1,49 @@
 //! Stream aggregates over 10^6 random samples with k = 1000, next to what they replace: the
 //! naive O(k) rescan and the classic monotonic deque for max/min, a plain (drifting) running
 //! sum for the mean, and the bare EWMA recursion. Each iteration pushes every sample and reads the value after each push.
-//! `make bench-stream`; figures in BENCHMARKS.md ("Stream aggregates").
+//! Times are the benchmark thread's CPU time, so other work on the shared machine counts less
+//! than in wall time. `make bench-stream`; figures in BENCHMARKS.md ("Stream aggregates").
 
 use std::collections::VecDeque;
 use std::hint::black_box;
+use std::time::Duration;
 
+use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use slidewin::stream::*;
+
+/// CPU time of the calling thread (`CLOCK_THREAD_CPUTIME_ID`), printed like wall time.
+struct ThreadCpuTime;
+
+static WALL_TIME: WallTime = WallTime;
+
+fn thread_cpu_time() -> Duration {
+    cpu_time::ThreadTime::now().as_duration()
+}
+
+impl Measurement for ThreadCpuTime {
+    type Intermediate = Duration;
+    type Value = Duration;
+
+    fn start(&self) -> Duration {
+        thread_cpu_time()
+    }
+    fn end(&self, start: Duration) -> Duration {
+        thread_cpu_time() - start
+    }
+    fn add(&self, a: &Duration, b: &Duration) -> Duration {
+        *a + *b
+    }
+    fn zero(&self) -> Duration {
+        Duration::ZERO
+    }
+    fn to_f64(&self, value: &Duration) -> f64 {
+        value.as_nanos() as f64
+    }
+    fn formatter(&self) -> &dyn ValueFormatter {
+        WALL_TIME.formatter()
+    }
+}
 
 const SAMPLES: usize = 1_000_000;
 const K: usize = 1_000;
@@ -34,16 +70,13 @@ fn stream(mut aggregate: impl Aggregate, xs: &[f64]) {
     }
 }
 
-fn group<'a>(
-    c: &'a mut Criterion,
-    name: &str,
-) -> BenchmarkGroup<'a, criterion::measurement::WallTime> {
+fn group<'a>(c: &'a mut Criterion<ThreadCpuTime>, name: &str) -> BenchmarkGroup<'a, ThreadCpuTime> {
     let mut group = c.benchmark_group(name);
     group.throughput(Throughput::Elements(SAMPLES as u64));
     group
 }
 
-fn extremes(c: &mut Criterion) {
+fn extremes(c: &mut Criterion<ThreadCpuTime>) {
     let xs = samples();
     let window = Window::Count(K);
     for (name, largest) in [("stream/max", true), ("stream/min", false)] {
@@ -113,7 +146,7 @@ fn plain_running_mean(xs: &[f64]) {
     }
 }
 
-fn mean(c: &mut Criterion) {
+fn mean(c: &mut Criterion<ThreadCpuTime>) {
     let xs = samples();
     let mut group = group(c, "stream/mean");
     group.bench_function("SlidingMean (compensated)", |b| {
@@ -126,7 +159,7 @@ fn mean(c: &mut Criterion) {
     group.finish();
 }
 
-fn smoothing(c: &mut Criterion) {
+fn smoothing(c: &mut Criterion<ThreadCpuTime>) {
     let xs = samples();
     let mut group = group(c, "stream/ewma");
     group.bench_function("Ewma", |b| b.iter(|| stream(Ewma::new(0.01).unwrap(), &xs)));
@@ -152,5 +185,9 @@ fn smoothing(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, extremes, mean, smoothing);
+criterion_group! {
+    name = benches;
+    config = Criterion::default().with_measurement(ThreadCpuTime);
+    targets = extremes, mean, smoothing
+}
 criterion_main!(benches);

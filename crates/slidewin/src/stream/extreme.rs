@@ -8,10 +8,10 @@ use super::{Accumulator, Sliding, Window};
 /// The running maximum (`LARGEST = true`) or minimum of a window.
 ///
 /// The samples before the newest form a queue kept as two stacks: `back` holds the later ones
-/// as they came, with their extreme in `back_best`; `front` holds, for each earlier one, the
-/// extreme from it to the end of the front part (its suffix extreme), oldest on top. A sample
-/// leaving pops `front`; when `front` is empty, `back` is turned over into it, computing the
-/// suffix extremes (each sample is turned over once: amortised O(1)). Unlike a monotonic
+/// as they came, with their extreme in `back_best`; `front[oldest..]` holds, for each earlier
+/// one, the extreme from it to the end of the front part (its suffix extreme). A sample leaving
+/// moves `oldest` on; when the front part is used up, `back` becomes it, its values replaced by
+/// their suffix extremes in place (each sample is turned over once: amortised O(1)). Unlike a monotonic
 /// deque, no data-dependent loop runs per sample, so random data costs no mispredictions.
 ///
 /// The newest sample stays outside the stacks, so
@@ -22,6 +22,7 @@ use super::{Accumulator, Sliding, Window};
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Extreme<const LARGEST: bool> {
     front: Vec<f64>,
+    oldest: usize,
     back: Vec<f64>,
     back_best: f64,
     newest: Option<f64>,
@@ -45,6 +46,7 @@ impl<const LARGEST: bool> Default for Extreme<LARGEST> {
     fn default() -> Self {
         Self {
             front: Vec::new(),
+            oldest: 0,
             back: Vec::new(),
             back_best: Self::NOTHING,
             newest: None,
@@ -63,17 +65,19 @@ impl<const LARGEST: bool> Accumulator for Extreme<LARGEST> {
 
     #[inline]
     fn leave(&mut self, _x: f64) {
-        if self.front.is_empty() {
+        if self.oldest == self.front.len() {
             let mut best = Self::NOTHING;
-            for &x in self.back.iter().rev() {
-                best = Self::best(x, best);
-                self.front.push(best);
+            for x in self.back.iter_mut().rev() {
+                best = Self::best(*x, best);
+                *x = best;
             }
+            core::mem::swap(&mut self.front, &mut self.back);
             self.back.clear();
             self.back_best = Self::NOTHING;
+            self.oldest = 0;
         }
-        // Empty only when the newest sample itself leaves; the window then starts afresh.
-        self.front.pop();
+        // Past the end only when the newest sample itself leaves; the window then starts afresh.
+        self.oldest += 1;
     }
 
     fn replace_newest(&mut self, _old: f64, new: f64) {
@@ -82,10 +86,12 @@ impl<const LARGEST: bool> Accumulator for Extreme<LARGEST> {
 
     #[inline]
     fn value(&self, _len: usize, _window: Window) -> Option<f64> {
-        let committed = Self::best(
-            self.front.last().copied().unwrap_or(Self::NOTHING),
-            self.back_best,
-        );
+        let front_best = self
+            .front
+            .get(self.oldest)
+            .copied()
+            .unwrap_or(Self::NOTHING);
+        let committed = Self::best(front_best, self.back_best);
         self.newest.map(|newest| Self::best(committed, newest))
     }
 }
