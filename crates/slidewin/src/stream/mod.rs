@@ -9,10 +9,16 @@
 //!
 //! | aggregate | cost per sample | note |
 //! |---|---|---|
-//! | [`SlidingMax`], [`SlidingMin`] | amortised O(1) | monotonic deque |
+//! | [`SlidingMax`], [`SlidingMin`] | amortised O(1) | two-stack queue, branch-free |
 //! | [`SlidingSum`], [`SlidingMean`], [`Rate`] | amortised O(1) | compensated, no drift |
 //! | [`SlidingVariance`], [`SlidingStdDev`] (+ population forms) | amortised O(1) | shifted, compensated |
 //! | [`Ewma`], [`TimeEwma`] | O(1) | per sample / half-life in ms |
+//!
+//! Memory: a sliding aggregate keeps the window's samples (and their times, for time windows)
+//! plus its accumulator, at most one more `f64` per sample. With the `serde` feature every
+//! aggregate (configuration and state) serialises and restores to the same results; a restored
+//! window is checked like a new one. For bit-exact JSON, parse floats exactly (serde_json's
+//! `float_roundtrip` feature).
 //!
 //! The window kinds are written once, in [`Sliding`], and every sliding aggregate is a
 //! `Sliding<A>` over an [`Accumulator`] `A`; [`Window`] describes the window and is checked by

@@ -141,7 +141,8 @@ pub type SlidingMean = Sliding<Sum<Mean>>;
 /// Events (push 1 each) or summed values per second over a time window.
 ///
 /// The sum is divided by the whole window, also while the stream is younger than the window
-/// ([`is_full`](super::Aggregate::is_full) says when it no longer is).
+/// ([`is_full`](super::Aggregate::is_full) says when it no longer is). Like every aggregate, an
+/// empty window reads `None`; a panel showing "0/s" writes `value().unwrap_or(0.0)`.
 ///
 /// ```
 /// use slidewin::stream::{Aggregate, Rate, Window};
