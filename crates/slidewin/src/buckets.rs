@@ -120,6 +120,9 @@ impl BucketQuota {
 pub struct BucketState {
     counts: Box<[u64]>,
     head: usize,
+    /// The slot of the newest bucket holding cost (when `total > 0`), so the reset time is
+    /// found without walking the empty buckets after it.
+    newest_used: usize,
     total: u64,
     /// Where the head bucket starts.
     head_start_ms: i64,
@@ -149,6 +152,15 @@ impl BucketState {
         self.counts.len() - 1 - usize::from(on_last_ms)
     }
 
+    /// How many buckets `slot` is older than the head.
+    fn age(&self, slot: usize) -> usize {
+        if slot <= self.head {
+            self.head - slot
+        } else {
+            self.head + self.counts.len() - slot
+        }
+    }
+
     /// Milliseconds from the newest time until the bucket of `age` leaves the window.
     fn expires_in(&self, config: &BucketQuota, age: usize) -> u64 {
         let ends_ms = self.head_start_ms - age as i64 * config.bucket_ms + config.bucket_ms - 1;
@@ -171,6 +183,7 @@ impl Window for BucketState {
         Self {
             counts,
             head: 0,
+            newest_used: 0,
             total: 0,
             head_start_ms: NEVER,
             newest_ms: NEVER,
@@ -227,6 +240,7 @@ impl Window for BucketState {
     fn record(&mut self, _: &BucketQuota, cost: u64) {
         self.counts[self.head] = self.counts[self.head].saturating_add(cost);
         self.total = self.total.saturating_add(cost);
+        self.newest_used = self.head;
     }
 
     #[inline]
@@ -238,6 +252,8 @@ impl Window for BucketState {
             self.total = self.total.saturating_sub(taken);
             cost -= taken;
         }
+        let used = (0..=self.oldest_age(config)).find(|&age| self.counts[self.slot(age)] > 0);
+        self.newest_used = self.slot(used.unwrap_or(0));
     }
 
     #[inline]
@@ -258,8 +274,7 @@ impl Window for BucketState {
         if self.total == 0 {
             return 0;
         }
-        let newest = (0..=self.oldest_age(config)).find(|&age| self.counts[self.slot(age)] > 0);
-        newest.map_or(0, |age| self.expires_in(config, age))
+        self.expires_in(config, self.age(self.newest_used))
     }
 
     #[inline]
@@ -358,9 +373,11 @@ impl TryFrom<RawBucketState> for BucketState {
             return Err(Error::invalid("head_start_ms", expected, Value::Int(NEVER)));
         }
         let head = raw.counts.len() - 1;
+        let newest_used = raw.counts.iter().rposition(|&c| c > 0).unwrap_or(head);
         Ok(Self {
             counts: raw.counts.into_boxed_slice(),
             head,
+            newest_used,
             total,
             head_start_ms,
             newest_ms,
