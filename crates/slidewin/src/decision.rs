@@ -8,7 +8,9 @@ pub struct Decision {
     pub allowed: bool,
     /// The configured limit.
     pub limit: u64,
-    /// Cost still admissible in the window after this call.
+    /// Cost still admissible in the window after this call. An allowed peek reports it as if
+    /// its cost were recorded, like the committing call it previews; a refused call records
+    /// nothing, so it reports the room left before it.
     pub remaining: u64,
     /// `Some(0)` when allowed; when refused, the exact wait in milliseconds until the same call
     /// would be admitted if nothing else arrives; `None` means never (`cost > limit`).

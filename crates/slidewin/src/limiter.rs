@@ -26,7 +26,8 @@ pub trait Limiter {
         commit: bool,
     ) -> Result<Decision, Error>;
 
-    /// Give back `cost` recorded earlier (a request that was admitted but not served).
+    /// Give back `cost` recorded earlier (a request that was admitted but not served): the
+    /// newest recorded cost goes first, and no more than the window still holds.
     fn refund(
         config: &Self::Config,
         state: &mut Self::State,

@@ -79,3 +79,27 @@ fn sliding_counter_refuses_the_boundary_burst_but_over_admits_a_late_one() {
     assert_eq!(count_at(&admitted, 1_998), 99);
     assert_eq!(max_in_any_window(&admitted, 1_000), 199);
 }
+
+/// `is_idle` turns true exactly when `reset_after_ms` says the window is empty.
+fn idle_when_reset_says<L: Limiter>(mut limiter: L) {
+    let d = limiter.check_at(1_000, 1).unwrap();
+    let (config, state) = limiter.parts_mut();
+    let empty_at = 1_000 + d.reset_after_ms as i64;
+    assert!(!L::is_idle(config, state, empty_at - 1));
+    assert!(
+        !L::is_idle(config, state, 0),
+        "a clock stepped back reads as the newest time"
+    );
+    assert!(L::is_idle(config, state, empty_at));
+    assert!(L::is_idle(config, state, i64::MAX));
+}
+
+#[test]
+fn idle_exactly_when_the_window_is_empty() {
+    idle_when_reset_says(SlidingLog::new(10, 1_000).unwrap());
+    idle_when_reset_says(BucketWindow::new(10, 1_000, 100).unwrap());
+    idle_when_reset_says(SlidingCounter::new(10, 1_000).unwrap());
+    let mut fresh = SlidingLog::new(10, 1_000).unwrap();
+    let (config, state) = fresh.parts_mut();
+    assert!(SlidingLog::is_idle(config, state, 0));
+}
