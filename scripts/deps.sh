@@ -31,5 +31,5 @@ if [ -n "$missing" ]; then
   echo "deps.sh: installing $missing"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  apt-get install -y -qq $missing >/dev/null
 fi
