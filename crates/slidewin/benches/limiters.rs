@@ -11,16 +11,9 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion};
 use slidewin::{BucketWindow, Decision, Limiter, LogState, SlidingCounter, SlidingLog};
 
-/// CPU time this thread has used.
+/// CPU time this thread has used (`CLOCK_THREAD_CPUTIME_ID`).
 fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec for the call to fill.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    cpu_time::ThreadTime::now().as_duration()
 }
 
 /// Bench `limiter` (with a window of `window_ms`) on `calls_per_ms` calls of cost 1 per
