@@ -351,6 +351,24 @@ fn serde_restores_configs_and_state_to_the_same_results() {
         error.starts_with("alpha must be a number in (0, 1], got 1.5"),
         "{error}"
     );
+    // A count window that has slid serialises its samples oldest first, and a restored one
+    // may not hold more than k.
+    let mut sum = SlidingSum::new(Window::Count(2)).unwrap();
+    for x in [1.0, 2.0, 3.0] {
+        sum.push_at(5, x).unwrap();
+    }
+    let json = serde_json::to_string(&sum).unwrap();
+    assert!(
+        json.starts_with(r#"{"window":{"Count":2},"values":[2.0,3.0],"times":[],"latest_ms":5,"#),
+        "{json}"
+    );
+    let error = serde_json::from_str::<SlidingSum>(&json.replace("[2.0,3.0]", "[1.0,2.0,3.0]"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.starts_with("values must be at most k samples, got 3"),
+        "{error}"
+    );
     let window: Window = serde_json::from_str(r#"{"Time":250}"#).unwrap();
     assert_eq!(window, Window::Time(250));
 }

@@ -22,7 +22,10 @@ impl Compensated {
     /// Add `x`.
     #[inline]
     pub fn add(&mut self, x: f64) {
-        self.add_with_error(x, 0.0);
+        // Not `add_with_error(x, 0.0)`: `error + 0.0` is one more addition (it turns -0 into +0).
+        let (total, error) = two_sum(self.total, x);
+        self.total = total;
+        self.carry += error;
     }
 
     /// Add `x`, whose own rounding error `x_error` is known, with one update of each field
@@ -44,10 +47,10 @@ impl Compensated {
     /// The compensated sum of the samples in `parts` (a ring buffer's two halves), in four
     /// independent lanes so a recomputation runs at the adder's throughput, not its latency.
     pub fn of(parts: (&[f64], &[f64])) -> Self {
-        let mut lanes = [Self::default(); 4];
+        let mut lanes = [Self::default(); 8];
         let mut rest = Self::default();
         for part in [parts.0, parts.1] {
-            let chunks = part.chunks_exact(4);
+            let chunks = part.chunks_exact(8);
             chunks.remainder().iter().for_each(|&x| rest.add(x));
             for chunk in chunks {
                 for (lane, &x) in lanes.iter_mut().zip(chunk) {

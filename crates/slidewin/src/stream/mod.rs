@@ -78,6 +78,7 @@ mod aggregate;
 mod batch;
 mod compensated;
 mod extreme;
+mod samples;
 mod sliding;
 mod smoothing;
 mod sum;

@@ -2,11 +2,13 @@
 //! What is computed from them is an [`Accumulator`], so every sliding aggregate is a
 //! `Sliding<SomeAccumulator>`.
 
-use alloc::collections::VecDeque;
-
 use super::aggregate::{advance, sample};
+use super::samples::Samples;
 use super::{Aggregate, Window};
 use crate::Error;
+
+#[cfg(feature = "serde")]
+mod stored;
 
 /// What a sliding aggregate computes, told about every sample that enters or leaves.
 ///
@@ -40,8 +42,9 @@ pub trait Accumulator: Clone + Default {
 
     /// Recompute from the samples in the window. The window calls it when, since the last
     /// call, as many samples left or changed as it holds (amortised O(1) per sample), or
-    /// when [`wants_resum`](Accumulator::wants_resum) says so.
-    fn resum(&mut self, samples: &VecDeque<f64>) {
+    /// when [`wants_resum`](Accumulator::wants_resum) says so. `samples` is the window, oldest
+    /// first, in two parts.
+    fn resum(&mut self, samples: (&[f64], &[f64])) {
         let _ = samples;
     }
 
@@ -59,15 +62,8 @@ pub trait Accumulator: Clone + Default {
 ///
 /// Memory: the window's samples (and their times, for time windows), plus the accumulator.
 #[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Sliding<A> {
-    #[cfg_attr(feature = "serde", serde(deserialize_with = "checked_window"))]
-    window: Window,
-    /// The samples in the window, oldest first.
-    #[cfg_attr(feature = "serde", serde(deserialize_with = "finite_samples"))]
-    values: VecDeque<f64>,
-    /// Their times, for time windows only (empty for count windows).
-    times: VecDeque<i64>,
+    samples: Samples,
     latest_ms: Option<i64>,
     first_ms: Option<i64>,
     /// Samples that left or changed since the accumulator was last recomputed.
@@ -85,9 +81,7 @@ impl<A: Accumulator> Sliding<A> {
 
     fn empty(window: Window) -> Self {
         Self {
-            window,
-            values: VecDeque::new(),
-            times: VecDeque::new(),
+            samples: Samples::empty(window),
             latest_ms: None,
             first_ms: None,
             churn: 0,
@@ -97,77 +91,78 @@ impl<A: Accumulator> Sliding<A> {
 
     /// The window.
     pub fn window(&self) -> Window {
-        self.window
+        self.samples.window()
     }
 
     /// The samples in the window, oldest first.
     pub fn samples(&self) -> impl ExactSizeIterator<Item = f64> + '_ {
-        self.values.iter().copied()
+        self.samples.iter()
     }
 
     /// Drop the samples of a time window that are too old at `now_ms`.
     fn evict(&mut self, now_ms: i64) {
-        let Window::Time(window_ms) = self.window else {
-            return;
-        };
-        // Before the start of time nothing is too old.
-        let Some(cutoff) = now_ms.checked_sub(window_ms) else {
-            return;
-        };
-        while self.times.front().is_some_and(|&t| t <= cutoff) {
-            self.times.pop_front();
-            if let Some(x) = self.values.pop_front() {
-                self.acc.leave(x);
-                self.churn += 1;
-            }
+        let mut evicted = false;
+        while let Some(x) = self.samples.pop_expired(now_ms) {
+            self.acc.leave(x);
+            self.churn += 1;
+            evicted = true;
         }
-        if self.values.is_empty() {
+        if evicted && self.samples.len() == 0 {
             // An empty window starts afresh, without any rounding residue.
             self.acc = A::default();
             self.churn = 0;
         }
     }
 
+    /// Add the checked sample `x`, taken at `t_ms` (evictions done).
+    #[inline]
+    fn insert(&mut self, t_ms: i64, x: f64) {
+        match self.samples.push(t_ms, x) {
+            Some(leaving) => {
+                self.acc.slide(x, leaving);
+                self.churn += 1;
+            }
+            None => self.acc.enter(x),
+        }
+        self.resum_when_due();
+    }
+
+    #[inline]
     fn resum_when_due(&mut self) {
-        let len = self.values.len();
+        let len = self.samples.len();
         if A::RESUMS && len > 0 && (self.churn >= len || self.acc.wants_resum(len)) {
-            self.acc.resum(&self.values);
+            self.acc.resum(self.samples.as_slices());
             self.churn = 0;
         }
     }
 }
 
 impl<A: Accumulator> Aggregate for Sliding<A> {
+    #[inline]
     fn push_at(&mut self, t_ms: i64, x: f64) -> Result<(), Error> {
         let x = sample(x)?;
         advance(&mut self.latest_ms, "t_ms", t_ms)?;
         self.first_ms.get_or_insert(t_ms);
-        match self.window {
-            Window::Count(k) if self.values.len() == k => {
-                self.values.push_back(x);
-                if let Some(leaving) = self.values.pop_front() {
-                    self.acc.slide(x, leaving);
-                    self.churn += 1;
-                }
-            }
-            Window::Count(_) => {
-                self.values.push_back(x);
-                self.acc.enter(x);
-            }
-            Window::Time(_) => {
-                self.evict(t_ms);
-                self.times.push_back(t_ms);
-                self.values.push_back(x);
-                self.acc.enter(x);
-            }
-        }
-        self.resum_when_due();
+        self.evict(t_ms);
+        self.insert(t_ms, x);
         Ok(())
+    }
+
+    fn push(&mut self, x: f64) -> Result<(), Error> {
+        match (self.latest_ms, self.first_ms) {
+            // Time does not pass: nothing to check, and what was too old is already gone.
+            (Some(t_ms), Some(_)) => {
+                let x = sample(x)?;
+                self.insert(t_ms, x);
+                Ok(())
+            }
+            (latest_ms, _) => self.push_at(latest_ms.unwrap_or(i64::MIN), x),
+        }
     }
 
     fn replace_last(&mut self, x: f64) -> Result<(), Error> {
         let x = sample(x)?;
-        let newest = self.values.back_mut().ok_or(Error::NoSample {
+        let newest = self.samples.newest_mut().ok_or(Error::NoSample {
             name: "replace_last",
         })?;
         let old = core::mem::replace(newest, x);
@@ -184,20 +179,21 @@ impl<A: Accumulator> Aggregate for Sliding<A> {
         Ok(())
     }
 
+    #[inline]
     fn value(&self) -> Option<f64> {
-        match self.values.len() {
+        match self.samples.len() {
             0 => None,
-            len => self.acc.value(len, self.window),
+            len => self.acc.value(len, self.window()),
         }
     }
 
     fn len(&self) -> usize {
-        self.values.len()
+        self.samples.len()
     }
 
     fn is_full(&self) -> bool {
-        match self.window {
-            Window::Count(k) => self.values.len() == k,
+        match self.window() {
+            Window::Count(k) => self.samples.len() == k,
             Window::Time(window_ms) => match (self.first_ms, self.latest_ms) {
                 (Some(first), Some(latest)) => latest.saturating_sub(first) >= window_ms,
                 _ => false,
@@ -210,21 +206,6 @@ impl<A: Accumulator> Aggregate for Sliding<A> {
     }
 
     fn clear(&mut self) {
-        *self = Self::empty(self.window);
-    }
-}
-
-#[cfg(feature = "serde")]
-fn checked_window<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Window, D::Error> {
-    let window: Window = serde::Deserialize::deserialize(d)?;
-    window.check().map_err(serde::de::Error::custom)
-}
-
-#[cfg(feature = "serde")]
-fn finite_samples<'de, D: serde::Deserializer<'de>>(d: D) -> Result<VecDeque<f64>, D::Error> {
-    let values: VecDeque<f64> = serde::Deserialize::deserialize(d)?;
-    match values.iter().find(|x| !x.is_finite()) {
-        Some(&x) => Err(serde::de::Error::custom(sample(x).unwrap_err())),
-        None => Ok(values),
+        *self = Self::empty(self.window());
     }
 }

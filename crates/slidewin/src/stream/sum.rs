@@ -1,6 +1,5 @@
 //! Sliding sum, mean and rate: one compensated sum, read three ways.
 
-use alloc::collections::VecDeque;
 use core::marker::PhantomData;
 
 use super::{Accumulator, Compensated, Sliding, Window};
@@ -57,8 +56,8 @@ impl<R: Reading<Compensated> + Clone + Default> Accumulator for Sum<R> {
         self.sum.slide(new, old);
     }
 
-    fn resum(&mut self, samples: &VecDeque<f64>) {
-        self.sum = Compensated::of(samples.as_slices());
+    fn resum(&mut self, samples: (&[f64], &[f64])) {
+        self.sum = Compensated::of(samples);
     }
 
     #[inline]
@@ -77,13 +76,20 @@ impl Reading<Compensated> for Total {
     }
 }
 
+/// `len` as a float: through `i64` (a length is below `isize::MAX`), one instruction on x86-64
+/// where `usize` takes six.
+#[inline]
+pub(super) fn count(len: usize) -> f64 {
+    len as i64 as f64
+}
+
 /// Reads the mean: the sum over the number of samples.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Mean;
 
 impl Reading<Compensated> for Mean {
     fn read(sum: &Compensated, len: usize, _window: Window) -> Option<f64> {
-        Some(sum.value() / len as f64)
+        Some(sum.value() / count(len))
     }
 }
 

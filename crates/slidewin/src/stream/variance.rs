@@ -1,6 +1,5 @@
 //! Sliding variance and standard deviation, stable on data with a large mean.
 
-use alloc::collections::VecDeque;
 use core::marker::PhantomData;
 
 use super::{Accumulator, Compensated, Reading, Sliding, Window};
@@ -49,13 +48,14 @@ impl<R: Reading<Self> + Clone + Default> Accumulator for Moments<R> {
         self.enter(new);
     }
 
-    fn resum(&mut self, samples: &VecDeque<f64>) {
-        let shift = self.shift + self.deviations.value() / samples.len() as f64;
+    fn resum(&mut self, (older, newer): (&[f64], &[f64])) {
+        let len = older.len() + newer.len();
+        let shift = self.shift + self.deviations.value() / len as f64;
         *self = Self {
             shift,
             ..Self::default()
         };
-        samples.iter().for_each(|&x| self.enter(x));
+        older.iter().chain(newer).for_each(|&x| self.enter(x));
     }
 
     fn wants_resum(&self, len: usize) -> bool {
