@@ -18,8 +18,8 @@ pub trait Reading<S> {
 }
 
 /// A compensated sum of the window, without drift: each sample that enters or leaves is
-/// added with its rounding error kept, and the sum is recomputed from the window after as
-/// many samples have left as it holds (one more addition per sample, amortised). The error
+/// added with its rounding error kept, and the sum is recomputed from the window after twice
+/// as many samples have left as it holds (half an addition per sample, amortised). The error
 /// stays within a few units in the last place of the sum of the window's absolute values,
 /// however long the stream runs.
 #[derive(Debug, Clone, Default, PartialEq)]
