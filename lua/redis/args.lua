@@ -1,4 +1,4 @@
--- slidewin: the arguments every script in this folder takes. Sent as the first part of each
+-- slidewin: the arguments every script in this folder takes, and the parts of an answer they share. Sent as the first part of each
 -- script (redis-cli EVAL "$(cat lua/redis/args.lua lua/redis/log.lua)" ...), so a script is one
 -- self-contained EVAL and the arguments are read and checked in one place.
 -- ARGV: limit window_ms cost, then name/value options: now_ms N (instead of Redis TIME),
@@ -38,4 +38,23 @@ local function reply(allowed, used, retry_ms, reset_ms)
   local remaining = math.max(limit - used, 0)
   if mode == 'peek' and allowed then remaining = remaining - cost end
   return {allowed and 1 or 0, remaining, retry_ms, reset_ms}
+end
+-- retry_after_ms: 0 when allowed, -1 when the cost can never fit, else the algorithm's exact
+-- wait (`wait_ms()`, -1 if it finds none).
+local function retry_after(allowed, wait_ms)
+  if allowed then return 0 end
+  if cost > limit then return -1 end
+  return wait_ms()
+end
+-- Keep a one-hash state (field, value pairs in `...`) while the window holds cost (reset_ms > 0),
+-- else drop the key; its expiry moves only when costs change.
+local function keep_hash(key, reset_ms, allowed, ...)
+  if reset_ms <= 0 then
+    redis.call('DEL', key)
+    return
+  end
+  redis.call('HSET', key, ...)
+  if mode ~= 'peek' and allowed then
+    redis.call('PEXPIRE', key, reset_ms + ttl_slack)
+  end
 end

@@ -80,27 +80,17 @@ elseif mode == 'refund' then
   allowed = true
 end
 
-local retry = 0
-if not allowed then
-  retry = -1
-  if cost <= limit then
-    -- The wait until enough of the oldest buckets leave the window for `cost` to fit.
-    local need, freed = total + cost - limit, 0
-    for i, c in ipairs(counts(fields(oldest, newest))) do
-      freed = freed + c
-      if freed >= need then retry = (oldest + i) * width - 1 + window - now break end
-    end
+-- The wait until enough of the oldest buckets leave the window for `cost` to fit.
+local retry = retry_after(allowed, function()
+  local need, freed = total + cost - limit, 0
+  for i, c in ipairs(counts(fields(oldest, newest))) do
+    freed = freed + c
+    if freed >= need then return (oldest + i) * width - 1 + window - now end
   end
-end
+  return -1
+end)
 
-local reset = 0
-if total > 0 then
-  reset = (newest + 1) * width - 1 + window - now
-  redis.call('HSET', key, 't', total, 'o', oldest, 'n', newest, 'now', now)
-  if mode ~= 'peek' and allowed then -- the key's expiry moves only when costs change
-    redis.call('PEXPIRE', key, reset + ttl_slack)
-  end
-else
-  redis.call('DEL', key)
-end
+-- A bucket that holds cost has its last ms after now - window, so reset > 0 exactly then.
+local reset = total > 0 and (newest + 1) * width - 1 + window - now or 0
+keep_hash(key, reset, allowed, 't', total, 'o', oldest, 'n', newest, 'now', now)
 return reply(allowed, total, retry, reset)

@@ -37,20 +37,15 @@ local function elapsed_until(count, at_most)
   if count == 0 then return 0 end
   return math.max(window - floor(at_most * window / count), 0)
 end
-local retry = 0
-if not allowed then
-  retry = -1
-  if cost <= limit then
-    -- Within this window only the previous window's share falls; in the next one this
-    -- window's cost becomes the previous.
-    local at = current + cost <= limit and elapsed_until(previous, limit - cost - current) or window
-    if at < window then
-      retry = math.max(at - elapsed, 0)
-    else
-      retry = window - elapsed + elapsed_until(current, limit - cost)
-    end
+-- Within this window only the previous window's share falls; in the next one this window's
+-- cost becomes the previous.
+local retry = retry_after(allowed, function()
+  local at = current + cost <= limit and elapsed_until(previous, limit - cost - current) or window
+  if at < window then
+    return math.max(at - elapsed, 0)
   end
-end
+  return window - elapsed + elapsed_until(current, limit - cost)
+end)
 
 local reset = 0
 if current > 0 then
@@ -58,12 +53,5 @@ if current > 0 then
 elseif previous > 0 then
   reset = window - elapsed
 end
-if reset > 0 then
-  redis.call('HSET', key, 'now', now, 'c', current, 'p', previous)
-  if mode ~= 'peek' and allowed then -- the key's expiry moves only when costs change
-    redis.call('PEXPIRE', key, reset + ttl_slack)
-  end
-else
-  redis.call('DEL', key)
-end
+keep_hash(key, reset, allowed, 'now', now, 'c', current, 'p', previous)
 return reply(allowed, current + math.ceil(previous * (window - elapsed) / window), retry, reset)

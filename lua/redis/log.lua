@@ -53,18 +53,15 @@ elseif mode == 'refund' then
   allowed = true
 end
 
-local retry = 0
-if not allowed then
-  retry = -1
-  if cost <= limit then
-    -- The wait until enough of the oldest entries expire for `cost` to fit.
-    local need = sum - gone + cost - limit
-    local oldest = redis.call('ZRANGE', log, 0, need - 1, 'WITHSCORES')
-    for i = 1, #oldest, 2 do
-      if through(oldest[i]) - gone >= need then retry = tonumber(oldest[i + 1]) + window - now break end
-    end
+-- The wait until enough of the oldest entries expire for `cost` to fit.
+local retry = retry_after(allowed, function()
+  local need = sum - gone + cost - limit
+  local oldest = redis.call('ZRANGE', log, 0, need - 1, 'WITHSCORES')
+  for i = 1, #oldest, 2 do
+    if through(oldest[i]) - gone >= need then return tonumber(oldest[i + 1]) + window - now end
   end
-end
+  return -1
+end)
 
 local reset = 0
 if sum > gone then
