@@ -1,6 +1,7 @@
 -- slidewin: the arguments every script in this folder takes, and the parts of an answer they
--- share. Sent as the first part of each script (redis-cli EVAL "$(cat lua/redis/args.lua lua/redis/log.lua)" ...), so a script is one
--- self-contained EVAL and the arguments are read and checked in one place.
+-- share. Sent as the first part of each script, so a script is one self-contained EVAL:
+--   redis-cli EVAL "$(cat lua/redis/args.lua lua/redis/log.lua)" ...
+-- and the arguments are read and checked in one place.
 -- ARGV: limit window_ms cost, then name/value options: now_ms N (instead of Redis TIME),
 -- mode check|peek|refund (default check), bucket_ms N (buckets only).
 local function int(name, text, min)
