@@ -24,7 +24,8 @@
 use alloc::boxed::Box;
 use alloc::vec;
 
-use crate::window::{single_key_limiter, Window, NEVER};
+use crate::storage::Cells;
+use crate::window::{single_key_limiter, Fresh, Window, NEVER};
 use crate::{Error, Quota, Value};
 
 /// The most buckets a window may be cut into (so a config cannot ask for unbounded memory).
@@ -110,26 +111,22 @@ impl BucketQuota {
 }
 
 /// The counters of one key: a ring of `window_ms / bucket_ms + 1` buckets whose `head` is the
-/// newest, their total, and the times that place the ring.
+/// newest, their total, and the times that place the ring (the counters on the heap, or in
+/// shared memory).
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(
-    feature = "serde",
-    serde(into = "RawBucketState", try_from = "RawBucketState")
-)]
-pub struct BucketState {
-    counts: Box<[u64]>,
-    head: usize,
+pub struct BucketState<C = Box<[u64]>> {
+    pub(crate) counts: C,
+    pub(crate) head: usize,
     /// The slot of the newest bucket holding cost (when `total > 0`), so the reset time is
     /// found without walking the empty buckets after it.
-    newest_used: usize,
-    total: u64,
+    pub(crate) newest_used: usize,
+    pub(crate) total: u64,
     /// Where the head bucket starts.
-    head_start_ms: i64,
-    newest_ms: i64,
+    pub(crate) head_start_ms: i64,
+    pub(crate) newest_ms: i64,
 }
 
-impl BucketState {
+impl<C: Cells> BucketState<C> {
     /// Cost counted in the window at the newest time seen.
     pub const fn total(&self) -> u64 {
         self.total
@@ -168,14 +165,7 @@ impl BucketState {
     }
 }
 
-impl Window for BucketState {
-    type Config = BucketQuota;
-
-    #[inline]
-    fn limit(config: &BucketQuota) -> u64 {
-        config.limit()
-    }
-
+impl Fresh for BucketState {
     #[inline]
     fn empty(config: &BucketQuota) -> Self {
         let slots = config.buckets() as usize + 1;
@@ -188,6 +178,15 @@ impl Window for BucketState {
             head_start_ms: NEVER,
             newest_ms: NEVER,
         }
+    }
+}
+
+impl<C: Cells> Window for BucketState<C> {
+    type Config = BucketQuota;
+
+    #[inline]
+    fn limit(config: &BucketQuota) -> u64 {
+        config.limit()
     }
 
     #[inline]
@@ -213,7 +212,7 @@ impl Window for BucketState {
         self.head_start_ms += steps * config.bucket_ms;
         let len = self.counts.len();
         if steps >= len as i64 {
-            self.counts.fill(0);
+            self.counts.clear();
             self.total = 0;
             return;
         }
@@ -221,9 +220,8 @@ impl Window for BucketState {
         let oldest_after = self.oldest_age(config) as i64 - steps;
         for age in (oldest_after + 1).max(0) as usize..=oldest_before {
             let slot = self.slot(age);
-            self.total = self
-                .total
-                .saturating_sub(core::mem::take(&mut self.counts[slot]));
+            self.total = self.total.saturating_sub(self.counts.get(slot));
+            self.counts.set(slot, 0);
         }
         self.head += steps as usize;
         if self.head >= len {
@@ -238,7 +236,8 @@ impl Window for BucketState {
 
     #[inline]
     fn record(&mut self, _: &BucketQuota, cost: u64) {
-        self.counts[self.head] = self.counts[self.head].saturating_add(cost);
+        let head = self.counts.get(self.head);
+        self.counts.set(self.head, head.saturating_add(cost));
         self.total = self.total.saturating_add(cost);
         self.newest_used = self.head;
     }
@@ -247,12 +246,13 @@ impl Window for BucketState {
     fn unrecord(&mut self, config: &BucketQuota, mut cost: u64) {
         for age in 0..=self.oldest_age(config) {
             let slot = self.slot(age);
-            let taken = cost.min(self.counts[slot]);
-            self.counts[slot] -= taken;
+            let count = self.counts.get(slot);
+            let taken = cost.min(count);
+            self.counts.set(slot, count - taken);
             self.total = self.total.saturating_sub(taken);
             cost -= taken;
         }
-        let used = (0..=self.oldest_age(config)).find(|&age| self.counts[self.slot(age)] > 0);
+        let used = (0..=self.oldest_age(config)).find(|&age| self.counts.get(self.slot(age)) > 0);
         self.newest_used = self.slot(used.unwrap_or(0));
     }
 
@@ -261,7 +261,7 @@ impl Window for BucketState {
         let need = self.total - at_most;
         let mut freed = 0u64;
         for age in (0..=self.oldest_age(config)).rev() {
-            freed = freed.saturating_add(self.counts[self.slot(age)]);
+            freed = freed.saturating_add(self.counts.get(self.slot(age)));
             if freed >= need {
                 return self.expires_in(config, age);
             }
@@ -279,7 +279,22 @@ impl Window for BucketState {
 
     #[inline]
     fn heap_bytes(&self) -> usize {
-        self.counts.len() * core::mem::size_of::<u64>()
+        self.counts.heap_bytes()
+    }
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for BucketState {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serde::Serialize::serialize(&RawBucketState::from(self.clone()), serializer)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for BucketState {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw: RawBucketState = serde::Deserialize::deserialize(deserializer)?;
+        Self::try_from(raw).map_err(serde::de::Error::custom)
     }
 }
 

@@ -34,7 +34,7 @@
 //! # Ok::<(), slidewin::Error>(())
 //! ```
 
-use crate::window::{single_key_limiter, Window, NEVER};
+use crate::window::{single_key_limiter, Fresh, Window, NEVER};
 use crate::Quota;
 
 single_key_limiter!(
@@ -115,14 +115,7 @@ fn window_and_elapsed(quota: &Quota, t_ms: i64) -> (u64, u64) {
     )
 }
 
-impl Window for CounterState {
-    type Config = Quota;
-
-    #[inline]
-    fn limit(quota: &Quota) -> u64 {
-        quota.limit()
-    }
-
+impl Fresh for CounterState {
     #[inline]
     fn empty(_: &Quota) -> Self {
         Self {
@@ -130,6 +123,15 @@ impl Window for CounterState {
             previous: 0,
             current: 0,
         }
+    }
+}
+
+impl Window for CounterState {
+    type Config = Quota;
+
+    #[inline]
+    fn limit(quota: &Quota) -> u64 {
+        quota.limit()
     }
 
     #[inline]

@@ -25,7 +25,8 @@
 
 use alloc::collections::VecDeque;
 
-use crate::window::{single_key_limiter, Window, NEVER};
+use crate::storage::{Entries, Entry};
+use crate::window::{single_key_limiter, Fresh, Window, NEVER};
 use crate::Quota;
 
 single_key_limiter!(
@@ -40,30 +41,17 @@ impl SlidingLog {
     }
 }
 
-/// One millisecond that admitted cost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Entry {
-    ms: i64,
-    /// Cost admitted through this entry since the state began (wrapping: only differences
-    /// between entries in one window are read, and those are at most `limit`).
-    through: u64,
-}
-
-/// The log of one key: entries oldest first, what expired before them, the newest time seen.
+/// The log of one key: entries oldest first (on the heap, or in a ring of shared memory),
+/// what expired before them, the newest time seen.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(
-    feature = "serde",
-    serde(into = "RawLogState", try_from = "RawLogState")
-)]
-pub struct LogState {
-    entries: VecDeque<Entry>,
+pub struct LogState<E = VecDeque<Entry>> {
+    pub(crate) entries: E,
     /// The running sum at the front of the log: what expired or was never recorded.
-    expired: u64,
-    newest_ms: i64,
+    pub(crate) expired: u64,
+    pub(crate) newest_ms: i64,
 }
 
-impl LogState {
+impl<E: Entries> LogState<E> {
     /// The number of milliseconds holding cost (the log's length).
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -71,7 +59,7 @@ impl LogState {
 
     /// Whether the log holds nothing.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.entries.len() == 0
     }
 
     /// Cost admitted up to `through`, counted from the front of the log.
@@ -83,7 +71,13 @@ impl LogState {
     fn before_back(&self) -> u64 {
         let len = self.entries.len();
         len.checked_sub(2)
-            .map_or(self.expired, |i| self.entries[i].through)
+            .map_or(self.expired, |i| self.entries.get(i).through)
+    }
+
+    /// The newest entry, if any.
+    fn back(&self) -> Option<Entry> {
+        let len = self.entries.len();
+        len.checked_sub(1).map(|i| self.entries.get(i))
     }
 
     /// Milliseconds from the newest time until `entry` leaves the window.
@@ -92,14 +86,7 @@ impl LogState {
     }
 }
 
-impl Window for LogState {
-    type Config = Quota;
-
-    #[inline]
-    fn limit(quota: &Quota) -> u64 {
-        quota.limit()
-    }
-
+impl Fresh for LogState {
     #[inline]
     fn empty(_: &Quota) -> Self {
         Self {
@@ -107,6 +94,15 @@ impl Window for LogState {
             expired: 0,
             newest_ms: NEVER,
         }
+    }
+}
+
+impl<E: Entries> Window for LogState<E> {
+    type Config = Quota;
+
+    #[inline]
+    fn limit(quota: &Quota) -> u64 {
+        quota.limit()
     }
 
     #[inline]
@@ -117,7 +113,8 @@ impl Window for LogState {
     #[inline]
     fn advance(&mut self, quota: &Quota, now_ms: i64) {
         let oldest_kept = now_ms - quota.window_ms();
-        while let Some(front) = self.entries.front() {
+        while self.entries.len() > 0 {
+            let front = self.entries.get(0);
             if front.ms > oldest_kept {
                 break;
             }
@@ -129,23 +126,20 @@ impl Window for LogState {
 
     #[inline]
     fn used(&self, _: &Quota) -> u64 {
-        self.entries
-            .back()
-            .map_or(0, |back| self.since_front(back.through))
+        self.back().map_or(0, |back| self.since_front(back.through))
     }
 
     #[inline]
     fn record(&mut self, _: &Quota, cost: u64) {
-        match self.entries.back_mut() {
-            Some(back) if back.ms == self.newest_ms => {
-                back.through = back.through.wrapping_add(cost)
-            }
-            _ => {
-                let through = self.entries.back().map_or(self.expired, |b| b.through);
-                let through = through.wrapping_add(cost);
+        match self.back() {
+            Some(back) if back.ms == self.newest_ms => self
+                .entries
+                .set_back_through(back.through.wrapping_add(cost)),
+            back => {
+                let through = back.map_or(self.expired, |b| b.through);
                 self.entries.push_back(Entry {
                     ms: self.newest_ms,
-                    through,
+                    through: through.wrapping_add(cost),
                 });
             }
         }
@@ -154,37 +148,65 @@ impl Window for LogState {
     #[inline]
     fn unrecord(&mut self, quota: &Quota, cost: u64) {
         let keep = self.used(quota).saturating_sub(cost);
-        while !self.entries.is_empty() && self.since_front(self.before_back()) >= keep {
+        while self.entries.len() > 0 && self.since_front(self.before_back()) >= keep {
             self.entries.pop_back();
         }
-        if let Some(back) = self.entries.back_mut() {
-            back.through = self.expired.wrapping_add(keep);
+        if self.entries.len() > 0 {
+            self.entries
+                .set_back_through(self.expired.wrapping_add(keep));
         }
     }
 
     #[inline]
     fn wait_ms(&self, quota: &Quota, at_most: u64) -> u64 {
         let need = self.used(quota) - at_most;
-        let frees_enough = |e: &Entry| self.since_front(e.through) >= need;
-        let first = match self.entries.front() {
-            Some(front) if frees_enough(front) => Some(front),
-            _ => self
-                .entries
-                .get(self.entries.partition_point(|e| !frees_enough(e))),
-        };
-        first.map_or(0, |entry| self.expires_in(quota, entry))
+        let frees_enough = |i: usize| self.since_front(self.entries.get(i).through) >= need;
+        let len = self.entries.len();
+        if len == 0 {
+            return 0;
+        }
+        // The oldest entry is usually enough; else a binary search for the first that is.
+        let (mut lo, mut hi) = (0, len);
+        if !frees_enough(0) {
+            lo = 1;
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if frees_enough(mid) {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+        }
+        if lo == len {
+            return 0;
+        }
+        self.expires_in(quota, &self.entries.get(lo))
     }
 
     #[inline]
     fn reset_after_ms(&self, quota: &Quota) -> u64 {
-        self.entries
-            .back()
-            .map_or(0, |back| self.expires_in(quota, back))
+        self.back().map_or(0, |back| self.expires_in(quota, &back))
     }
 
     #[inline]
     fn heap_bytes(&self) -> usize {
-        self.entries.capacity() * core::mem::size_of::<Entry>()
+        self.entries.heap_bytes()
+    }
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for LogState {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serde::Serialize::serialize(&RawLogState::from(self.clone()), serializer)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for LogState {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw: RawLogState = serde::Deserialize::deserialize(deserializer)?;
+        Self::try_from(raw).map_err(serde::de::Error::custom)
     }
 }
 

@@ -16,8 +16,6 @@ pub(crate) trait Window: Sized {
 
     /// Cost admitted per window.
     fn limit(config: &Self::Config) -> u64;
-    /// A state that holds nothing.
-    fn empty(config: &Self::Config) -> Self;
     /// The newest time the state has been called at, or [`NEVER`].
     fn newest_ms(&self) -> i64;
     /// Move to `now_ms` (later than `newest_ms`), forgetting what expired.
@@ -35,6 +33,13 @@ pub(crate) trait Window: Sized {
     fn reset_after_ms(&self, config: &Self::Config) -> u64;
     /// Heap bytes the state owns.
     fn heap_bytes(&self) -> usize;
+}
+
+/// A state made on the heap: one that holds nothing. (A state in shared memory is emptied in
+/// place instead, by `shared::Slot`.)
+pub(crate) trait Fresh: Window {
+    /// A state that holds nothing.
+    fn empty(config: &Self::Config) -> Self;
 }
 
 /// Validate `now_ms` and move `state` to it; a clock that stepped back reads as the newest time
@@ -126,7 +131,7 @@ macro_rules! single_key_limiter {
 
             #[inline]
             fn new_state(config: &$config) -> $state {
-                $crate::window::Window::empty(config)
+                $crate::window::Fresh::empty(config)
             }
 
             #[inline]
