@@ -55,9 +55,9 @@ impl SlidingCounter {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(try_from = "RawCounterState"))]
 pub struct CounterState {
-    newest_ms: i64,
-    previous: u64,
-    current: u64,
+    pub(crate) newest_ms: i64,
+    pub(crate) previous: u64,
+    pub(crate) current: u64,
 }
 
 impl CounterState {

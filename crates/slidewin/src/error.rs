@@ -51,6 +51,13 @@ pub enum Error {
         /// The timestamp given.
         got_ms: i64,
     },
+    /// A shared region too small for one set of keys of its limiter.
+    RegionTooSmall {
+        /// Bytes one set of keys needs with the region's header.
+        needed: u64,
+        /// The region's size in bytes.
+        got: u64,
+    },
     /// An operation that needs a sample (`replace_last`) on an empty stream aggregate.
     NoSample {
         /// The operation's name.
@@ -86,6 +93,11 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "{name} must not be earlier than the newest sample ({newest_ms}), got {got_ms}"
+            ),
+            Error::RegionTooSmall { needed, got } => write!(
+                f,
+                "size must be at least {needed} bytes (8 keys of this limit, window and \
+                 max_key_bytes), got {got}"
             ),
             Error::NoSample { name } => write!(f, "{name} needs a sample, the window is empty"),
         }

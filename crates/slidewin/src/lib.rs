@@ -47,6 +47,7 @@ pub mod keyed;
 pub mod limiter;
 pub mod log;
 pub mod quota;
+pub mod shared;
 pub mod storage;
 pub mod stream;
 mod window;

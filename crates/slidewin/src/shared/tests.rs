@@ -1,0 +1,96 @@
+//! What only the inside can reach: a lock left by a dead owner, a state half written.
+
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use super::*;
+use crate::{BucketQuota, BucketWindow, Quota, SlidingLog};
+
+/// Owner 1 is us; owner 2 died.
+struct Survivor;
+impl Owner for Survivor {
+    fn id(&self) -> u64 {
+        1
+    }
+    fn is_alive(&self, id: u64) -> bool {
+        id == 1
+    }
+}
+
+fn region(words: usize) -> Vec<AtomicU64> {
+    (0..words).map(|_| AtomicU64::new(0)).collect()
+}
+
+/// The set `key` lives in, as the zone computes it.
+fn set_base<L: SharedLimiter>(zone: &Zone<'_, L, Survivor>, key: &[u8]) -> usize {
+    let hash = zone.codec.key(key).hash;
+    let set = ((hash >> 32) * zone.layout.sets as u64 >> 32) as usize;
+    HEADER_WORDS + set * zone.layout.set_words
+}
+
+#[test]
+fn a_lock_left_by_a_dead_owner_is_taken_over_and_the_set_repaired() {
+    let words = region(1 << 14);
+    let quota = Quota::new(3, 1_000).unwrap();
+    let (zone, _) = Zone::<SlidingLog, _>::attach(&words, quota, 16, Survivor, [1, 2]).unwrap();
+    assert!(zone.check_at(b"alice", 0, 2).unwrap().allowed);
+    let base = set_base(&zone, b"alice");
+    // Owner 2 took the lock and died mid-call.
+    words[base + S_LOCK].store(2, Ordering::Relaxed);
+    let d = zone.check_at(b"alice", 10, 2).unwrap();
+    assert!(!d.allowed, "the window recorded before the crash is kept");
+    assert_eq!((d.remaining, d.retry_after_ms), (1, Some(990)));
+    let stats = zone.stats();
+    assert_eq!((stats.repairs, stats.keys), (1, 1));
+    assert_eq!(words[base + S_LOCK].load(Ordering::Relaxed), 0, "released");
+}
+
+#[test]
+fn repair_drops_a_half_written_key_and_empties_an_impossible_state() {
+    let words = region(1 << 14);
+    let config = BucketQuota::new(10, 1_000, 100).unwrap();
+    let (zone, _) = Zone::<BucketWindow, _>::attach(&words, config, 16, Survivor, [3, 4]).unwrap();
+    for key in [&b"a"[..], b"b"] {
+        zone.check_at(key, 0, 4).unwrap();
+    }
+    let (a, b) = (set_base(&zone, b"a"), set_base(&zone, b"b"));
+    let way_of = |base: usize, key: &[u8]| {
+        let k = zone.codec.key(key);
+        (0..WAYS)
+            .find(|&w| words[base + S_TAGS + w].load(Ordering::Relaxed) == k.tag())
+            .unwrap()
+    };
+    let state_at = |base: usize, way: usize| base + zone.way(way) + W_KEY + zone.layout.key_words;
+    // "a": a key byte overwritten (a new key half written over it); "b": head out of range.
+    let (wa, wb) = (way_of(a, b"a"), way_of(b, b"b"));
+    words[a + zone.way(wa) + W_KEY].store(0xff, Ordering::Relaxed);
+    words[state_at(b, wb) + 2].store(u64::MAX, Ordering::Relaxed);
+    for base in [a, b] {
+        words[base + S_LOCK].store(2, Ordering::Relaxed);
+    }
+    let d = zone.check_at(b"a", 1, 10).unwrap();
+    assert!(d.allowed, "a's way was dropped: it starts afresh");
+    let d = zone.check_at(b"b", 1, 10).unwrap();
+    assert!(d.allowed, "b's impossible state was emptied");
+    assert_eq!(zone.stats().repairs, if a == b { 1 } else { 2 });
+}
+
+#[test]
+fn a_repaired_bucket_total_is_recounted() {
+    let words = region(1 << 14);
+    let config = BucketQuota::new(10, 1_000, 100).unwrap();
+    let (zone, _) = Zone::<BucketWindow, _>::attach(&words, config, 16, Survivor, [5, 6]).unwrap();
+    zone.check_at(b"k", 0, 6).unwrap();
+    let base = set_base(&zone, b"k");
+    let k = zone.codec.key(b"k");
+    let way = (0..WAYS)
+        .find(|&w| words[base + S_TAGS + w].load(Ordering::Relaxed) == k.tag())
+        .unwrap();
+    // Died after adding to a counter, before adding to the total.
+    let total = base + zone.way(way) + W_KEY + zone.layout.key_words + 4;
+    words[total].store(0, Ordering::Relaxed);
+    words[base + S_LOCK].store(2, Ordering::Relaxed);
+    let d = zone.check_at(b"k", 1, 5).unwrap();
+    assert!(!d.allowed, "the counter's 6 count again");
+    assert_eq!(d.remaining, 4);
+}

@@ -1,0 +1,348 @@
+//! The shared-memory store (`slidewin::shared::Zone`): the same answers as one in-process
+//! limiter per key, from several threads and several processes at once, through the death of
+//! a process that holds a lock.
+
+use proptest::prelude::*;
+use slidewin::shared::{Attached, Owner, ProcessOwner, SharedLimiter, Zone};
+use slidewin::{BucketQuota, BucketWindow, Quota, SlidingCounter, SlidingLog};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+fn region(bytes: usize) -> Vec<AtomicU64> {
+    (0..bytes / 8).map(|_| AtomicU64::new(0)).collect()
+}
+
+/// Threads as owners: each its own id, all alive.
+struct Thread(u64);
+impl Owner for Thread {
+    fn id(&self) -> u64 {
+        self.0
+    }
+    fn is_alive(&self, _: u64) -> bool {
+        true
+    }
+    fn pause(&self) {
+        std::thread::yield_now();
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Check(u16, u64),
+    Peek(u16, u64),
+    Uncommit(u16, u64),
+    Reset(u16),
+}
+
+/// Calls on 40 keys (every fifth longer than max_key_bytes, so stored as a digest), the clock
+/// moving forward by up to 600 ms (windows are 1000 ms); now and then a cost above the limit.
+fn ops() -> impl Strategy<Value = Vec<(Op, i64)>> {
+    let key = 0..40_u16;
+    let cost = prop_oneof![6 => 0..4_u64, 1 => Just(11_u64)];
+    let op = prop_oneof![
+        6 => (key.clone(), cost.clone()).prop_map(|(k, c)| Op::Check(k, c)),
+        2 => (key.clone(), cost.clone()).prop_map(|(k, c)| Op::Peek(k, c)),
+        2 => (key.clone(), cost).prop_map(|(k, c)| Op::Uncommit(k, c)),
+        1 => key.prop_map(Op::Reset),
+    ];
+    proptest::collection::vec((op, prop_oneof![3 => 0..50_i64, 1 => 0..600_i64]), 1..400)
+}
+
+fn key_bytes(key: u16) -> Vec<u8> {
+    let len = if key % 5 == 0 {
+        40
+    } else {
+        1 + key as usize % 16
+    };
+    (0..len).map(|i| (key as usize * 31 + i) as u8).collect()
+}
+
+/// Replay `ops` on a zone (room for every key) and on a map of single-key limiters.
+fn agrees_with_one_limiter_per_key<L: SharedLimiter>(
+    config: L::Config,
+    ops: &[(Op, i64)],
+) -> Result<(), TestCaseError> {
+    let words = region(4 << 20);
+    let (zone, attached) = Zone::<L, _>::attach(&words, config.clone(), 16, Thread(1), [9, 9])?;
+    prop_assert_eq!(attached, Attached::Fresh);
+    let mut model: HashMap<u16, L> = HashMap::new();
+    let new_limiter = || L::from_config(config.clone());
+    let mut now_ms = 1_000_000;
+    for (op, step_ms) in ops {
+        now_ms += step_ms;
+        match *op {
+            Op::Check(key, cost) => prop_assert_eq!(
+                zone.check_at(&key_bytes(key), now_ms, cost),
+                model
+                    .entry(key)
+                    .or_insert_with(new_limiter)
+                    .check_at(now_ms, cost)
+            ),
+            Op::Peek(key, cost) => prop_assert_eq!(
+                zone.peek_at(&key_bytes(key), now_ms, cost),
+                new_limiter().peek_at(now_ms, cost).and_then(|fresh| {
+                    Ok(match model.get_mut(&key) {
+                        Some(limiter) => limiter.peek_at(now_ms, cost)?,
+                        None => fresh,
+                    })
+                })
+            ),
+            Op::Uncommit(key, cost) => {
+                let got = zone.uncommit_at(&key_bytes(key), now_ms, cost);
+                let want = match model.get_mut(&key) {
+                    Some(limiter) => limiter.uncommit_at(now_ms, cost),
+                    None => Ok(()),
+                };
+                prop_assert_eq!(got, want)
+            }
+            Op::Reset(key) => {
+                zone.reset(&key_bytes(key));
+                model.remove(&key);
+            }
+        }
+    }
+    prop_assert_eq!(zone.stats().keys, model.len() as u64);
+    prop_assert_eq!(zone.stats().evictions, 0);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn log_agrees(ops in ops()) {
+        agrees_with_one_limiter_per_key::<SlidingLog>(Quota::new(10, 1_000).unwrap(), &ops)?;
+    }
+
+    #[test]
+    fn buckets_agree(ops in ops()) {
+        let config = BucketQuota::new(10, 1_000, 100).unwrap();
+        agrees_with_one_limiter_per_key::<BucketWindow>(config, &ops)?;
+    }
+
+    #[test]
+    fn counter_agrees(ops in ops()) {
+        agrees_with_one_limiter_per_key::<SlidingCounter>(Quota::new(10, 1_000).unwrap(), &ops)?;
+    }
+}
+
+#[test]
+fn a_region_too_small_or_a_key_length_out_of_range_is_an_error_naming_it() {
+    let words = region(4096);
+    let quota = Quota::new(1_000, 60_000).unwrap();
+    let err = Zone::<SlidingLog, _>::attach(&words, quota, 64, Thread(1), [0, 0]).err();
+    assert_eq!(
+        err.unwrap().to_string(),
+        "size must be at least 129152 bytes (8 keys of this limit, window and max_key_bytes), \
+         got 4096"
+    );
+    let err = Zone::<SlidingLog, _>::attach(&words, quota, 8, Thread(1), [0, 0]).err();
+    assert_eq!(
+        err.unwrap().to_string(),
+        "max_key_bytes must be from 16 to 65536, got 8"
+    );
+}
+
+#[test]
+fn the_same_layout_is_reused_and_another_starts_afresh() {
+    let words = region(1 << 20);
+    let quota = Quota::new(5, 1_000).unwrap();
+    let (zone, _) = Zone::<SlidingLog, _>::attach(&words, quota, 64, Thread(1), [1, 2]).unwrap();
+    zone.check_at(b"k", 0, 5).unwrap();
+    let (again, attached) =
+        Zone::<SlidingLog, _>::attach(&words, quota, 64, Thread(2), [3, 4]).unwrap();
+    assert_eq!(attached, Attached::Reused);
+    assert!(
+        !again.check_at(b"k", 1, 1).unwrap().allowed,
+        "the window is kept"
+    );
+    let other = Quota::new(6, 1_000).unwrap();
+    let (fresh, attached) =
+        Zone::<SlidingLog, _>::attach(&words, other, 64, Thread(2), [3, 4]).unwrap();
+    assert_eq!(attached, Attached::Fresh);
+    assert!(fresh.check_at(b"k", 1, 1).unwrap().allowed);
+}
+
+#[test]
+fn a_full_region_reclaims_idle_keys_then_evicts_and_stays_bounded() {
+    let words = region(64 << 10);
+    let quota = Quota::new(3, 1_000).unwrap();
+    let (zone, _) = Zone::<SlidingLog, _>::attach(&words, quota, 16, Thread(1), [1, 2]).unwrap();
+    let capacity = zone.capacity() as u64;
+    for i in 0..10 * capacity {
+        let key = format!("key-{i}-{}", "x".repeat(i as usize % 50));
+        zone.check_at(key.as_bytes(), 0, 1).unwrap();
+    }
+    let stats = zone.stats();
+    assert!(stats.keys <= capacity);
+    assert!(stats.evictions >= 9 * capacity, "{stats:?}");
+    for i in 0..capacity {
+        zone.check_at(format!("later-{i}").as_bytes(), 5_000, 1)
+            .unwrap();
+    }
+    assert!(zone.stats().reclaimed > 0, "windows emptied by 5000 ms");
+}
+
+/// 8 threads x 1000 calls in one millisecond on one hot key and on 64 others (each offered
+/// more than its limit of 20): exactly the limit is admitted per key.
+#[test]
+fn threads_admit_exactly_the_limit() {
+    let words = region(8 << 20);
+    let quota = Quota::new(20, 1_000).unwrap();
+    let (zone, _) = Zone::<SlidingLog, _>::attach(&words, quota, 64, Thread(1), [1, 2]).unwrap();
+    let admitted: Vec<AtomicU64> = (0..65).map(|_| AtomicU64::new(0)).collect();
+    std::thread::scope(|scope| {
+        for t in 0..8u64 {
+            let (words, admitted) = (&words, &admitted);
+            scope.spawn(move || {
+                let (zone, attached) =
+                    Zone::<SlidingLog, _>::attach(words, quota, 64, Thread(t + 10), [0, 0])
+                        .unwrap();
+                assert_eq!(attached, Attached::Reused);
+                for i in 0..1_000u64 {
+                    let key = if i % 2 == 0 { 64 } else { (i / 2 + t) % 64 };
+                    if zone.check_at(&key.to_le_bytes(), 5, 1).unwrap().allowed {
+                        admitted[key as usize].fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    for (key, n) in admitted.iter().enumerate() {
+        assert_eq!(n.load(Ordering::Relaxed), 20, "key {key}");
+    }
+    let stats = zone.stats();
+    assert_eq!((stats.allowed, stats.rejected), (65 * 20, 8_000 - 65 * 20));
+}
+
+/// A region of shared memory mapped before fork, as nginx's master does.
+struct Mapping {
+    ptr: *mut libc::c_void,
+    bytes: usize,
+}
+
+impl Mapping {
+    fn new(bytes: usize) -> Self {
+        // SAFETY: an anonymous shared mapping; checked for failure.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(ptr, libc::MAP_FAILED);
+        Self { ptr, bytes }
+    }
+
+    fn words(&self) -> &[AtomicU64] {
+        // SAFETY: page-aligned, zeroed, `bytes` long, alive as long as self; only atomics touch it.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const AtomicU64, self.bytes / 8) }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: mapped in new, unmapped once.
+        unsafe { libc::munmap(self.ptr, self.bytes) };
+    }
+}
+
+/// Forks a child that runs `body` and exits; returns its pid.
+fn fork(body: impl FnOnce()) -> libc::pid_t {
+    // SAFETY: the child only runs `body` (no locks held across the fork in this test) and
+    // leaves through _exit.
+    unsafe {
+        let pid = libc::fork();
+        assert!(pid >= 0);
+        if pid == 0 {
+            let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).is_ok();
+            libc::_exit(if ok { 0 } else { 1 });
+        }
+        pid
+    }
+}
+
+fn wait(pid: libc::pid_t) -> libc::c_int {
+    let mut status = 0;
+    // SAFETY: our own child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    status
+}
+
+/// 4 processes x 2000 calls on one key in one millisecond: exactly the limit, counted once.
+#[test]
+fn processes_admit_exactly_the_limit() {
+    let mapping = Mapping::new(4 << 20);
+    let quota = Quota::new(100, 1_000).unwrap();
+    let (zone, _) =
+        Zone::<SlidingLog, _>::attach(mapping.words(), quota, 64, ProcessOwner, [5, 6]).unwrap();
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            fork(|| {
+                for _ in 0..2_000 {
+                    zone.check_at(b"hot", 7, 1).unwrap();
+                }
+            })
+        })
+        .collect();
+    for child in children {
+        assert_eq!(wait(child), 0);
+    }
+    let stats = zone.stats();
+    assert_eq!((stats.allowed, stats.rejected), (100, 7_900));
+}
+
+/// Processes SIGKILLed at random instants while hammering a few keys: no survivor ever waits
+/// forever, and the keys still hold their limit afterwards.
+#[test]
+fn processes_killed_at_any_instant_leave_no_lock_held() {
+    let mapping = Mapping::new(4 << 20);
+    let quota = Quota::new(1_000_000, 1_000).unwrap();
+    let config = BucketQuota::new(1_000_000, 1_000, 10).unwrap();
+    let (log, _) =
+        Zone::<SlidingLog, _>::attach(mapping.words(), quota, 64, ProcessOwner, [5, 6]).unwrap();
+    let buckets_map = Mapping::new(4 << 20);
+    let (buckets, _) =
+        Zone::<BucketWindow, _>::attach(buckets_map.words(), config, 64, ProcessOwner, [7, 8])
+            .unwrap();
+    for round in 0..40u64 {
+        let children: Vec<_> = (0..3)
+            .map(|c| {
+                fork(|| loop {
+                    let key = [(c % 2) as u8];
+                    log.check_at(&key, 1_000 + round as i64, 1).unwrap();
+                    buckets.check_at(&key, 1_000 + round as i64, 1).unwrap();
+                })
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_micros(300 + round * 37 % 500));
+        for &child in &children {
+            // SAFETY: our own child.
+            unsafe { libc::kill(child, libc::SIGKILL) };
+        }
+        for child in children {
+            wait(child);
+        }
+        // The parent gets every lock back (taking over from the dead), within the deadline.
+        let start = std::time::Instant::now();
+        for key in [[0u8], [1u8]] {
+            log.check_at(&key, 1_000 + round as i64, 1).unwrap();
+            buckets.check_at(&key, 1_000 + round as i64, 1).unwrap();
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(2));
+    }
+    // After the storm: a fresh limit on both keys holds exactly.
+    for key in [[0u8], [1u8]] {
+        log.reset(&key);
+        buckets.reset(&key);
+    }
+    let mut admitted = 0;
+    for _ in 0..1_000_010 {
+        admitted += log.check_at(&[0], 100_000, 1).unwrap().allowed as u64;
+    }
+    assert_eq!(admitted, 1_000_000);
+}
