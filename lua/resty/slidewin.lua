@@ -1,7 +1,7 @@
 -- resty.slidewin: sliding-window rate limiting for OpenResty/nginx, in the access phase.
 --
 --   local sw, err = require("resty.slidewin").new{
---       name = "api", algorithm = "log", limit = 30, window_ms = 5000, store = "local",
+--       name = "api", algorithm = "log", limit = 30, window_ms = 5000,   -- store "shm"
 --   }
 --   -- access_by_lua_block:
 --   sw:enforce(ngx.var.arg_user or ngx.var.remote_addr)
@@ -13,6 +13,9 @@
 -- headers (t = seconds until admitted again) and `body`.
 --
 -- Stores (conf.store, module resty.slidewin.store.<name>):
+--   "shm"    (default) one region of shared memory for all workers of this nginx, made in
+--            init_by_lua*: every algorithm, exact like the in-process limiter; conf.size
+--            ("10m") bounds its memory, conf.max_key_bytes (256) the keys stored as they are.
 --   "local"  the Rust limiter inside each worker. State is PER WORKER: with N workers a client
 --            may be admitted up to N x limit per window (each worker counts what it sees).
 --   "shdict" one lua_shared_dict (conf.dict) shared by all workers of one nginx: the
@@ -28,9 +31,12 @@
 --     decided_locally: true when a remote store answered without a round trip (counted)
 --   store:uncommit(key, cost) -> true | nil, err
 --   store:keys() -> number | nil                     (nil: the store cannot tell)
+--   store.counts_decisions: true when the store counts allowed/rejected itself (shm), and
+--   store:stats() -> { keys, capacity, evictions, ... } then gives them
 --
 -- Config: name (letters, digits, _ . -), algorithm ("log" | "buckets" | "counter"), limit,
--- window_ms, bucket_ms (buckets), max_keys (100000), store ("local"), dict (shdict),
+-- window_ms, bucket_ms (buckets), max_keys (100000, local), size and max_key_bytes (shm),
+-- store ("shm"), dict (shdict),
 -- metrics_dict (a lua_shared_dict for node-wide metrics; default conf.dict; without one,
 -- metrics are per worker), status (429), body, on_store_error ("allow" | "deny": the answer
 -- while the store fails; one error.log line per error_log_interval_ms (10000) per worker),
@@ -74,7 +80,7 @@ local function validate(opts)
         conf[k] = v
     end
     conf.algorithm = conf.algorithm or "log"
-    conf.store = conf.store or "local"
+    conf.store = conf.store or "shm"
     conf.max_keys = conf.max_keys or 100000
     conf.status = conf.status or 429
     conf.body = conf.body or "Too Many Requests\n"
@@ -145,6 +151,7 @@ function _M.new(opts)
         metrics = counters,
         policy = concat { '"', conf.name, '";q=', conf.limit, ";w=", ceil(conf.window_ms / 1000) },
         fail_open = conf.on_store_error == "allow",
+        counts_decisions = not store.counts_decisions,
         errors_unlogged = 0,
         error_logged_at = -math.huge,
     }, mt)
@@ -201,11 +208,15 @@ function _M.enforce(self, key, cost)
         return refuse(self)
     end
     if allowed then
-        counters:incr("allowed")
+        if self.counts_decisions then
+            counters:incr("allowed")
+        end
         set_headers(self, remaining, reset_after_ms)
         return true
     end
-    counters:incr("rejected")
+    if self.counts_decisions then
+        counters:incr("rejected")
+    end
     if decided_locally then
         counters:incr("local_refusals")
     end

@@ -9,7 +9,9 @@
 
 mod args;
 mod limiter;
+mod mapping;
 mod object;
+mod shared;
 mod stream;
 
 use mlua::prelude::*;

@@ -11,19 +11,23 @@
 //! `resty.limit.traffic.combine`. `retry_after_ms` is nil when `cost` exceeds the limit (never).
 
 use mlua::{Lua, Result as LuaResult, Value};
-use slidewin::{BucketQuota, BucketWindow, Decision, Error, Keyed, KeyedStats, Limiter, Quota};
+use slidewin::shared::{ProcessOwner, SharedLimiter, Zone, ZoneStats};
+use slidewin::{BucketQuota, BucketWindow, Decision, Error, Keyed, Limiter, Quota};
 use slidewin::{SlidingCounter, SlidingLog};
 
 use crate::args::{self, error};
 use crate::now_ms;
+use crate::shared::{self, Region, Spec};
 
 /// Keys are the bytes of a Lua string (or of a number's decimal form).
 type Key = Vec<u8>;
 
 const DEFAULT_MAX_KEYS: u64 = 100_000;
+const DEFAULT_MAX_KEY_BYTES: u64 = 256;
 
-/// The operations the Lua object needs, over any of the three keyed algorithms.
-trait Store {
+/// The operations the Lua object needs, over any of the three keyed algorithms, in this
+/// worker ([`Keyed`]) or in shared memory ([`crate::shared`]).
+pub trait Store {
     fn decide(
         &mut self,
         key: &[u8],
@@ -33,7 +37,7 @@ trait Store {
     ) -> Result<Decision, Error>;
     fn uncommit(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error>;
     fn reset(&mut self, key: &[u8]);
-    fn stats(&self) -> KeyedStats;
+    fn stats(&self) -> ZoneStats;
 }
 
 impl<L: Limiter> Store for Keyed<L, Key> {
@@ -56,8 +60,17 @@ impl<L: Limiter> Store for Keyed<L, Key> {
     fn reset(&mut self, key: &[u8]) {
         Keyed::reset(self, key);
     }
-    fn stats(&self) -> KeyedStats {
-        Keyed::stats(self)
+    fn stats(&self) -> ZoneStats {
+        let stats = Keyed::stats(self);
+        ZoneStats {
+            keys: stats.keys as u64,
+            capacity: self.max_keys() as u64,
+            evictions: stats.evictions,
+            reclaimed: stats.reclaimed,
+            repairs: 0,
+            allowed: stats.allowed,
+            rejected: stats.rejected,
+        }
     }
 }
 
@@ -81,7 +94,7 @@ impl LuaLimiter {
         self.store.reset(key);
     }
 
-    pub fn stats(&self) -> KeyedStats {
+    pub fn stats(&self) -> ZoneStats {
         self.store.stats()
     }
 
@@ -92,8 +105,10 @@ impl LuaLimiter {
 
 const NEW: &str = "slidewin.limiter";
 
-/// `slidewin.limiter{ algorithm, limit, window_ms, bucket_ms, max_keys }`.
-pub fn new(lua: &Lua, opts: Value) -> LuaResult<Value> {
+/// `slidewin.limiter{ algorithm, limit, window_ms, bucket_ms, max_keys }`, or with
+/// `shared = "name", size, max_key_bytes` in shared memory: the object, and for a shared
+/// limiter whose region was replaced (its layout changed) a note saying so.
+pub fn new(lua: &Lua, opts: Value) -> LuaResult<(Value, Option<String>)> {
     let Value::Table(opts) = opts else {
         let got = args::describe(&opts);
         return Err(error(
@@ -110,28 +125,61 @@ pub fn new(lua: &Lua, opts: Value) -> LuaResult<Value> {
         )
     };
     let (limit, window_ms) = (positive("limit")?, positive("window_ms")?);
-    let max_keys = args::field_positive(NEW, &opts, "max_keys")?.unwrap_or(DEFAULT_MAX_KEYS);
-    let max_keys = usize::try_from(max_keys).unwrap_or(usize::MAX);
     // Fits: field_positive admits integers up to 2^53.
     let window_ms = window_ms as i64;
-    let algorithm: Value = opts.raw_get("algorithm")?;
-    let store = match &algorithm {
-        Value::Nil => keyed::<SlidingLog>(Quota::new(limit, window_ms), max_keys),
-        Value::String(s) if s == "log" => {
-            keyed::<SlidingLog>(Quota::new(limit, window_ms), max_keys)
-        }
-        Value::String(s) if s == "counter" => {
-            keyed::<SlidingCounter>(Quota::new(limit, window_ms), max_keys)
-        }
-        Value::String(s) if s == "buckets" => {
-            let bucket_ms = positive("bucket_ms")? as i64;
-            keyed::<BucketWindow>(BucketQuota::new(limit, window_ms, bucket_ms), max_keys)
-        }
+    let algorithm = match opts.raw_get::<Value>("algorithm")? {
+        Value::Nil => "log",
+        Value::String(s) if s == "log" => "log",
+        Value::String(s) if s == "counter" => "counter",
+        Value::String(s) if s == "buckets" => "buckets",
         other => {
-            let got = args::describe(other);
+            let got = args::describe(&other);
             return Err(error(
                 NEW,
                 format_args!("algorithm must be \"log\", \"buckets\" or \"counter\", got {got}"),
+            ));
+        }
+    };
+    let bucket_ms = match algorithm {
+        "buckets" => positive("bucket_ms")? as i64,
+        _ => 0,
+    };
+    let (store, note) = match opts.raw_get::<Value>("shared")? {
+        Value::Nil => {
+            let max_keys =
+                args::field_positive(NEW, &opts, "max_keys")?.unwrap_or(DEFAULT_MAX_KEYS);
+            let max_keys = usize::try_from(max_keys).unwrap_or(usize::MAX);
+            let store = match algorithm {
+                "log" => keyed::<SlidingLog>(Quota::new(limit, window_ms), max_keys),
+                "counter" => keyed::<SlidingCounter>(Quota::new(limit, window_ms), max_keys),
+                _ => keyed::<BucketWindow>(BucketQuota::new(limit, window_ms, bucket_ms), max_keys),
+            };
+            (store, None)
+        }
+        Value::String(name) => {
+            if !opts.raw_get::<Value>("max_keys")?.is_nil() {
+                return Err(error(
+                    NEW,
+                    "max_keys must be nil with shared (size bounds the keys), got a number",
+                ));
+            }
+            let size = positive("size")?;
+            let max_key_bytes =
+                args::field_positive(NEW, &opts, "max_key_bytes")?.unwrap_or(DEFAULT_MAX_KEY_BYTES);
+            let spec = Spec {
+                name: name.to_string_lossy(),
+                algorithm,
+                config: [limit, window_ms as u64, bucket_ms as u64],
+                size: usize::try_from(size).unwrap_or(usize::MAX),
+                max_key_bytes: usize::try_from(max_key_bytes).unwrap_or(usize::MAX),
+            };
+            in_region(&spec)?
+        }
+        other => {
+            let got = args::describe(&other);
+            return Err(error(
+                NEW,
+                format_args!("shared must be a region name (a string), got {got}"),
             ));
         }
     };
@@ -139,7 +187,40 @@ pub fn new(lua: &Lua, opts: Value) -> LuaResult<Value> {
         store: store.map_err(args::core(NEW))?,
         limit,
     };
-    crate::object::push(lua, limiter)
+    Ok((crate::object::push(lua, limiter)?, note))
+}
+
+type Made = (Result<Box<dyn Store>, Error>, Option<String>);
+
+/// A shared limiter for `spec`, in the region made for it.
+fn in_region(spec: &Spec) -> LuaResult<Made> {
+    let (limit, window_ms, bucket_ms) =
+        (spec.config[0], spec.config[1] as i64, spec.config[2] as i64);
+    // A config that cannot fit is refused before any memory is mapped.
+    let needed = match spec.algorithm {
+        "log" => Quota::new(limit, window_ms).and_then(|q| per_key::<SlidingLog>(q, spec)),
+        "counter" => Quota::new(limit, window_ms).and_then(|q| per_key::<SlidingCounter>(q, spec)),
+        _ => BucketQuota::new(limit, window_ms, bucket_ms)
+            .and_then(|c| per_key::<BucketWindow>(c, spec)),
+    };
+    if let Err(e) = needed {
+        return Ok((Err(e), None));
+    }
+    let (region, note) = shared::region(spec).map_err(|e| error(NEW, e))?;
+    let store = match spec.algorithm {
+        "log" => Quota::new(limit, window_ms)
+            .and_then(|q| shared::store::<SlidingLog>(q, region, spec.max_key_bytes)),
+        "counter" => Quota::new(limit, window_ms)
+            .and_then(|q| shared::store::<SlidingCounter>(q, region, spec.max_key_bytes)),
+        _ => BucketQuota::new(limit, window_ms, bucket_ms)
+            .and_then(|c| shared::store::<BucketWindow>(c, region, spec.max_key_bytes)),
+    };
+    Ok((store, note))
+}
+
+/// Checks that `spec.size` holds one set of keys of `L`.
+fn per_key<L: SharedLimiter>(config: L::Config, spec: &Spec) -> Result<(), Error> {
+    Zone::<Region, L, ProcessOwner>::capacity_for(&config, spec.max_key_bytes, spec.size).map(drop)
 }
 
 /// A keyed store of limiter `L` behind the [`Store`] seam.

@@ -244,12 +244,15 @@ unsafe extern "C-unwind" fn reset(state: *mut lua_State) -> c_int {
     0
 }
 
-/// `lim:stats()`: `{ keys, evictions, allowed, rejected }`.
+/// `lim:stats()`: `{ keys, capacity, evictions, reclaimed, repairs, allowed, rejected }`.
 unsafe extern "C-unwind" fn stats(state: *mut lua_State) -> c_int {
     let s = with_self(state, "lim:stats", |this| Ok(this.stats()));
-    ffi::lua_createtable(state, 0, 4);
-    set_number(state, c"keys", s.keys as u64);
+    ffi::lua_createtable(state, 0, 7);
+    set_number(state, c"keys", s.keys);
+    set_number(state, c"capacity", s.capacity);
     set_number(state, c"evictions", s.evictions);
+    set_number(state, c"reclaimed", s.reclaimed);
+    set_number(state, c"repairs", s.repairs);
     set_number(state, c"allowed", s.allowed);
     set_number(state, c"rejected", s.rejected);
     1

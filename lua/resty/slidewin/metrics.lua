@@ -83,11 +83,21 @@ local function keys(self)
     return total
 end
 
--- { allowed, rejected, store_errors, local_refusals, keys } (keys nil when the store cannot tell).
+-- { allowed, rejected, store_errors, local_refusals, keys, evictions } (keys nil when the store
+-- cannot tell, evictions nil when it does not evict). A store that counts its own decisions
+-- (shm: atomics in the region, node-wide) gives allowed, rejected, keys and evictions.
 function _M.snapshot(self)
-    local out = { keys = keys(self) }
+    local out = {}
     for _, kind in ipairs(KINDS) do
         out[kind] = self.dict:get(self[kind]) or 0
+    end
+    local store = self.store
+    if store.counts_decisions then
+        local stats = store:stats()
+        out.allowed, out.rejected = stats.allowed, stats.rejected
+        out.keys, out.evictions = stats.keys, stats.evictions
+    else
+        out.keys = keys(self)
     end
     return out
 end
@@ -98,6 +108,7 @@ local FAMILIES = {
     { "slidewin_keys", "gauge", "Keys the store tracks (shdict: keys seen in the current window)." },
     { "slidewin_local_refusals_total", "counter",
         "Refusals answered from the local refusal cache (store round trips saved)." },
+    { "slidewin_evictions_total", "counter", "Live keys dropped to make room (store shm)." },
 }
 
 -- Prometheus text exposition for a list of metrics objects (one HELP/TYPE per family).
@@ -130,6 +141,11 @@ function _M.render(list)
     end)
     family(FAMILIES[4], function(name, v)
         line(FAMILIES[4][1], 'limiter="' .. name .. '"', v.local_refusals)
+    end)
+    family(FAMILIES[5], function(name, v)
+        if v.evictions then
+            line(FAMILIES[5][1], 'limiter="' .. name .. '"', v.evictions)
+        end
     end)
     return concat(out)
 end

@@ -1,8 +1,8 @@
 //! A keyed limiter over one region of shared memory, for every process that maps it: the
 //! workers of one nginx count each key once, exactly as one in-process [`crate::Keyed`] would.
 //!
-//! The region is a slice of [`AtomicU64`] words (the host maps the memory; this crate has no
-//! `unsafe`). It holds a header and `sets` of [`WAYS`] keys each, like a set-associative cache:
+//! The region is anything that reads as a slice of [`AtomicU64`] words (the host maps the
+//! memory; this crate has no `unsafe`). It holds a header and `sets` of [`WAYS`] keys each, like a set-associative cache:
 //! a key's seeded hash picks its set, and each set has its own lock word, so calls on different
 //! keys rarely wait for each other and a hot key only holds up the keys of its set.
 //!
@@ -35,7 +35,7 @@
 //! }
 //!
 //! let words: Vec<AtomicU64> = (0..4096).map(|_| AtomicU64::new(0)).collect();
-//! let (zone, _) = Zone::<SlidingLog, _>::attach(&words, Quota::new(2, 1_000)?, 64, OneProcess, [7, 9])?;
+//! let (zone, _) = Zone::<_, SlidingLog, _>::attach(&words, Quota::new(2, 1_000)?, 64, OneProcess, [7, 9])?;
 //! assert!(zone.check_at(b"alice", 0, 1)?.allowed);
 //! assert!(zone.check_at(b"alice", 10, 1)?.allowed);
 //! assert_eq!(zone.check_at(b"alice", 20, 1)?.retry_after_ms, Some(980));
@@ -179,8 +179,8 @@ pub struct ZoneStats {
 }
 
 /// A keyed limiter `L` over a shared region; see the [module docs](self).
-pub struct Zone<'a, L: SharedLimiter, O: Owner> {
-    words: &'a [AtomicU64],
+pub struct Zone<R, L: SharedLimiter, O: Owner> {
+    region: R,
     config: L::Config,
     layout: Layout,
     codec: KeyCodec,
@@ -210,7 +210,7 @@ impl Set<'_> {
     }
 }
 
-impl<'a, L: SharedLimiter, O: Owner> Zone<'a, L, O> {
+impl<R: AsRef<[AtomicU64]>, L: SharedLimiter, O: Owner> Zone<R, L, O> {
     /// Bytes one key takes in a region (its share of a set), for sizing: a region of `size`
     /// bytes holds about `size / bytes_per_key` keys.
     pub fn bytes_per_key(config: &L::Config, max_key_bytes: usize) -> Result<usize, Error> {
@@ -220,18 +220,29 @@ impl<'a, L: SharedLimiter, O: Owner> Zone<'a, L, O> {
         Ok(set_words * 8 / WAYS)
     }
 
+    /// How many keys a region of `size_bytes` holds for `config`: an error naming `size`
+    /// when not one set of keys fits, before any memory is mapped.
+    pub fn capacity_for(
+        config: &L::Config,
+        max_key_bytes: usize,
+        size_bytes: usize,
+    ) -> Result<usize, Error> {
+        Ok(Layout::new::<L>(config, max_key_bytes, size_bytes / 8)?.sets * WAYS)
+    }
+
     /// The limiter `config` over `words`, for keys of up to `max_key_bytes` stored as they are.
     /// A region already laid out for the same layout is reused as it is; any other is laid out
     /// anew with `seed` (secret and random: it keys the hashes). Attach before the region is
     /// shared (nginx: in the master, before the workers fork), or from processes that all
     /// attach with the same layout.
     pub fn attach(
-        words: &'a [AtomicU64],
+        region: R,
         config: L::Config,
         max_key_bytes: usize,
         owner: O,
         seed: [u64; 2],
     ) -> Result<(Self, Attached), Error> {
+        let words = region.as_ref();
         let layout = Layout::new::<L>(&config, max_key_bytes, words.len())?;
         let fingerprint = layout.fingerprint::<L>(&config, words.len());
         let header = |i: usize| &words[i];
@@ -250,7 +261,7 @@ impl<'a, L: SharedLimiter, O: Owner> Zone<'a, L, O> {
         let seed = [0, 1].map(|i| header(H_SEED + i).load(Ordering::Relaxed));
         let codec = KeyCodec::new(seed, layout.key_words * 8);
         let zone = Self {
-            words,
+            region,
             config,
             layout,
             codec,
@@ -316,7 +327,7 @@ impl<'a, L: SharedLimiter, O: Owner> Zone<'a, L, O> {
         };
         for set in 0..self.layout.sets {
             let base = HEADER_WORDS + set * self.layout.set_words;
-            let get = |i: usize| self.words[base + i].load(Ordering::Relaxed);
+            let get = |i: usize| self.words()[base + i].load(Ordering::Relaxed);
             stats.keys += get(S_KEYS);
             stats.evictions += get(S_EVICTIONS);
             stats.reclaimed += get(S_RECLAIMED);
@@ -356,11 +367,15 @@ impl<'a, L: SharedLimiter, O: Owner> Zone<'a, L, O> {
     }
 
     /// Locks the set of `key`, repairing it first when its last owner died holding it.
-    fn lock(&self, key: &Key) -> Set<'a> {
-        let set = ((key.hash >> 32) * self.layout.sets as u64 >> 32) as usize;
+    fn words(&self) -> &[AtomicU64] {
+        self.region.as_ref()
+    }
+
+    fn lock(&self, key: &Key) -> Set<'_> {
+        let set = (((key.hash >> 32) * self.layout.sets as u64) >> 32) as usize;
         let base = HEADER_WORDS + set * self.layout.set_words;
         let set = Set {
-            words: &self.words[base..base + self.layout.set_words],
+            words: &self.words()[base..base + self.layout.set_words],
         };
         if lock::lock(&set.words[S_LOCK], &self.owner) == Taken::FromDead {
             self.repair(&set);

@@ -1,26 +1,33 @@
 -- resty.slidewin.store.local: the Rust limiter (require "slidewin") inside this worker.
 --
 -- State is per worker process: with N workers, one client may be admitted up to N x limit per
--- window, since each worker counts only the requests it serves. Use "shdict" (or "redis") when
--- the limit must hold for the whole node.
+-- window, since each worker counts only the requests it serves. Use "shm" (the default), or
+-- "redis" across nodes, when the limit must hold for the whole node.
 
 local slidewin = require "slidewin"
 
 local _M = {}
 local mt = { __index = _M }
 
+-- A store over a slidewin.limiter made from `options` (nil, err for a bad config); `fields`
+-- are set on the store (what the metrics module reads).
+function _M.over(options, fields)
+    local ok, lim, note = pcall(slidewin.limiter, options)
+    if not ok then
+        return nil, lim
+    end
+    fields.lim = lim
+    return setmetatable(fields, mt), note
+end
+
 function _M.new(conf)
-    local ok, lim = pcall(slidewin.limiter, {
+    return _M.over({
         algorithm = conf.algorithm,
         limit = conf.limit,
         window_ms = conf.window_ms,
         bucket_ms = conf.bucket_ms,
         max_keys = conf.max_keys,
-    })
-    if not ok then
-        return nil, lim
-    end
-    return setmetatable({ lim = lim, keys_per_worker = true }, mt)
+    }, { keys_per_worker = true })
 end
 
 function _M.incoming(self, key, cost, commit)
@@ -33,6 +40,11 @@ end
 
 function _M.keys(self)
     return self.lim:stats().keys
+end
+
+-- { keys, capacity, evictions, reclaimed, repairs, allowed, rejected }
+function _M.stats(self)
+    return self.lim:stats()
 end
 
 return _M

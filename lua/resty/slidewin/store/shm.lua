@@ -1,0 +1,56 @@
+-- resty.slidewin.store.shm (the default store): one region of shared memory for all workers
+-- of this nginx, holding every key's window for the three algorithms, exact like the
+-- in-process limiter (slidewin::shared::Zone; see README "Shared memory").
+--
+-- Made in init_by_lua* (the master maps the region before the workers fork). conf.size
+-- (bytes, or "64k" / "10m") bounds all its memory; conf.max_key_bytes (256) is the longest key
+-- stored as it is (longer keys are stored as a keyed 128-bit digest). The region outlives
+-- `nginx -s reload` when the config is unchanged; a changed one starts afresh, said once in
+-- error.log. The store counts its own decisions (allowed, rejected, evictions) in the region.
+
+local base = require "resty.slidewin.store.local"
+
+local _M = {}
+
+local UNITS = { [""] = 1, k = 1024, m = 1024 * 1024, g = 1024 * 1024 * 1024 }
+
+-- conf.size as bytes: a positive integer, or digits with k/m/g (as nginx sizes).
+local function bytes(size)
+    if type(size) == "number" then
+        return size
+    end
+    if type(size) == "string" then
+        local digits, unit = size:lower():match("^(%d+)([kmg]?)$")
+        if digits then
+            return tonumber(digits) * UNITS[unit]
+        end
+    end
+    return nil
+end
+
+function _M.new(conf)
+    local phase = ngx and ngx.get_phase and ngx.get_phase()
+    if phase and phase ~= "init" then
+        return nil, 'store "shm" must be made in init_by_lua* (before the workers fork), not in '
+            .. phase
+    end
+    local size = bytes(conf.size or "10m")
+    if not size then
+        return nil, 'size must be a number of bytes or a size like "10m", got ' .. tostring(conf.size)
+    end
+    local store, note = base.over({
+        algorithm = conf.algorithm,
+        limit = conf.limit,
+        window_ms = conf.window_ms,
+        bucket_ms = conf.bucket_ms,
+        shared = conf.name,
+        size = size,
+        max_key_bytes = conf.max_key_bytes,
+    }, { counts_decisions = true })
+    if store and note and ngx and ngx.log then
+        ngx.log(ngx.WARN, "slidewin: ", note)
+    end
+    return store, note
+end
+
+return setmetatable(_M, { __index = base })

@@ -1,0 +1,325 @@
+//! The shared-memory store (the default) inside real nginx with several workers
+//! (nginx/shm.conf): exact limits across workers, workers SIGKILLed under load, reloads, and
+//! a flood of distinct keys against a bounded region.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Command;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use slidewin_tests::http::Response;
+use slidewin_tests::nginx::Nginx;
+
+/// When the server decided an admitted request: between X-T0 and X-T1 (its now_ms).
+fn decided(r: &Response) -> (i64, i64) {
+    let t = |h| r.header(h).expect("X-T0/X-T1 on a 200").parse().unwrap();
+    (t("X-T0"), t("X-T1"))
+}
+
+/// `clients` threads sending GET `path` back to back for `for_ms`; every response.
+fn hammer(nginx: &Nginx, path: &str, clients: usize, for_ms: u64) -> Vec<Response> {
+    let deadline = Instant::now() + Duration::from_millis(for_ms);
+    thread::scope(|s| {
+        let handles: Vec<_> = (0..clients)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    while Instant::now() < deadline {
+                        out.push(nginx.get(path));
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    })
+}
+
+/// The most admitted requests certainly inside one window of `window_ms` (both their times
+/// in it), over every window that ends at an admission; and the same count for requests that
+/// may be inside (either time in it).
+fn busiest_window(mut admitted: Vec<(i64, i64)>, window_ms: i64) -> (usize, usize) {
+    admitted.sort();
+    let (mut certain, mut possible) = (0, 0);
+    for &(_, end) in &admitted {
+        let start = end - window_ms; // the window (start, end]
+        let inside = |&&(t0, t1): &&(i64, i64)| t0 > start && t1 <= end;
+        let touches = |&&(t0, t1): &&(i64, i64)| t1 > start && t0 <= end;
+        certain = certain.max(admitted.iter().filter(inside).count());
+        possible = possible.max(admitted.iter().filter(touches).count());
+    }
+    (certain, possible)
+}
+
+fn admitted_times(responses: &[Response]) -> Vec<(i64, i64)> {
+    responses
+        .iter()
+        .filter(|r| r.status == 200)
+        .map(decided)
+        .collect()
+}
+
+#[test]
+fn four_workers_admit_exactly_the_limit_in_every_window() {
+    let nginx = Nginx::start("shm.conf", 4);
+    for (limiter, exact) in [("log", true), ("buckets", false)] {
+        let responses = hammer(&nginx, &format!("/limit/{limiter}?user=hot"), 16, 2_500);
+        assert!(responses.iter().all(|r| r.status == 200 || r.status == 429));
+        let pids: std::collections::BTreeSet<_> = responses
+            .iter()
+            .filter_map(|r| r.header("X-Worker-Pid"))
+            .collect();
+        assert!(
+            pids.len() >= 2,
+            "{limiter}: several workers served: {pids:?}"
+        );
+        let (certain, _) = busiest_window(admitted_times(&responses), 1_000);
+        assert!(
+            certain <= 100,
+            "{limiter}: {certain} admitted in one window"
+        );
+        if exact {
+            assert_eq!(
+                certain, 100,
+                "{limiter}: a saturated window holds exactly the limit"
+            );
+        }
+    }
+    // Many keys at once: each holds its own limit.
+    let responses: Vec<(usize, Response)> = thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|key| {
+                let nginx = &nginx;
+                s.spawn(move || {
+                    let path = format!("/limit/log?user=many-{key}");
+                    let out = hammer(nginx, &path, 2, 1_500);
+                    out.into_iter().map(|r| (key, r)).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    for key in 0..8 {
+        let of_key: Vec<_> = responses
+            .iter()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, r)| r.clone())
+            .collect();
+        let (certain, _) = busiest_window(admitted_times(&of_key), 1_000);
+        assert!(certain <= 100, "key {key}: {certain}");
+        assert!(
+            of_key.iter().any(|r| r.status == 429),
+            "key {key} was saturated"
+        );
+    }
+    let metrics = nginx.get("/metrics").body;
+    assert!(
+        metrics.contains("slidewin_keys{limiter=\"log\"} 9\n"),
+        "{metrics}"
+    );
+}
+
+/// One request that may meet a worker killed under it: `None` for a reset connection.
+fn try_get(port: u16, path: &str) -> Option<u16> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut raw = Vec::new();
+    let started = Instant::now();
+    let read = stream.read_to_end(&mut raw);
+    assert!(started.elapsed() < Duration::from_secs(5), "a request hung");
+    read.ok()?;
+    String::from_utf8_lossy(&raw)
+        .split(' ')
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn worker_pids(nginx: &Nginx) -> Vec<u32> {
+    let master = std::fs::read_to_string(nginx.prefix.dir.join("logs/nginx.pid")).unwrap();
+    let out = Command::new("pgrep")
+        .args(["-P", master.trim()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.parse().ok())
+        .collect()
+}
+
+#[test]
+fn workers_killed_under_load_leave_no_deadlock_and_the_limits_hold() {
+    let nginx = Nginx::start("shm.conf", 4);
+    let port = nginx.port();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (mut kills, mut answered) = (0, 0);
+    thread::scope(|s| {
+        let load: Vec<_> = (0..8)
+            .map(|c| {
+                s.spawn(move || {
+                    let mut n = 0;
+                    while Instant::now() < deadline {
+                        let path = format!("/limit/log?user=storm-{}", c % 3);
+                        n += try_get(port, &path).is_some() as usize;
+                    }
+                    n
+                })
+            })
+            .collect();
+        while Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(250));
+            if let Some(&pid) = worker_pids(&nginx).first() {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status();
+                kills += 1;
+            }
+        }
+        answered = load.into_iter().map(|h| h.join().unwrap()).sum::<usize>();
+    });
+    assert!(
+        kills >= 60 && answered > 1_000,
+        "kills {kills}, answered {answered}"
+    );
+    thread::sleep(Duration::from_millis(500)); // the master restarts the last one
+                                               // A fresh key: exactly its limit across the (restarted) workers, then 429.
+    let statuses: Vec<u16> = hammer(&nginx, "/limit/slow?user=after", 8, 800)
+        .iter()
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(statuses.iter().filter(|&&s| s == 200).count(), 50);
+    let log = nginx.error_log();
+    assert!(log.contains("exited on signal 9"), "workers were killed");
+    for crash in ["signal 11", "signal 6", "signal 7"] {
+        assert!(!log.contains(crash), "a worker crashed by itself: {log}");
+    }
+}
+
+fn reload(nginx: &Nginx) {
+    let master = std::fs::read_to_string(nginx.prefix.dir.join("logs/nginx.pid")).unwrap();
+    let status = Command::new("kill")
+        .args(["-HUP", master.trim()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn a_reload_keeps_every_window_and_a_changed_layout_starts_afresh_saying_so() {
+    let nginx = Nginx::start("shm.conf", 2);
+    // limit 50 per 4 s: 30 before the reload, then traffic through it.
+    let before = (0..30)
+        .filter(|_| nginx.get("/limit/slow?user=r").status == 200)
+        .count();
+    assert_eq!(before, 30);
+    reload(&nginx);
+    let during = hammer(&nginx, "/limit/slow?user=r", 4, 1_500);
+    let admitted = during.iter().filter(|r| r.status == 200).count();
+    assert_eq!(admitted, 20, "the reload is not a free burst");
+    assert!(!nginx.error_log().contains("layout changed"));
+
+    // Same name, another limit: a new region, one line in error.log.
+    let conf = nginx.prefix.dir.join("conf/shm.conf");
+    let text = std::fs::read_to_string(&conf).unwrap();
+    let changed = text.replace(
+        "limit = 50, window_ms = 4000",
+        "limit = 60, window_ms = 4000",
+    );
+    assert_ne!(text, changed);
+    std::fs::write(&conf, changed).unwrap();
+    reload(&nginx);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !nginx.error_log().contains("layout changed") && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(50));
+    }
+    let log = nginx.error_log();
+    assert_eq!(
+        log.matches("shared limiter \"slow\": its layout changed")
+            .count(),
+        1,
+        "{log}"
+    );
+    thread::sleep(Duration::from_millis(500)); // old workers drain
+    let after = (0..70)
+        .filter(|_| nginx.get("/limit/slow?user=r").status == 200)
+        .count();
+    assert_eq!(after, 60, "afresh, with the new limit");
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_flood_of_distinct_long_keys_stays_in_the_region_and_counts_evictions() {
+    let nginx = Nginx::start("shm.conf", 1);
+    // Keys of 1 to 8000 bytes, made inside the worker (a million over HTTP would take minutes).
+    let flood = |from: u32, to: u32| {
+        let lua = format!(
+            r#"local store = require("limits"):get("tiny").store
+            local prefixes = {{}}
+            for i = 1, 64 do prefixes[i] = string.rep(string.char(64 + i), (i * 125) % 8000) end
+            for i = {from}, {to} do
+                assert(store:incoming(prefixes[i % 64 + 1] .. i, 1, true))
+            end
+            collectgarbage()
+            return ngx.worker.pid()"#
+        );
+        let r = nginx.eval(&lua);
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.body.parse::<u32>().unwrap()
+    };
+    let pid = flood(1, 100_000);
+    let rss_before = rss_kb(pid);
+    assert_eq!(flood(100_001, 1_000_000), pid);
+    let rss_after = rss_kb(pid);
+    assert!(
+        rss_after <= rss_before + 2_048,
+        "RSS grew from {rss_before} kB to {rss_after} kB"
+    );
+    let stats = nginx.eval(
+        "local s = require('limits'):get('tiny').store:stats() \
+         return s.keys .. ' ' .. s.capacity .. ' ' .. s.evictions",
+    );
+    let v: Vec<u64> = stats.body.split(' ').map(|x| x.parse().unwrap()).collect();
+    assert!(
+        v[0] <= v[1] && v[1] > 100,
+        "keys {} of capacity {}",
+        v[0],
+        v[1]
+    );
+    assert!(v[2] >= 1_000_000 - v[1], "evictions {}", v[2]);
+    let metrics = nginx.get("/metrics").body;
+    assert!(
+        metrics.contains(&format!(
+            "slidewin_evictions_total{{limiter=\"tiny\"}} {}\n",
+            v[2]
+        )),
+        "{metrics}"
+    );
+    // A config too large for its size is refused, naming size.
+    let err = nginx.eval("return require('limits').errors.huge");
+    assert!(
+        err.body
+            .starts_with("slidewin.limiter: size must be at least ")
+            && err.body.ends_with(", got 1048576"),
+        "{}",
+        err.body
+    );
+}
