@@ -34,10 +34,10 @@ test-stream-drift:
 bench-stream:
 	$(CARGO) bench -p slidewin --bench stream
 
-# The demo nginx on 127.0.0.1:$(DEMO_PORT) in the foreground (Ctrl-C stops it). With more than one
-# worker (DEMO_WORKERS=2), /api/ (store "local") counts per worker; /api-shared/ counts for all.
+# The demo nginx on 127.0.0.1:$(DEMO_PORT) in the foreground (Ctrl-C stops it), with 2 workers:
+# /api/ (store "shm", the default) limits exactly across them.
 DEMO_PORT ?= 8080
-DEMO_WORKERS ?= 1
+DEMO_WORKERS ?= 2
 demo:
 	scripts/deps.sh nginx
 	$(MAKE) lua-module js
