@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The limiter's cost in nginx (BENCHMARKS.md, section "OpenResty").
 #  1. /loop: 1e6-call loops inside one worker (ns per call).
-#  2. wrk on loopback: /api/ (store "local", limit never reached) vs /plain/ (no limiter),
-#     alternating RUNS runs each; prints every run, the medians and their ratio, and the
-#     worker's CPU time per request (from /proc: steadier than req/s on a shared machine).
+#  2. wrk on loopback, the access phase side by side: /plain/ (no limiter), /limit_req/
+#     (nginx's own), /count/ (a hand-written shdict count + one header), /api/ (store "local"),
+#     /shm/ (store "shm"); limits never reached. RUNS alternating runs each; prints every run
+#     and the medians of req/s and of the workers' CPU time per request (from /proc: steadier
+#     than req/s on a shared machine), and each one's CPU over /plain/.
 # usage: scripts/bench-nginx.sh [RUNS=5] [DURATION=5s]   (env: PORT, WORKERS, CONNECTIONS, THREADS)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,18 +41,29 @@ rps() {
     END {printf "%.0f %.0f\n", r, (a - b) / hz * 1e9 / n}' <<<"$out"
 }
 median() { sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+# The access phase's cost, side by side: every location in each run, runs alternating.
+LOCATIONS=(/plain/ /limit_req/ /count/ /api/ /shm/)
 echo "== wrk -t$THREADS -c$CONNECTIONS -d$DURATION, $WORKERS worker(s), $RUNS runs each, alternating"
 rps /plain/ >/dev/null # warm-up
-api=() plain=() api_cpu=() plain_cpu=()
+declare -A rates cpus
 for run in $(seq "$RUNS"); do
-  read -r a ac <<<"$(rps /api/)"
-  read -r p pc <<<"$(rps /plain/)"
-  api+=("$a") plain+=("$p") api_cpu+=("$ac") plain_cpu+=("$pc")
-  echo "run $run: /api/ $a req/s ($ac ns CPU/req)   /plain/ $p req/s ($pc ns CPU/req)"
+  line="run $run:"
+  for loc in "${LOCATIONS[@]}"; do
+    read -r r c <<<"$(rps "$loc")"
+    rates[$loc]+="$r " cpus[$loc]+="$c "
+    line+="  $loc $r req/s ($c ns)"
+  done
+  echo "$line"
 done
-a=$(printf '%s\n' "${api[@]}" | median) p=$(printf '%s\n' "${plain[@]}" | median)
-ac=$(printf '%s\n' "${api_cpu[@]}" | median) pc=$(printf '%s\n' "${plain_cpu[@]}" | median)
-awk -v a="$a" -v p="$p" -v ac="$ac" -v pc="$pc" 'BEGIN {
-  printf "median: /api/ %.0f req/s, /plain/ %.0f req/s: the limiter costs %.1f%% of req/s\n", a, p, 100 * (1 - a / p)
-  printf "median worker CPU: /api/ %.0f ns/req, /plain/ %.0f ns/req: +%.0f ns per request (%.1f%%)\n", ac, pc, ac - pc, 100 * (ac / pc - 1)
-}'
+plain_cpu=$(tr ' ' '\n' <<<"${cpus[/plain/]}" | grep . | median)
+limit_req_cpu=$(tr ' ' '\n' <<<"${cpus[/limit_req/]}" | grep . | median)
+for loc in "${LOCATIONS[@]}"; do
+  r=$(tr ' ' '\n' <<<"${rates[$loc]}" | grep . | median)
+  c=$(tr ' ' '\n' <<<"${cpus[$loc]}" | grep . | median)
+  awk -v loc="$loc" -v r="$r" -v c="$c" -v p="$plain_cpu" -v l="$limit_req_cpu" 'BEGIN {
+    added = c - p; lr = l - p
+    printf "median %-12s %7.0f req/s  %6.0f ns worker CPU/req  +%5.0f ns over /plain/", loc, r, c, added
+    if (lr > 0) printf "  (%.2fx limit_req'"'"'s)", added / lr
+    printf "\n"
+  }'
+done
