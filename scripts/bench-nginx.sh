@@ -30,11 +30,11 @@ curl -sf "127.0.0.1:$PORT/loop"
 
 workers=$(pgrep -P "$(cat "$prefix/logs/nginx.pid")" | tr '\n' ' ')
 cpu_ticks() { for w in $workers; do awk '{print $14 + $15}' "/proc/$w/stat"; done | awk '{s += $1} END {print s}'; }
-# One wrk run: "req/s ns-of-worker-CPU-per-request".
+# One wrk run (path, then extra wrk arguments): "req/s ns-of-worker-CPU-per-request".
 rps() {
   local before after out
   before=$(cpu_ticks)
-  out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" "http://127.0.0.1:$PORT$1")
+  out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" "${@:2}" "http://127.0.0.1:$PORT$1")
   after=$(cpu_ticks)
   awk -v b="$before" -v a="$after" -v hz="$(getconf CLK_TCK)" '
     /requests in/ {n = $1} /Requests\/sec/ {r = $2}
@@ -67,3 +67,18 @@ for loc in "${LOCATIONS[@]}"; do
     printf "\n"
   }'
 done
+
+# With several workers (WORKERS=2): one hot key (every worker on one set lock) against 10000
+# keys, alternating.
+if [ "$WORKERS" -gt 1 ]; then
+  echo "== $WORKERS workers: store shm on one hot key vs on 10000 keys"
+  hot=() many=()
+  for run in $(seq "$RUNS"); do
+    read -r h _ <<<"$(rps /shm/)"
+    read -r m _ <<<"$(rps /shm-users/ -s scripts/wrk-random-user.lua)"
+    hot+=("$h") many+=("$m")
+    echo "run $run: hot key $h req/s   10000 keys $m req/s"
+  done
+  h=$(printf '%s\n' "${hot[@]}" | median) m=$(printf '%s\n' "${many[@]}" | median)
+  awk -v h="$h" -v m="$m" 'BEGIN { printf "median: hot key %.0f req/s, 10000 keys %.0f req/s: %.2fx\n", h, m, m / h }'
+fi

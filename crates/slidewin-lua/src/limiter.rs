@@ -11,12 +11,13 @@
 //! `resty.limit.traffic.combine`. `retry_after_ms` is nil when `cost` exceeds the limit (never).
 
 use mlua::{Lua, Result as LuaResult, Value};
-use slidewin::shared::{ProcessOwner, SharedLimiter, Zone, ZoneStats};
+use slidewin::shared::{SharedLimiter, Zone, ZoneStats};
 use slidewin::{BucketQuota, BucketWindow, Decision, Error, Keyed, Limiter, Quota};
 use slidewin::{SlidingCounter, SlidingLog};
 
 use crate::args::{self, error};
 use crate::now_ms;
+use crate::mapping::WorkerOwner;
 use crate::shared::{self, Region, Spec};
 
 /// Keys are the bytes of a Lua string (or of a number's decimal form).
@@ -220,7 +221,7 @@ fn in_region(spec: &Spec) -> LuaResult<Made> {
 
 /// Checks that `spec.size` holds one set of keys of `L`.
 fn per_key<L: SharedLimiter>(config: L::Config, spec: &Spec) -> Result<(), Error> {
-    Zone::<Region, L, ProcessOwner>::capacity_for(&config, spec.max_key_bytes, spec.size).map(drop)
+    Zone::<Region, L, WorkerOwner>::capacity_for(&config, spec.max_key_bytes, spec.size).map(drop)
 }
 
 /// A keyed store of limiter `L` behind the [`Store`] seam.

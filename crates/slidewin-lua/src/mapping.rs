@@ -1,8 +1,11 @@
 //! Shared memory for `slidewin.limiter{ shared = ... }`: anonymous `MAP_SHARED` mappings made
 //! in nginx's master (in `init_by_lua*`, before the fork), so every worker inherits the same
-//! pages. The only `unsafe` of the shared store is here.
+//! pages, and the workers' identity as lock owners. The only `unsafe` of the shared store is
+//! here.
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use slidewin::shared::{Owner, ProcessOwner};
 
 /// An anonymous shared mapping of `bytes` (page-aligned, zeroed), unmapped on drop.
 pub struct Mapping {
@@ -53,5 +56,48 @@ impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: mapped in `new`, unmapped once; no `words()` borrow outlives self.
         unsafe { libc::munmap(self.ptr, self.bytes) };
+    }
+}
+
+/// Worker processes as lock owners ([`slidewin::shared::ProcessOwner`]), with the process id
+/// cached: `getpid` is a system call on every lock otherwise. A fork handler forgets the
+/// cached id in the child, so each worker caches its own.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkerOwner;
+
+static PID: AtomicU64 = AtomicU64::new(0);
+static FORK_HANDLER: std::sync::Once = std::sync::Once::new();
+
+extern "C" fn forget_pid() {
+    PID.store(0, Ordering::Relaxed);
+}
+
+impl WorkerOwner {
+    pub fn new() -> Self {
+        FORK_HANDLER.call_once(|| {
+            // SAFETY: registers a handler that only stores to an atomic (async-signal-safe),
+            // once per process; the module is never unloaded from a process that forks after.
+            unsafe { libc::pthread_atfork(None, None, Some(forget_pid)) };
+        });
+        Self
+    }
+}
+
+impl Owner for WorkerOwner {
+    fn id(&self) -> u64 {
+        match PID.load(Ordering::Relaxed) {
+            0 => {
+                let pid = u64::from(std::process::id());
+                PID.store(pid, Ordering::Relaxed);
+                pid
+            }
+            pid => pid,
+        }
+    }
+    fn is_alive(&self, id: u64) -> bool {
+        ProcessOwner.is_alive(id)
+    }
+    fn pause(&self) {
+        ProcessOwner.pause();
     }
 }

@@ -11,11 +11,11 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
-use slidewin::shared::{ProcessOwner, SharedLimiter, Zone, ZoneStats};
+use slidewin::shared::{SharedLimiter, Zone, ZoneStats};
 use slidewin::{Decision, Error};
 
 use crate::limiter::Store;
-use crate::mapping::Mapping;
+use crate::mapping::{Mapping, WorkerOwner};
 
 /// A mapped region, shared by the zones that use it.
 #[derive(Clone)]
@@ -87,11 +87,11 @@ pub fn store<L: SharedLimiter + 'static>(
     region: Region,
     max_key_bytes: usize,
 ) -> Result<Box<dyn Store>, Error> {
-    let (zone, _) = Zone::<_, L, _>::attach(region, config, max_key_bytes, ProcessOwner, seed())?;
+    let (zone, _) = Zone::<_, L, _>::attach(region, config, max_key_bytes, WorkerOwner::new(), seed())?;
     Ok(Box::new(zone))
 }
 
-impl<L: SharedLimiter> Store for Zone<Region, L, ProcessOwner> {
+impl<L: SharedLimiter> Store for Zone<Region, L, WorkerOwner> {
     fn decide(
         &mut self,
         key: &[u8],
