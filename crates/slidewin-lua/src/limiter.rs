@@ -16,8 +16,8 @@ use slidewin::{BucketQuota, BucketWindow, Decision, Error, Keyed, Limiter, Quota
 use slidewin::{SlidingCounter, SlidingLog};
 
 use crate::args::{self, error};
-use crate::now_ms;
 use crate::mapping::WorkerOwner;
+use crate::now_ms;
 use crate::shared::{self, Region, Spec};
 
 /// Keys are the bytes of a Lua string (or of a number's decimal form).
@@ -41,39 +41,56 @@ pub trait Store {
     fn stats(&self) -> ZoneStats;
 }
 
-impl<L: Limiter> Store for Keyed<L, Key> {
-    fn decide(
-        &mut self,
-        key: &[u8],
-        now_ms: i64,
-        cost: u64,
-        commit: bool,
-    ) -> Result<Decision, Error> {
-        if commit {
-            self.check_at(key, now_ms, cost)
-        } else {
-            self.peek_at(key, now_ms, cost)
+/// Implements [`Store`] for a keyed type with `check_at`/`peek_at`/`uncommit_at`/`reset`
+/// methods, given how to read its stats.
+macro_rules! keyed_store {
+    (impl<L: $bound:path> for $ty:ty, stats: |$this:ident| $stats:expr) => {
+        impl<L: $bound> Store for $ty {
+            fn decide(
+                &mut self,
+                key: &[u8],
+                now_ms: i64,
+                cost: u64,
+                commit: bool,
+            ) -> Result<slidewin::Decision, slidewin::Error> {
+                if commit {
+                    self.check_at(key, now_ms, cost)
+                } else {
+                    self.peek_at(key, now_ms, cost)
+                }
+            }
+            fn uncommit(
+                &mut self,
+                key: &[u8],
+                now_ms: i64,
+                cost: u64,
+            ) -> Result<(), slidewin::Error> {
+                self.uncommit_at(key, now_ms, cost)
+            }
+            fn reset(&mut self, key: &[u8]) {
+                <$ty>::reset(self, key);
+            }
+            fn stats(&self) -> ZoneStats {
+                let $this = self;
+                $stats
+            }
         }
-    }
-    fn uncommit(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
-        self.uncommit_at(key, now_ms, cost)
-    }
-    fn reset(&mut self, key: &[u8]) {
-        Keyed::reset(self, key);
-    }
-    fn stats(&self) -> ZoneStats {
-        let stats = Keyed::stats(self);
-        ZoneStats {
-            keys: stats.keys as u64,
-            capacity: self.max_keys() as u64,
-            evictions: stats.evictions,
-            reclaimed: stats.reclaimed,
-            repairs: 0,
-            allowed: stats.allowed,
-            rejected: stats.rejected,
-        }
-    }
+    };
 }
+pub(crate) use keyed_store;
+
+keyed_store!(impl<L: Limiter> for Keyed<L, Key>, stats: |keyed| {
+    let stats = keyed.stats();
+    ZoneStats {
+        keys: stats.keys as u64,
+        capacity: keyed.max_keys() as u64,
+        evictions: stats.evictions,
+        reclaimed: stats.reclaimed,
+        repairs: 0,
+        allowed: stats.allowed,
+        rejected: stats.rejected,
+    }
+});
 
 /// What a `slidewin.limiter{...}` object holds (its Lua side is in [`crate::object`]).
 pub struct LuaLimiter {

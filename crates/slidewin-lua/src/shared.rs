@@ -12,9 +12,9 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use slidewin::shared::{SharedLimiter, Zone, ZoneStats};
-use slidewin::{Decision, Error};
+use slidewin::Error;
 
-use crate::limiter::Store;
+use crate::limiter::{keyed_store, Store};
 use crate::mapping::{Mapping, WorkerOwner};
 
 /// A mapped region, shared by the zones that use it.
@@ -87,31 +87,9 @@ pub fn store<L: SharedLimiter + 'static>(
     region: Region,
     max_key_bytes: usize,
 ) -> Result<Box<dyn Store>, Error> {
-    let (zone, _) = Zone::<_, L, _>::attach(region, config, max_key_bytes, WorkerOwner::new(), seed())?;
+    let (zone, _) =
+        Zone::<_, L, _>::attach(region, config, max_key_bytes, WorkerOwner::new(), seed())?;
     Ok(Box::new(zone))
 }
 
-impl<L: SharedLimiter> Store for Zone<Region, L, WorkerOwner> {
-    fn decide(
-        &mut self,
-        key: &[u8],
-        now_ms: i64,
-        cost: u64,
-        commit: bool,
-    ) -> Result<Decision, Error> {
-        if commit {
-            self.check_at(key, now_ms, cost)
-        } else {
-            self.peek_at(key, now_ms, cost)
-        }
-    }
-    fn uncommit(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
-        self.uncommit_at(key, now_ms, cost)
-    }
-    fn reset(&mut self, key: &[u8]) {
-        Zone::reset(self, key);
-    }
-    fn stats(&self) -> ZoneStats {
-        Zone::stats(self)
-    }
-}
+keyed_store!(impl<L: SharedLimiter> for Zone<Region, L, WorkerOwner>, stats: |zone| zone.stats());

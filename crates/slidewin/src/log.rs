@@ -59,7 +59,7 @@ impl<E: Entries> LogState<E> {
 
     /// Whether the log holds nothing.
     pub fn is_empty(&self) -> bool {
-        self.entries.len() == 0
+        Entries::is_empty(&self.entries)
     }
 
     /// Cost admitted up to `through`, counted from the front of the log.
@@ -113,7 +113,7 @@ impl<E: Entries> Window for LogState<E> {
     #[inline]
     fn advance(&mut self, quota: &Quota, now_ms: i64) {
         let oldest_kept = now_ms - quota.window_ms();
-        while self.entries.len() > 0 {
+        while !Entries::is_empty(&self.entries) {
             let front = self.entries.get(0);
             if front.ms > oldest_kept {
                 break;
@@ -148,7 +148,7 @@ impl<E: Entries> Window for LogState<E> {
     #[inline]
     fn unrecord(&mut self, quota: &Quota, cost: u64) {
         let keep = self.used(quota).saturating_sub(cost);
-        while self.entries.len() > 0 && self.since_front(self.before_back()) >= keep {
+        while !Entries::is_empty(&self.entries) && self.since_front(self.before_back()) >= keep {
             self.entries.pop_back();
         }
         if self.entries.len() > 0 {

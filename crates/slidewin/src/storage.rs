@@ -10,6 +10,10 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 pub trait Cells {
     /// How many counters.
     fn len(&self) -> usize;
+    /// Whether there are none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     /// Counter `i` (`i < len`).
     fn get(&self, i: usize) -> u64;
     /// Sets counter `i` (`i < len`).
@@ -82,6 +86,10 @@ pub struct Entry {
 pub trait Entries {
     /// How many entries.
     fn len(&self) -> usize;
+    /// Whether there are none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     /// Entry `i`, oldest first (`i < len`).
     fn get(&self, i: usize) -> Entry;
     /// Sets the running sum of the newest entry (there is one).
