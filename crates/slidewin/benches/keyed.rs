@@ -13,8 +13,10 @@ use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Thro
 mod governor_keyed;
 
 use governor_keyed::GovernorKeyed;
+use slidewin::shared::{Owner, Zone};
 use slidewin::{Keyed, Quota, ShardedKeyed, SlidingCounter};
 use std::hint::black_box;
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 const KEYS: u64 = 1_000_000;
@@ -22,6 +24,17 @@ const CALLS_PER_MS: u64 = 4;
 
 fn quota() -> Quota {
     Quota::new(1_000, 1_000).unwrap()
+}
+
+/// One process, one thread: the lock owner of the shared store's bench.
+struct OneProcess;
+impl Owner for OneProcess {
+    fn id(&self) -> u64 {
+        1
+    }
+    fn is_alive(&self, _: u64) -> bool {
+        true
+    }
 }
 
 /// CPU time this thread has run (CLOCK_THREAD_CPUTIME_ID).
@@ -87,6 +100,24 @@ fn single_thread(c: &mut Criterion) {
     );
     assert_eq!(keyed.stats().evictions, 0);
     drop(keyed);
+
+    // The shared-memory store on a heap region sized for 1.5 M keys (8-way sets, so some
+    // evict before the region is full), keys as their 8 bytes.
+    let bytes = 3 * KEYS as usize / 2
+        * Zone::<&[AtomicU64], SlidingCounter, OneProcess>::bytes_per_key(&quota(), 16).unwrap();
+    let region: Vec<AtomicU64> = (0..bytes / 8).map(|_| AtomicU64::new(0)).collect();
+    let (zone, _) =
+        Zone::<_, SlidingCounter, _>::attach(&region[..], quota(), 16, OneProcess, [1, 2]).unwrap();
+    bench_calls(
+        &mut group,
+        "slidewin shared::Zone<SlidingCounter>",
+        |key, now_ms| {
+            zone.check_at(&key.to_le_bytes(), now_ms, 1)
+                .unwrap()
+                .allowed
+        },
+    );
+    drop(region);
 
     let mut governor = GovernorKeyed::per_second(1_000);
     bench_calls(
