@@ -324,3 +324,16 @@ fn a_flood_of_distinct_long_keys_stays_in_the_region_and_counts_evictions() {
         err.body
     );
 }
+
+#[test]
+fn a_shm_store_made_after_the_fork_is_refused_naming_the_phase() {
+    let nginx = Nginx::start("shm.conf", 1);
+    let r = nginx.eval(
+        "local sw, err = require('resty.slidewin').new{ name = 'late', limit = 1, window_ms = 1000 } \
+         return tostring(sw) .. ' ' .. err",
+    );
+    assert_eq!(
+        r.body,
+        "nil store \"shm\" must be made in init_by_lua* (before the workers fork), not in content"
+    );
+}
