@@ -15,7 +15,7 @@
 -- Stores (conf.store, module resty.slidewin.store.<name>):
 --   "shm"    (default) one region of shared memory for all workers of this nginx, made in
 --            init_by_lua*: every algorithm, exact like the in-process limiter; conf.size
---            ("10m") bounds its memory, conf.max_key_bytes (256) the keys stored as they are.
+--            ("10m") bounds its memory, conf.max_key_bytes (64) the keys stored as they are.
 --   "local"  the Rust limiter inside each worker. State is PER WORKER: with N workers a client
 --            may be admitted up to N x limit per window (each worker counts what it sees).
 --   "shdict" one lua_shared_dict (conf.dict) shared by all workers of one nginx: the

@@ -24,7 +24,7 @@ use crate::shared::{self, Region, Spec};
 type Key = Vec<u8>;
 
 const DEFAULT_MAX_KEYS: u64 = 100_000;
-const DEFAULT_MAX_KEY_BYTES: u64 = 256;
+const DEFAULT_MAX_KEY_BYTES: u64 = 64;
 
 /// The operations the Lua object needs, over any of the three keyed algorithms, in this
 /// worker ([`Keyed`]) or in shared memory ([`crate::shared`]).

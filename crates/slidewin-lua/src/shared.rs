@@ -1,4 +1,4 @@
-//! `slidewin.limiter{ ..., shared = "name", size = bytes, max_key_bytes = 256 }`: a keyed
+//! `slidewin.limiter{ ..., shared = "name", size = bytes, max_key_bytes = 64 }`: a keyed
 //! limiter in shared memory ([`slidewin::shared::Zone`]) for every worker of one nginx.
 //!
 //! Make it in `init_by_lua*`: that runs in the master before the workers fork, so they all

@@ -3,7 +3,7 @@
 -- in-process limiter (slidewin::shared::Zone; see README "Shared memory").
 --
 -- Made in init_by_lua* (the master maps the region before the workers fork). conf.size
--- (bytes, or "64k" / "10m") bounds all its memory; conf.max_key_bytes (256) is the longest key
+-- (bytes, or "64k" / "10m") bounds all its memory; conf.max_key_bytes (64) is the longest key
 -- stored as it is (longer keys are stored as a keyed 128-bit digest). The region outlives
 -- `nginx -s reload` when the config is unchanged; a changed one starts afresh, said once in
 -- error.log. The store counts its own decisions (allowed, rejected, evictions) in the region.
