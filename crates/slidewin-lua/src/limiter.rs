@@ -21,6 +21,9 @@ use crate::now_ms;
 type Key = Vec<u8>;
 
 const DEFAULT_MAX_KEYS: u64 = 100_000;
+/// Longer keys are kept as a 16-byte digest: with the defaults a store's key text is at most
+/// about 100,000 x 256 bytes, whatever the clients send.
+const DEFAULT_MAX_KEY_BYTES: u64 = 256;
 
 /// The operations the Lua object needs, over any of the three keyed algorithms.
 trait Store {
@@ -45,16 +48,16 @@ impl<L: Limiter> Store for Keyed<L, Key> {
         commit: bool,
     ) -> Result<Decision, Error> {
         if commit {
-            self.check_at(key, now_ms, cost)
+            self.check_bytes_at(key, now_ms, cost)
         } else {
-            self.peek_at(key, now_ms, cost)
+            self.peek_bytes_at(key, now_ms, cost)
         }
     }
     fn uncommit(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
-        self.uncommit_at(key, now_ms, cost)
+        self.uncommit_bytes_at(key, now_ms, cost)
     }
     fn reset(&mut self, key: &[u8]) {
-        Keyed::reset(self, key);
+        self.reset_bytes(key);
     }
     fn stats(&self) -> KeyedStats {
         Keyed::stats(self)
@@ -92,7 +95,7 @@ impl LuaLimiter {
 
 const NEW: &str = "slidewin.limiter";
 
-/// `slidewin.limiter{ algorithm, limit, window_ms, bucket_ms, max_keys }`.
+/// `slidewin.limiter{ algorithm, limit, window_ms, bucket_ms, max_keys, max_key_bytes }`.
 pub fn new(lua: &Lua, opts: Value) -> LuaResult<Value> {
     let Value::Table(opts) = opts else {
         let got = args::describe(&opts);
@@ -112,20 +115,27 @@ pub fn new(lua: &Lua, opts: Value) -> LuaResult<Value> {
     let (limit, window_ms) = (positive("limit")?, positive("window_ms")?);
     let max_keys = args::field_positive(NEW, &opts, "max_keys")?.unwrap_or(DEFAULT_MAX_KEYS);
     let max_keys = usize::try_from(max_keys).unwrap_or(usize::MAX);
+    let max_key_bytes =
+        args::field_positive(NEW, &opts, "max_key_bytes")?.unwrap_or(DEFAULT_MAX_KEY_BYTES);
+    let max_key_bytes = usize::try_from(max_key_bytes).unwrap_or(usize::MAX);
     // Fits: field_positive admits integers up to 2^53.
     let window_ms = window_ms as i64;
     let algorithm: Value = opts.raw_get("algorithm")?;
     let store = match &algorithm {
-        Value::Nil => keyed::<SlidingLog>(Quota::new(limit, window_ms), max_keys),
+        Value::Nil => keyed::<SlidingLog>(Quota::new(limit, window_ms), max_keys, max_key_bytes),
         Value::String(s) if s == "log" => {
-            keyed::<SlidingLog>(Quota::new(limit, window_ms), max_keys)
+            keyed::<SlidingLog>(Quota::new(limit, window_ms), max_keys, max_key_bytes)
         }
         Value::String(s) if s == "counter" => {
-            keyed::<SlidingCounter>(Quota::new(limit, window_ms), max_keys)
+            keyed::<SlidingCounter>(Quota::new(limit, window_ms), max_keys, max_key_bytes)
         }
         Value::String(s) if s == "buckets" => {
             let bucket_ms = positive("bucket_ms")? as i64;
-            keyed::<BucketWindow>(BucketQuota::new(limit, window_ms, bucket_ms), max_keys)
+            keyed::<BucketWindow>(
+                BucketQuota::new(limit, window_ms, bucket_ms),
+                max_keys,
+                max_key_bytes,
+            )
         }
         other => {
             let got = args::describe(other);
@@ -146,6 +156,9 @@ pub fn new(lua: &Lua, opts: Value) -> LuaResult<Value> {
 fn keyed<L: Limiter + 'static>(
     config: Result<L::Config, Error>,
     max_keys: usize,
+    max_key_bytes: usize,
 ) -> Result<Box<dyn Store>, Error> {
-    Ok(Box::new(Keyed::<L, Key>::new(config?, max_keys)?))
+    Ok(Box::new(
+        Keyed::<L, Key>::new(config?, max_keys)?.with_max_key_bytes(max_key_bytes)?,
+    ))
 }
