@@ -139,6 +139,14 @@ local function refusal(self, previous, current, elapsed, cost)
     return false, room, wait_ms(self, previous, current, elapsed, cost), reset_ms(self, previous, current, elapsed)
 end
 
+-- Methods called with `.` get `self` wrong: say so, not "attempt to index a number value".
+local function check_self(self, method)
+    if getmetatable(self) ~= mt then
+        error(("store:%s: self must be a shdict store (call store:%s(...) with ':'), got %s"):format(method,
+            method, type(self) == "string" and '"' .. self .. '"' or tostring(self)), 3)
+    end
+end
+
 -- The dict keys' tail for `key`: "|key", or "#digest" when the key is too long.
 local function key_tail(self, key, method)
     local key_type = type(key)
@@ -160,6 +168,7 @@ local function check_cost(cost, method)
 end
 
 function _M.incoming(self, key, cost, commit)
+    check_self(self, "incoming")
     local tail = key_tail(self, key, "incoming")
     check_cost(cost, "incoming")
     local dict, limit = self.dict, self.limit
@@ -196,6 +205,7 @@ end
 
 -- Gives back `cost` from the current window, then from the previous one (as SlidingCounter).
 function _M.uncommit(self, key, cost)
+    check_self(self, "uncommit")
     local tail = key_tail(self, key, "uncommit")
     check_cost(cost, "uncommit")
     local dict = self.dict
@@ -219,6 +229,7 @@ end
 
 -- Keys that made a request in the current window.
 function _M.keys(self)
+    check_self(self, "keys")
     return self.dict:get(self.keys_prefix .. (position(self, now_ms()))) or 0
 end
 
