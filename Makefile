@@ -73,3 +73,7 @@ FUZZ_ITERATIONS ?= 2000000
 fuzz: test-deps lua-module
 	FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release -p slidewin --test fuzz
 	FUZZ_ITERATIONS=$(FUZZ_ITERATIONS) $(CARGO) test -p slidewin-tests --test lua_fuzz -- --nocapture
+
+# Load and faults on the demo: 60 s of valid, hostile and huge requests (BENCHMARKS.md).
+bench-fault:
+	scripts/bench-fault.sh
