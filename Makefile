@@ -3,6 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 
 .PHONY: test test-rust test-stream-drift bench-stream test-deps test-nginx lua-module demo deps test-js js bench-js
+.PHONY: fuzz bench-fault
 
 deps:
 	scripts/deps.sh all
@@ -64,3 +65,15 @@ test-js: js
 	$(CARGO) run -q -p slidewin-wasm --example fixtures > js/test/fixtures.json
 	cd js && node --test test/
 	$(CARGO) test -q -p slidewin-tests --test dashboard -- --ignored
+
+# Longer fuzzing than make test's (README, "Hardening"): FUZZ_CASES random traces per property of
+# crates/slidewin/tests/fuzz.rs (release build), then FUZZ_ITERATIONS random Lua API calls in nginx.
+FUZZ_CASES ?= 10000
+FUZZ_ITERATIONS ?= 2000000
+fuzz: test-deps lua-module
+	FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release -p slidewin --test fuzz
+	FUZZ_ITERATIONS=$(FUZZ_ITERATIONS) $(CARGO) test -p slidewin-tests --test lua_fuzz -- --nocapture
+
+# Load and faults on the demo: 60 s of valid, hostile and huge requests (BENCHMARKS.md).
+bench-fault:
+	scripts/bench-fault.sh

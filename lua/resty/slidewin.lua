@@ -15,7 +15,7 @@
 -- Stores (conf.store, module resty.slidewin.store.<name>):
 --   "shm"    (default) one region of shared memory for all workers of this nginx, made in
 --            init_by_lua*: every algorithm, exact like the in-process limiter; conf.size
---            ("10m") bounds its memory, conf.max_key_bytes (64) the keys stored as they are.
+--            ("10m") bounds its memory.
 --   "local"  the Rust limiter inside each worker. State is PER WORKER: with N workers a client
 --            may be admitted up to N x limit per window (each worker counts what it sees).
 --   "shdict" one lua_shared_dict (conf.dict) shared by all workers of one nginx: the
@@ -37,8 +37,8 @@
 --   as store:incoming (local, shm): enforce calls it directly, one Lua call less per request
 --
 -- Config: name (letters, digits, _ . -), algorithm ("log" | "buckets" | "counter"), limit,
--- window_ms, bucket_ms (buckets), max_keys (100000, local), size and max_key_bytes (shm),
--- store ("shm"), dict (shdict),
+-- window_ms, bucket_ms (buckets), max_keys (100000, local), max_key_bytes (64: longer keys are
+-- kept as a digest of a seeded hash), size (shm, "10m"), store ("shm"), dict (shdict),
 -- metrics_dict (a lua_shared_dict for node-wide metrics; default conf.dict; without one,
 -- metrics are per worker), status (429), body, on_store_error ("allow" | "deny": the answer
 -- while the store fails; one error.log line per error_log_interval_ms (10000) per worker),
@@ -49,6 +49,8 @@ local now_ms = require("slidewin").now_ms
 
 local ceil = math.ceil
 local concat = table.concat
+local format = string.format
+local huge = math.huge
 local ngx = ngx
 
 local _M = { _VERSION = "0.1.0" }
@@ -68,6 +70,15 @@ local function invalid(field, expected, v)
     return nil, field .. " must be " .. expected .. ", got " .. show(v)
 end
 
+-- A whole number as header digits: concatenation writes 1e14 and above in exponent form
+-- ("1e+14"), which is no structured-field integer.
+local function digits(n)
+    if n < 1e14 then
+        return n
+    end
+    return format("%d", n)
+end
+
 local function positive_integer(v)
     return type(v) == "number" and v >= 1 and v % 1 == 0 and v < 2 ^ 53
 end
@@ -84,6 +95,7 @@ local function validate(opts)
     conf.algorithm = conf.algorithm or "log"
     conf.store = conf.store or "shm"
     conf.max_keys = conf.max_keys or 100000
+    conf.max_key_bytes = conf.max_key_bytes or 64
     conf.status = conf.status or 429
     conf.body = conf.body or "Too Many Requests\n"
     conf.on_store_error = conf.on_store_error or "allow"
@@ -95,7 +107,7 @@ local function validate(opts)
     if not ALGORITHMS[conf.algorithm] then
         return invalid("algorithm", '"log", "buckets" or "counter"', conf.algorithm)
     end
-    for _, field in ipairs { "limit", "window_ms", "max_keys" } do
+    for _, field in ipairs { "limit", "window_ms", "max_keys", "max_key_bytes" } do
         if not positive_integer(conf[field]) then
             return invalid(field, "a positive integer", conf[field])
         end
@@ -150,8 +162,8 @@ function _M.new(opts)
         conf = conf,
         name = conf.name,
         store = store,
-        metrics = counters,
-        policy = concat { '"', conf.name, '";q=', conf.limit, ";w=", ceil(conf.window_ms / 1000) },
+        counters = counters,
+        policy = concat { '"', conf.name, '";q=', digits(conf.limit), ";w=", digits(ceil(conf.window_ms / 1000)) },
         fail_open = conf.on_store_error == "allow",
         counts_decisions = not store.counts_decisions,
         decide = store.lim and store.lim.decide or store.incoming,
@@ -163,13 +175,21 @@ function _M.new(opts)
 end
 
 local function seconds(ms)
-    return ceil(ms / 1000)
+    return digits(ceil(ms / 1000))
+end
+
+-- Methods called with `.` get `self` wrong: say so, not "attempt to index a nil value".
+local function check_self(self, method)
+    if getmetatable(self) ~= mt then
+        error(format("sw:%s: self must be a resty.slidewin limiter (call sw:%s(...) with ':'), got %s",
+            method, method, show(self)), 3)
+    end
 end
 
 local function set_headers(self, remaining, t_ms)
     local header = ngx.header
     header["RateLimit-Policy"] = self.policy
-    header["RateLimit"] = self.rate_prefix .. remaining .. ";t=" .. seconds(t_ms)
+    header["RateLimit"] = self.rate_prefix .. digits(remaining) .. ";t=" .. seconds(t_ms)
 end
 
 local function refuse(self)
@@ -196,14 +216,23 @@ end
 
 -- Admit (set headers, return true) or refuse (answer conf.status and end the request).
 function _M.enforce(self, key, cost)
+    check_self(self, "enforce")
+    local key_type = type(key)
+    if not (key_type == "string" or key_type == "number" and key == key and key ~= huge and key ~= -huge) then
+        error("sw:enforce: key must be a string or a finite number, got " .. show(key), 2)
+    end
     if cost == nil then
         cost = 1
     elseif not (type(cost) == "number" and cost >= 0 and cost % 1 == 0) then
         error("sw:enforce: cost must be a non-negative integer, got " .. show(cost), 2)
+    elseif cost > self.conf.limit then
+        -- Never fits, whatever the store: every store answers limit + 1 with the same refusal,
+        -- and its arithmetic stays exact (1e17 would not).
+        cost = self.conf.limit + 1
     end
     local allowed, remaining, retry_after_ms, reset_after_ms, decided_locally =
         self.decide(self.decider, key, cost, true)
-    local counters = self.metrics
+    local counters = self.counters
     if allowed == nil then
         counters:incr("store_errors")
         log_store_error(self, remaining)
@@ -236,30 +265,39 @@ end
 
 -- { allowed, rejected, store_errors, local_refusals, keys } for this limiter (node-wide with a metrics dict).
 function _M.stats(self)
-    return self.metrics:snapshot()
+    check_self(self, "stats")
+    return self.counters:snapshot()
 end
 
-local function metrics_of(limiters)
+local function metrics_of(function_name, limiters)
+    if type(limiters) ~= "table" then
+        error(format("slidewin.%s: limiters must be an array of limiters, got %s", function_name, show(limiters)), 3)
+    end
     local list = {}
     for i, sw in ipairs(limiters) do
-        list[i] = sw.metrics
+        if getmetatable(sw) ~= mt then
+            error(format("slidewin.%s: limiters[%d] must be a resty.slidewin limiter, got %s",
+                function_name, i, show(sw)), 3)
+        end
+        list[i] = sw.counters
     end
     return list
 end
 
 -- Prometheus text for this limiter.
 function _M.metrics(self)
-    return metrics.render { self.metrics }
+    check_self(self, "metrics")
+    return metrics.render { self.counters }
 end
 
 -- Prometheus text for several limiters: slidewin.metrics_text{ api, api_shared }.
 function _M.metrics_text(limiters)
-    return metrics.render(metrics_of(limiters))
+    return metrics.render(metrics_of("metrics_text", limiters))
 end
 
 -- {"now_ms": ..., "limiters": {"<name>": {"allowed", "rejected", "store_errors", "keys"}}}.
 function _M.stats_json(limiters)
-    return metrics.json(metrics_of(limiters), now_ms())
+    return metrics.json(metrics_of("stats_json", limiters), now_ms())
 end
 
 return _M

@@ -60,6 +60,46 @@ test("method arguments are named with their values", function()
     assert(raised(lim.stats, {}):find("slidewin.limiter expected, got table", 1, true))
 end)
 
+test("a limiter's __gc cannot free it twice (issue 12: SIGSEGV)", function()
+    local lim = slidewin.limiter { limit = 1, window_ms = 1000 }
+    eq(getmetatable(lim), false, "the metatable is hidden")
+    assert(not pcall(function() return getmetatable(lim).__gc(lim) end), "no __gc through getmetatable")
+    local gc = debug.getmetatable(lim).__gc
+    gc(lim)
+    gc(lim)
+    eq(raised(lim.incoming, lim, "a", true), "lim:incoming: the limiter was collected (its __gc ran)")
+    eq(raised(lim.stats, lim), "lim:stats: the limiter was collected (its __gc ran)")
+    lim = nil
+    collectgarbage()
+    collectgarbage()
+end)
+
+test("a whole cost above 2^53 is refused like any cost above the limit", function()
+    local lim = slidewin.limiter { limit = 3, window_ms = 60000 }
+    for _, cost in ipairs { 2 ^ 53, 1e17, 1e300 } do
+        local delay, err, retry = lim:incoming("a", true, cost)
+        eq(delay, nil, "delay for cost " .. cost)
+        eq(err, "rejected")
+        eq(retry, nil, "retry for cost " .. cost)
+        eq(lim:check("a", 1e17).remaining, 3, "nothing recorded")
+    end
+    eq(raised(lim.incoming, lim, "a", true, 1 / 0), "lim:incoming: cost must be a non-negative integer, got inf")
+    eq(lim:uncommit("a", 1e17), true, "a huge refund empties the key")
+end)
+
+test("keys longer than max_key_bytes are kept as a digest: bounded bytes, still one key each", function()
+    local lim = slidewin.limiter { limit = 2, window_ms = 60000, max_key_bytes = 16 }
+    local long = string.rep("x", 100000)
+    eq(lim:incoming(long, true), 0)
+    eq(lim:incoming(long, true), 0)
+    eq(lim:incoming(long, true), nil, "the same long key is one key")
+    eq(lim:incoming(long .. "y", true), 0, "another long key is another key")
+    eq(lim:incoming(string.rep("x", 16), true), 0, "a key at the bound is kept as it is")
+    eq(lim:stats().keys, 3)
+    eq(raised(slidewin.limiter, { limit = 1, window_ms = 5, max_key_bytes = 0 }),
+        "slidewin.limiter: max_key_bytes must be a positive integer, got 0")
+end)
+
 test("incoming follows lua-resty-limit-traffic", function()
     local lim = slidewin.limiter { algorithm = "log", limit = 3, window_ms = 60000 }
     for want = 2, 0, -1 do
@@ -177,8 +217,12 @@ local function fake_dict()
     local values, ttls = {}, {}
     return {
         ttls = ttls,
+        values = values,
         get = function(_, k) return values[k] end,
         set = function(_, k, v) values[k] = v end,
+        add = function(_, k, v)
+            if values[k] == nil then values[k] = v end
+        end,
         incr = function(_, k, n, init, init_ttl)
             local v = values[k]
             if v == nil then
@@ -192,7 +236,20 @@ local function fake_dict()
         end,
     }
 end
-ngx = { shared = { slidewin = fake_dict() } } -- luacheck: ignore (the global the layer reads)
+-- sha1_bin: a stand-in digest of 20 bytes, enough to tell keys apart in these tests.
+local function fake_sha1_bin(s)
+    local h1, h2 = 5381, 7
+    for i = 1, #s do
+        local b = s:byte(i)
+        h1, h2 = (h1 * 33 + b) % 4294967291, (h2 * 31 + b) % 4294967279
+    end
+    return string.format("%010d%010d", h1, h2)
+end
+ngx = { -- luacheck: ignore (the global the layer reads)
+    shared = { slidewin = fake_dict() },
+    sha1_bin = fake_sha1_bin,
+    encode_base64 = function(s) return s end,
+}
 
 local layer = require "resty.slidewin"
 
@@ -290,6 +347,80 @@ test("shm store (the default): size as bytes or nginx units, errors naming it", 
         local none, err = layer.new(case[1])
         eq(none, nil, case[2])
         eq(err, case[2])
+    end
+end)
+
+test("a limit up to 2^53 is written in headers as exact digits (issue 12)", function()
+    for limit, q in pairs { [1e14] = "100000000000000", [123456789012345] = "123456789012345",
+        [2 ^ 53 - 1] = "9007199254740991", [30] = "30" } do
+        local sw = assert(layer.new { name = "api", limit = limit, window_ms = 5000 })
+        eq(sw.policy, '"api";q=' .. q .. ";w=5")
+    end
+end)
+
+test("methods called with '.' and bad limiter lists say so (issue 12)", function()
+    local sw = assert(layer.new { name = "api", limit = 3, window_ms = 1000 })
+    eq(raised(sw.enforce, "alice"),
+        'sw:enforce: self must be a resty.slidewin limiter (call sw:enforce(...) with \':\'), got "alice"')
+    eq(raised(sw.stats), "sw:stats: self must be a resty.slidewin limiter (call sw:stats(...) with ':'), got nil")
+    eq(raised(sw.metrics, 5), "sw:metrics: self must be a resty.slidewin limiter (call sw:metrics(...) with ':'), got 5")
+    eq(raised(layer.stats_json, { 1, 2 }), "slidewin.stats_json: limiters[1] must be a resty.slidewin limiter, got 1")
+    eq(raised(layer.metrics_text, "x"), 'slidewin.metrics_text: limiters must be an array of limiters, got "x"')
+    eq(raised(sw.enforce, sw, nil), "sw:enforce: key must be a string or a finite number, got nil")
+    assert(raised(sw.enforce, sw, {}):find("^sw:enforce: key must be a string or a finite number, got table"))
+    local mean = slidewin.mean { k = 3 }
+    eq(raised(mean.push, 5), "agg:push: self must be a slidewin aggregate (call agg:push(...) with ':'), got 5")
+    local registry = require("resty.slidewin.registry").new { api = { limit = 1, window_ms = 1000 } }
+    eq(raised(registry.enforce, "api", "alice"),
+        'registry:enforce: self must be a registry (call registry:enforce(...) with \':\'), got "api"')
+end)
+
+test("shdict store: bad keys are errors, never a concatenation failure (issue 12)", function()
+    local sw = assert(layer.new {
+        name = "k", algorithm = "counter", limit = 3, window_ms = 1000, store = "shdict", dict = "slidewin",
+    })
+    for _, case in ipairs { { nil, "nil" }, { {}, "table" }, { true, "boolean" }, { 0 / 0, tostring(0 / 0) } } do
+        eq(raised(sw.store.incoming, sw.store, case[1], 1, true),
+            "store:incoming: key must be a string or a finite number, got " .. case[2])
+    end
+    eq(raised(sw.store.uncommit, sw.store, "a", "x"), "store:uncommit: cost must be a non-negative integer, got x")
+    local sw2, err = layer.new {
+        name = "k2", algorithm = "counter", limit = 2 ^ 40, window_ms = 2 ^ 11, store = "shdict", dict = "slidewin",
+    }
+    eq(sw2, nil)
+    eq(err, "limit x window_ms must be at most 2^50 with store shdict (exact counts), got 1099511627776 x 2048")
+end)
+
+test("shdict store: a huge cost is refused and resets nothing (issue 12)", function()
+    local store = assert(layer.new {
+        name = "h", algorithm = "counter", limit = 3, window_ms = 1000, store = "shdict", dict = "slidewin",
+    }).store
+    fake_now = 5000
+    eq((store:incoming("k", 3, true)), true)
+    for _, cost in ipairs { 4, 2 ^ 53, 1e17 } do
+        local allowed, remaining, retry = store:incoming("k", cost, true)
+        eq(allowed, false, "cost " .. cost)
+        eq(remaining, 0)
+        eq(retry, nil)
+    end
+    eq((store:incoming("k", 1, true)), false, "the count was not rounded back to 0")
+    eq(store:uncommit("k", 1e17), true)
+    eq((store:incoming("k", 3, true)), true, "a huge refund empties the key exactly")
+end)
+
+test("shdict store: a key longer than max_key_bytes is one digest key, never a failure (issue 12)", function()
+    local store = assert(layer.new {
+        name = "l", algorithm = "counter", limit = 2, window_ms = 1000, store = "shdict", dict = "slidewin",
+        max_key_bytes = 64,
+    }).store
+    fake_now = 9000
+    local long = string.rep("y", 70000) -- longer than the dict's key limit too
+    eq((store:incoming(long, 1, true)), true)
+    eq((store:incoming(long, 1, true)), true)
+    eq((store:incoming(long, 1, true)), false, "the same long key is one count")
+    eq((store:incoming(long .. "z", 1, true)), true, "another long key is another count")
+    for key in pairs(ngx.shared.slidewin.values) do
+        assert(#key < 100, "a dict key of " .. #key .. " bytes")
     end
 end)
 

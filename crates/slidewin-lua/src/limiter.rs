@@ -24,6 +24,8 @@ use crate::shared::{self, Region, Spec};
 type Key = Vec<u8>;
 
 const DEFAULT_MAX_KEYS: u64 = 100_000;
+/// Longer keys are kept as a 16-byte digest (in shared memory: a 128-bit keyed digest), so a
+/// store's key text is bounded by its keys x this, whatever the clients send.
 const DEFAULT_MAX_KEY_BYTES: u64 = 64;
 
 /// The operations the Lua object needs, over any of the three keyed algorithms, in this
@@ -41,10 +43,14 @@ pub trait Store {
     fn stats(&self) -> ZoneStats;
 }
 
-/// Implements [`Store`] for a keyed type with `check_at`/`peek_at`/`uncommit_at`/`reset`
-/// methods, given how to read its stats.
+/// Implements [`Store`] for a keyed type over byte keys, given its methods for a check, a
+/// peek, an uncommit and a reset, and how to read its stats.
 macro_rules! keyed_store {
-    (impl<L: $bound:path> for $ty:ty, stats: |$this:ident| $stats:expr) => {
+    (
+        impl<L: $bound:path> for $ty:ty,
+        $check:ident, $peek:ident, $uncommit:ident, $reset:ident,
+        stats: |$this:ident| $stats:expr
+    ) => {
         impl<L: $bound> Store for $ty {
             fn decide(
                 &mut self,
@@ -54,9 +60,9 @@ macro_rules! keyed_store {
                 commit: bool,
             ) -> Result<slidewin::Decision, slidewin::Error> {
                 if commit {
-                    self.check_at(key, now_ms, cost)
+                    self.$check(key, now_ms, cost)
                 } else {
-                    self.peek_at(key, now_ms, cost)
+                    self.$peek(key, now_ms, cost)
                 }
             }
             fn uncommit(
@@ -65,10 +71,10 @@ macro_rules! keyed_store {
                 now_ms: i64,
                 cost: u64,
             ) -> Result<(), slidewin::Error> {
-                self.uncommit_at(key, now_ms, cost)
+                self.$uncommit(key, now_ms, cost)
             }
             fn reset(&mut self, key: &[u8]) {
-                <$ty>::reset(self, key);
+                <$ty>::$reset(self, key);
             }
             fn stats(&self) -> ZoneStats {
                 let $this = self;
@@ -79,7 +85,7 @@ macro_rules! keyed_store {
 }
 pub(crate) use keyed_store;
 
-keyed_store!(impl<L: Limiter> for Keyed<L, Key>, stats: |keyed| {
+keyed_store!(impl<L: Limiter> for Keyed<L, Key>, check_bytes_at, peek_bytes_at, uncommit_bytes_at, reset_bytes, stats: |keyed| {
     let stats = keyed.stats();
     ZoneStats {
         keys: stats.keys as u64,
@@ -123,7 +129,7 @@ impl LuaLimiter {
 
 const NEW: &str = "slidewin.limiter";
 
-/// `slidewin.limiter{ algorithm, limit, window_ms, bucket_ms, max_keys }`, or with
+/// `slidewin.limiter{ algorithm, limit, window_ms, bucket_ms, max_keys, max_key_bytes }`, or with
 /// `shared = "name", size, max_key_bytes` in shared memory: the object, and for a shared
 /// limiter whose region was replaced (its layout changed) a note saying so.
 pub fn new(lua: &Lua, opts: Value) -> LuaResult<(Value, Option<String>)> {
@@ -162,15 +168,24 @@ pub fn new(lua: &Lua, opts: Value) -> LuaResult<(Value, Option<String>)> {
         "buckets" => positive("bucket_ms")? as i64,
         _ => 0,
     };
+    let max_key_bytes =
+        args::field_positive(NEW, &opts, "max_key_bytes")?.unwrap_or(DEFAULT_MAX_KEY_BYTES);
+    let max_key_bytes = usize::try_from(max_key_bytes).unwrap_or(usize::MAX);
     let (store, note) = match opts.raw_get::<Value>("shared")? {
         Value::Nil => {
             let max_keys =
                 args::field_positive(NEW, &opts, "max_keys")?.unwrap_or(DEFAULT_MAX_KEYS);
             let max_keys = usize::try_from(max_keys).unwrap_or(usize::MAX);
             let store = match algorithm {
-                "log" => keyed::<SlidingLog>(Quota::new(limit, window_ms), max_keys),
-                "counter" => keyed::<SlidingCounter>(Quota::new(limit, window_ms), max_keys),
-                _ => keyed::<BucketWindow>(BucketQuota::new(limit, window_ms, bucket_ms), max_keys),
+                "log" => keyed::<SlidingLog>(Quota::new(limit, window_ms), max_keys, max_key_bytes),
+                "counter" => {
+                    keyed::<SlidingCounter>(Quota::new(limit, window_ms), max_keys, max_key_bytes)
+                }
+                _ => keyed::<BucketWindow>(
+                    BucketQuota::new(limit, window_ms, bucket_ms),
+                    max_keys,
+                    max_key_bytes,
+                ),
             };
             (store, None)
         }
@@ -182,14 +197,12 @@ pub fn new(lua: &Lua, opts: Value) -> LuaResult<(Value, Option<String>)> {
                 ));
             }
             let size = positive("size")?;
-            let max_key_bytes =
-                args::field_positive(NEW, &opts, "max_key_bytes")?.unwrap_or(DEFAULT_MAX_KEY_BYTES);
             let spec = Spec {
                 name: name.to_string_lossy(),
                 algorithm,
                 config: [limit, window_ms as u64, bucket_ms as u64],
                 size: usize::try_from(size).unwrap_or(usize::MAX),
-                max_key_bytes: usize::try_from(max_key_bytes).unwrap_or(usize::MAX),
+                max_key_bytes,
             };
             in_region(&spec)?
         }
@@ -245,6 +258,9 @@ fn per_key<L: SharedLimiter>(config: L::Config, spec: &Spec) -> Result<(), Error
 fn keyed<L: Limiter + 'static>(
     config: Result<L::Config, Error>,
     max_keys: usize,
+    max_key_bytes: usize,
 ) -> Result<Box<dyn Store>, Error> {
-    Ok(Box::new(Keyed::<L, Key>::new(config?, max_keys)?))
+    Ok(Box::new(
+        Keyed::<L, Key>::new(config?, max_keys)?.with_max_key_bytes(max_key_bytes)?,
+    ))
 }

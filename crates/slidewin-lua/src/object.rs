@@ -10,6 +10,11 @@
 //! before any Rust value exists); the Rust work runs under `catch_unwind` and returns plain
 //! values; results are pushed, or an error raised, only after every Rust value that owns memory
 //! has been dropped, so nothing is skipped when Lua unwinds or long-jumps out.
+//!
+//! Lua code cannot free an object twice: the metatable is hidden (`__metatable = false`, as
+//! mlua does for its userdata), and the block holds an `Option` that `__gc` empties, so a second
+//! `__gc` (through `debug.getmetatable`) does nothing and a method called after it raises
+//! "the limiter was collected".
 
 use std::ffi::{c_char, c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -45,20 +50,25 @@ pub fn register(lua: &Lua) -> LuaResult<()> {
             ffi::lua_setfield(state, -2, c"__index".as_ptr());
             ffi::lua_pushcfunction(state, gc);
             ffi::lua_setfield(state, -2, c"__gc".as_ptr());
+            ffi::lua_pushboolean(state, 0);
+            ffi::lua_setfield(state, -2, c"__metatable".as_ptr());
             ffi::lua_settop(state, 0);
         })
     }
 }
 
+/// What the userdata block holds: the limiter until `__gc` takes it.
+type Block = Option<LuaLimiter>;
+
 /// A new object owning `limiter`.
 pub fn push(lua: &Lua, limiter: LuaLimiter) -> LuaResult<Value> {
     let mut limiter = Some(limiter);
-    // SAFETY: the userdata block is sized and (8-byte) aligned for LuaLimiter, written once here
-    // and dropped once by __gc.
+    // SAFETY: the userdata block is sized and (8-byte) aligned for Block, written once here;
+    // __gc takes the limiter out, leaving None, which owns nothing.
     unsafe {
         lua.exec_raw::<Value>((), |state| {
-            let block = ffi::lua_newuserdata(state, size_of::<LuaLimiter>()) as *mut LuaLimiter;
-            block.write(limiter.take().expect("pushed once"));
+            let block = ffi::lua_newuserdata(state, size_of::<Block>()) as *mut Block;
+            block.write(Some(limiter.take().expect("pushed once")));
             ffi::luaL_getmetatable(state, METATABLE.as_ptr());
             ffi::lua_setmetatable(state, -2);
         })
@@ -71,10 +81,15 @@ unsafe fn with_self<T>(
     function: &str,
     body: impl FnOnce(&mut LuaLimiter) -> Result<T, String>,
 ) -> T {
-    let this = ffi::luaL_checkudata(state, 1, METATABLE.as_ptr()) as *mut LuaLimiter;
-    let outcome = match catch_unwind(AssertUnwindSafe(|| body(&mut *this))) {
-        Ok(outcome) => outcome,
-        Err(_) => Err(format!("{function}: internal error")),
+    let block = ffi::luaL_checkudata(state, 1, METATABLE.as_ptr()) as *mut Block;
+    let outcome = match &mut *block {
+        None => Err(format!(
+            "{function}: the limiter was collected (its __gc ran)"
+        )),
+        Some(this) => match catch_unwind(AssertUnwindSafe(|| body(this))) {
+            Ok(outcome) => outcome,
+            Err(_) => Err(format!("{function}: internal error")),
+        },
     };
     match outcome {
         Ok(value) => value,
@@ -121,12 +136,16 @@ unsafe fn with_key<T>(
     }
 }
 
-/// Argument `index` as a cost: 1 when nil or absent.
+/// Argument `index` as a cost: 1 when nil or absent. A whole cost above 2^53 (where doubles
+/// stop being exact) is above every limit, so it reads as `u64::MAX`: refused as never
+/// fitting, like any cost above the limit, not answered with an error.
 unsafe fn cost(state: *mut lua_State, index: c_int, function: &str) -> Result<u64, String> {
     match ffi::lua_type(state, index) {
         ffi::LUA_TNIL | ffi::LUA_TNONE => Ok(1),
-        ffi::LUA_TNUMBER => arg::uint("cost", ffi::lua_tonumber(state, index))
-            .map_err(|e| format!("{function}: {e}")),
+        ffi::LUA_TNUMBER => match ffi::lua_tonumber(state, index) {
+            n if n.is_finite() && n > arg::MAX_EXACT => Ok(u64::MAX),
+            n => arg::uint("cost", n).map_err(|e| format!("{function}: {e}")),
+        },
         _ => Err(format!(
             "{function}: cost must be a number, got {}",
             describe(state, index)
@@ -275,8 +294,11 @@ pub fn now_ms_function(lua: &Lua) -> LuaResult<mlua::Function> {
     unsafe { lua.create_c_function(now_ms) }
 }
 
+/// Drops the limiter; a second call finds None and does nothing.
 unsafe extern "C-unwind" fn gc(state: *mut lua_State) -> c_int {
-    let this = ffi::luaL_checkudata(state, 1, METATABLE.as_ptr()) as *mut LuaLimiter;
-    this.drop_in_place();
+    let block = ffi::luaL_checkudata(state, 1, METATABLE.as_ptr()) as *mut Block;
+    let limiter = (*block).take();
+    // A panic must not unwind into Lua's collector.
+    let _ = catch_unwind(AssertUnwindSafe(|| drop(limiter)));
     0
 }

@@ -5,7 +5,7 @@
 -- methods already do.
 local raw = ...
 
-local pcall, error, tostring, setmetatable = pcall, error, tostring, setmetatable
+local pcall, error, tostring, setmetatable, getmetatable = pcall, error, tostring, setmetatable, getmetatable
 
 local function rethrow(ok, ...)
     if ok then
@@ -35,6 +35,10 @@ for _, method in ipairs {
     "push", "push_at", "replace_last", "advance_to", "value", "value_at", "len", "is_full", "clear",
 } do
     Aggregate[method] = function(self, ...)
+        if getmetatable(self) ~= Aggregate then
+            error(("agg:%s: self must be a slidewin aggregate (call agg:%s(...) with ':'), got %s")
+                :format(method, method, type(self) == "string" and '"' .. self .. '"' or tostring(self)), 2)
+        end
         local inner = self[1]
         return rethrow(pcall(inner[method], inner, ...))
     end

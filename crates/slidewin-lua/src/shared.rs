@@ -92,4 +92,8 @@ pub fn store<L: SharedLimiter + 'static>(
     Ok(Box::new(zone))
 }
 
-keyed_store!(impl<L: SharedLimiter> for Zone<Region, L, WorkerOwner>, stats: |zone| zone.stats());
+keyed_store!(
+    impl<L: SharedLimiter> for Zone<Region, L, WorkerOwner>,
+    check_at, peek_at, uncommit_at, reset,
+    stats: |zone| zone.stats()
+);

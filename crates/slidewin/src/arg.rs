@@ -13,7 +13,7 @@
 use crate::{Error, Value};
 
 /// Integers of magnitude up to 2^53 are exact in an `f64`.
-const MAX_EXACT: f64 = 9_007_199_254_740_992.0;
+pub const MAX_EXACT: f64 = 9_007_199_254_740_992.0;
 
 /// A whole, non-negative `f64` as a `u64`.
 pub fn uint(name: &'static str, v: f64) -> Result<u64, Error> {

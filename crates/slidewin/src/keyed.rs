@@ -44,7 +44,8 @@
 //! ```
 //!
 //! Keys are hashed with a secret random seed ([`KeyHasher`]), so attacker-chosen keys cannot
-//! be made to collide. [`ShardedKeyed`] (feature `std`) is the `Send + Sync` form, with one
+//! be made to collide. For byte-string keys, [`Keyed::with_max_key_bytes`] bounds each key's
+//! bytes too: longer keys are kept as a 16-byte seeded digest. [`ShardedKeyed`] (feature `std`) is the `Send + Sync` form, with one
 //! lock per shard.
 //!
 //! ## Memory
@@ -54,10 +55,13 @@
 //! (5.3 to 10.7 bytes), and one bit. [`Keyed::bytes_estimate`] adds these up with the heap the
 //! states own (a [`SlidingLog`](crate::SlidingLog)'s entries). 1,000,000 `u64` keys of a
 //! `Keyed<SlidingCounter>` measured 40.6 bytes each in resident memory (BENCHMARKS.md).
+//! A `Vec<u8>` key adds its heap text: at most `max(max_key_bytes, 16)` bytes with
+//! [`Keyed::with_max_key_bytes`] (plus the allocator's rounding), otherwise the key's length.
 //!
 //! A dropped key forgets everything, including the newest time it saw: the limiters read a
 //! clock that stepped back as that newest time, which a dropped key no longer has.
 
+mod bytes;
 mod hasher;
 mod index;
 #[cfg(feature = "std")]
@@ -100,6 +104,8 @@ pub struct Keyed<L: Limiter, K = u64, S = KeyHasher> {
     state_heap_bytes: usize,
     /// New keys since the last sweep for idle keys; sweeps wait for `max_keys / 8` of them.
     new_since_sweep: usize,
+    /// Byte-string keys longer than this are kept as a digest ([`Keyed::with_max_key_bytes`]).
+    max_key_bytes: usize,
 }
 
 #[cfg(feature = "std")]
@@ -122,6 +128,7 @@ impl<L: Limiter, K: Hash + Eq, S: BuildHasher> Keyed<L, K, S> {
             stats: KeyedStats::default(),
             state_heap_bytes: 0,
             new_since_sweep: max_keys,
+            max_key_bytes: usize::MAX,
         })
     }
 

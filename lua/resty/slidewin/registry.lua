@@ -15,8 +15,19 @@ local slidewin = require "resty.slidewin"
 local _M = {}
 local mt = { __index = _M }
 
+-- Methods called with `.` get `self` wrong: say so, not "attempt to index a nil value".
+local function check_self(self, method)
+    if getmetatable(self) ~= mt then
+        error(string.format("registry:%s: self must be a registry (call registry:%s(...) with ':'), got %s",
+            method, method, type(self) == "string" and '"' .. self .. '"' or tostring(self)), 3)
+    end
+end
+
 -- A registry from { name = config, ... } (each config's name defaults to its key).
 function _M.new(configs)
+    if type(configs) ~= "table" then
+        error("registry.new: configs must be a table of limiter configs, got " .. tostring(configs), 2)
+    end
     local self = setmetatable({ limiters = {}, errors = {}, names = {} }, mt)
     for name, conf in pairs(configs) do
         local sw, err
@@ -39,6 +50,7 @@ end
 
 -- The limiter called `name`, or nil, err.
 function _M.get(self, name)
+    check_self(self, "get")
     local sw = self.limiters[name]
     if sw then
         return sw
@@ -48,9 +60,10 @@ end
 
 -- sw:enforce(key, cost) on limiter `name`; 500 (message in error.log) when it has no limiter.
 function _M.enforce(self, name, key, cost)
+    check_self(self, "enforce")
     local sw, err = self:get(name)
     if not sw then
-        ngx.log(ngx.ERR, 'slidewin limiter "', name, '": ', err)
+        ngx.log(ngx.ERR, 'slidewin limiter "', tostring(name), '": ', err)
         return ngx.exit(500)
     end
     return sw:enforce(key, cost)
@@ -66,11 +79,13 @@ end
 
 -- Prometheus text for every working limiter.
 function _M.metrics(self)
+    check_self(self, "metrics")
     return slidewin.metrics_text(all(self))
 end
 
 -- {"now_ms": ..., "limiters": {...}} for every working limiter.
 function _M.stats_json(self)
+    check_self(self, "stats_json")
     return slidewin.stats_json(all(self))
 end
 

@@ -136,6 +136,11 @@ impl<K: Hash + Eq, St> Slots<K, St> {
         }
     }
 
+    /// The keys held, in no particular order.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &K> {
+        self.entries.iter().map(|(key, _)| key)
+    }
+
     /// Bytes this storage allocated (entries' own heap not included).
     pub(crate) fn allocated_bytes(&self) -> usize {
         self.entries.capacity() * core::mem::size_of::<(K, St)>()

@@ -27,6 +27,7 @@ function _M.new(conf)
         window_ms = conf.window_ms,
         bucket_ms = conf.bucket_ms,
         max_keys = conf.max_keys,
+        max_key_bytes = conf.max_key_bytes,
     }, { keys_per_worker = true })
 end
 

@@ -10,6 +10,13 @@
 -- the previous window's requests were spread evenly, which is this algorithm's documented
 -- error. Counts expire after 2 x window_ms.
 --
+-- Exact integers: limit x window_ms is at most 2^50, so every count and product is an exact
+-- double; a cost above the limit is refused before any incr (it never fits), and an uncommit
+-- gives back at most 2^51. Keys longer than conf.max_key_bytes (or than the dict's key limit)
+-- are stored as the SHA-1 of a random seed and the key: a fixed 28 bytes, so a long key
+-- neither fails the dict's incr (which would fail open) nor takes more of the dict. The seed is
+-- made once per dict and read back by every worker, so all agree on every key's digest.
+--
 --   lua_shared_dict slidewin 10m;
 --   require("resty.slidewin").new{ name = "api", algorithm = "counter", limit = 30,
 --                                  window_ms = 5000, store = "shdict", dict = "slidewin" }
@@ -19,9 +26,39 @@ local now_ms = require("slidewin").now_ms
 local floor = math.floor
 local ceil = math.ceil
 local max = math.max
+local min = math.min
+local huge = math.huge
+local type = type
+
+-- ngx.shared.DICT keys are at most 65535 bytes.
+local DICT_KEY_BYTES = 65535
+local MAX_PRODUCT = 2 ^ 50
+local MAX_REFUND = 2 ^ 51
 
 local _M = {}
 local mt = { __index = _M }
+
+-- The dict's seed for long keys, made on first use: every worker reads the same one.
+local function shared_seed(dict, name)
+    local seed_key = name .. "#seed"
+    local seed = dict:get(seed_key)
+    if seed then
+        return seed
+    end
+    local urandom, err = io.open("/dev/urandom", "rb")
+    if not urandom then
+        return nil, "cannot read /dev/urandom for the long-key seed: " .. tostring(err)
+    end
+    seed = urandom:read(16)
+    urandom:close()
+    -- add, not set: when two workers race, the first seed stays and both read it back.
+    dict:add(seed_key, seed)
+    seed = dict:get(seed_key)
+    if not seed then
+        return nil, "cannot store the long-key seed in the dict (is it full?)"
+    end
+    return seed
+end
 
 function _M.new(conf)
     if conf.algorithm ~= "counter" then
@@ -31,9 +68,21 @@ function _M.new(conf)
     if not dict then
         return nil, 'dict must name a lua_shared_dict, got "' .. tostring(conf.dict) .. '"'
     end
+    if conf.limit * conf.window_ms > MAX_PRODUCT then
+        return nil, "limit x window_ms must be at most 2^50 with store shdict (exact counts), got "
+            .. conf.limit .. " x " .. conf.window_ms
+    end
+    local seed, err = shared_seed(dict, conf.name)
+    if not seed then
+        return nil, err
+    end
+    local prefix = conf.name .. "|"
     return setmetatable({
         dict = dict,
-        prefix = conf.name .. "|",
+        prefix = prefix,
+        seed = seed,
+        -- Room for the prefix, a window index and a separator within the dict's key limit.
+        max_key_bytes = min(conf.max_key_bytes or huge, DICT_KEY_BYTES - #prefix - 32),
         keys_prefix = conf.name .. "#keys|",
         limit = conf.limit,
         window_ms = conf.window_ms,
@@ -90,12 +139,44 @@ local function refusal(self, previous, current, elapsed, cost)
     return false, room, wait_ms(self, previous, current, elapsed, cost), reset_ms(self, previous, current, elapsed)
 end
 
+-- Methods called with `.` get `self` wrong: say so, not "attempt to index a number value".
+local function check_self(self, method)
+    if getmetatable(self) ~= mt then
+        error(("store:%s: self must be a shdict store (call store:%s(...) with ':'), got %s"):format(method,
+            method, type(self) == "string" and '"' .. self .. '"' or tostring(self)), 3)
+    end
+end
+
+-- The dict keys' tail for `key`: "|key", or "#digest" when the key is too long.
+local function key_tail(self, key, method)
+    local key_type = type(key)
+    if key_type == "number" and key == key and key ~= huge and key ~= -huge then
+        return "|" .. key
+    elseif key_type ~= "string" then
+        error(("store:%s: key must be a string or a finite number, got %s"):format(method,
+            key_type == "number" and tostring(key) or key_type), 3)
+    elseif #key > self.max_key_bytes then
+        return "#" .. ngx.encode_base64(ngx.sha1_bin(self.seed .. key))
+    end
+    return "|" .. key
+end
+
+local function check_cost(cost, method)
+    if not (type(cost) == "number" and cost >= 0 and cost % 1 == 0) then
+        error(("store:%s: cost must be a non-negative integer, got %s"):format(method, tostring(cost)), 3)
+    end
+end
+
 function _M.incoming(self, key, cost, commit)
+    check_self(self, "incoming")
+    local tail = key_tail(self, key, "incoming")
+    check_cost(cost, "incoming")
     local dict, limit = self.dict, self.limit
     local index, elapsed = position(self, now_ms())
-    local current_key = self.prefix .. index .. "|" .. key
-    local previous = dict:get(self.prefix .. (index - 1) .. "|" .. key) or 0
-    if not (commit and cost > 0) then
+    local current_key = self.prefix .. index .. tail
+    local previous = dict:get(self.prefix .. (index - 1) .. tail) or 0
+    -- A cost above the limit never fits: refused before any incr.
+    if not commit or cost == 0 or cost > limit then
         local current = dict:get(current_key) or 0
         local room = limit - used(self, previous, current, elapsed)
         if cost <= room then
@@ -124,16 +205,20 @@ end
 
 -- Gives back `cost` from the current window, then from the previous one (as SlidingCounter).
 function _M.uncommit(self, key, cost)
+    check_self(self, "uncommit")
+    local tail = key_tail(self, key, "uncommit")
+    check_cost(cost, "uncommit")
     local dict = self.dict
     local index = position(self, now_ms())
-    local current_key = self.prefix .. index .. "|" .. key
-    local current, err = dict:incr(current_key, -cost, 0, self.ttl_s)
+    local current_key = self.prefix .. index .. tail
+    -- Counts stay below 2^51: giving back more empties them all the same, exactly.
+    local current, err = dict:incr(current_key, -min(cost, MAX_REFUND), 0, self.ttl_s)
     if not current then
         return nil, err
     end
     if current < 0 then
         dict:incr(current_key, -current)
-        local previous_key = self.prefix .. (index - 1) .. "|" .. key
+        local previous_key = self.prefix .. (index - 1) .. tail
         local previous = dict:incr(previous_key, current)
         if previous and previous < 0 then
             dict:incr(previous_key, -previous)
@@ -144,6 +229,7 @@ end
 
 -- Keys that made a request in the current window.
 function _M.keys(self)
+    check_self(self, "keys")
     return self.dict:get(self.keys_prefix .. (position(self, now_ms()))) or 0
 end
 
