@@ -87,7 +87,7 @@ mod window;
 
 pub use aggregate::Aggregate;
 pub use batch::{ewma, sliding, sliding_max, sliding_mean, sliding_min, sliding_sum};
-pub use compensated::Compensated;
+pub use compensated::{Compensated, Wide};
 pub use extreme::{Extreme, SlidingMax, SlidingMin};
 pub use sliding::{Accumulator, Sliding};
 pub use smoothing::{Alpha, Ewma, HalfLife, Smoothed, TimeEwma, Weighting};
