@@ -83,6 +83,23 @@ fn the_issue_examples_recover_once_the_huge_samples_left() {
     assert_eq!(variance.value(), Some(1.0));
 }
 
+#[test]
+fn new_aggregates_recover_too() {
+    let mut wma = SlidingWma::new(Window::Count(3)).unwrap();
+    let mut p50 = SlidingQuantile::with_q(Window::Count(3), 0.5).unwrap();
+    let mut bands = Bollinger::new(Window::Count(3), 2.0).unwrap();
+    for x in [1.7e308, -1.7e308, 1.7e308, 1.0, 2.0, 3.0, 4.0] {
+        for a in [&mut wma as &mut dyn Aggregate, &mut p50, &mut bands] {
+            a.push(x).unwrap();
+        }
+    }
+    assert_eq!(wma.value(), Some((2.0 + 2.0 * 3.0 + 3.0 * 4.0) / 6.0));
+    assert_eq!(p50.value(), Some(3.0));
+    let b = bands.bands().unwrap();
+    assert_eq!(b.middle, 3.0);
+    assert!((b.upper - 3.0 - 2.0 * (2.0f64 / 3.0).sqrt()).abs() < 1e-15);
+}
+
 /// Random traces mixing ordinary samples with huge ones of both signs, through count and time
 /// windows and corrections of the newest sample.
 #[test]

@@ -37,6 +37,12 @@ impl Compensated {
         self.carry += error + x_error;
     }
 
+    /// Subtract the sum `other`, its carry included.
+    #[inline]
+    pub fn subtract(&mut self, other: &Compensated) {
+        self.add_with_error(-other.total, -other.carry);
+    }
+
     /// Add `entering - leaving` (a window sliding by one) with one addition on the running total.
     #[inline]
     pub fn slide(&mut self, entering: f64, leaving: f64) {

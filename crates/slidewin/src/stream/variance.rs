@@ -32,6 +32,11 @@ pub struct Moments<R> {
 }
 
 impl<R> Moments<R> {
+    /// The mean of the `len` samples.
+    pub fn mean(&self, len: usize) -> f64 {
+        self.shift + self.deviations.value() / len as f64
+    }
+
     /// The sum of squared deviations from the mean, `n` times the population variance.
     fn squared_spread(&self, len: usize) -> f64 {
         let deviations = self.deviations.value();
@@ -47,7 +52,7 @@ impl<R: Reading<Self> + Clone + Default> Accumulator for Moments<R> {
 
     fn enter(&mut self, x: f64) {
         let deviation = x - self.shift;
-        if !(deviation.abs() < HUGE_DEVIATION) {
+        if deviation.abs() >= HUGE_DEVIATION {
             self.huge += 1;
         }
         self.deviations.add(deviation);
@@ -67,7 +72,7 @@ impl<R: Reading<Self> + Clone + Default> Accumulator for Moments<R> {
 
     fn resum(&mut self, (older, newer): (&[f64], &[f64])) {
         let len = older.len() + newer.len();
-        let mut shift = self.shift + self.deviations.value() / len as f64;
+        let mut shift = self.mean(len);
         if self.huge > 0 || !shift.is_finite() {
             // Huge deviations are only meaningful from the window's best mean.
             shift = Wide::of((older, newer)).quotient(len as f64);
