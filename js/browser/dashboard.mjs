@@ -5,21 +5,13 @@
 // allowed and refused rates from the live feed, and fails on any page error; then checks that
 // the page falls back to its synthetic feed (and says so) when the endpoint is missing.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { launchChromium, watchProblems } from "./chromium.mjs";
 
 const [baseUrl, screenshotPath] = process.argv.slice(2);
 if (!baseUrl || !screenshotPath) {
   console.error("usage: node browser/dashboard.mjs BASE_URL SCREENSHOT_PATH");
   process.exit(2);
 }
-
-const CHROMIUM_ARGS = [
-  "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-];
 
 /** `requests` requests to /api/ from 20 users (the demo admits 5 per 10 s each); status counts. */
 async function driveTraffic(requests) {
@@ -31,20 +23,12 @@ async function driveTraffic(requests) {
   return counts;
 }
 
-const userDataDir = mkdtempSync(join(tmpdir(), "slidewin-chromium-"));
-const context = await chromium.launchPersistentContext(userDataDir, {
-  executablePath: "/usr/bin/chromium",
-  headless: true,
-  ignoreDefaultArgs: true,
-  args: [...CHROMIUM_ARGS, `--user-data-dir=${userDataDir}`, "--remote-debugging-pipe", "about:blank"],
-  viewport: { width: 1200, height: 800 },
-});
+const browser = await launchChromium();
+const { context } = browser;
 const problems = [];
 try {
   const page = context.pages()[0] ?? (await context.newPage());
-  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-  page.on("console", (m) => m.type() === "error" && problems.push(`console error: ${m.text()}`));
-  page.on("requestfailed", (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
+  watchProblems(page, problems);
 
   await page.goto(new URL("/dashboard/?interval=250", baseUrl).href);
   await page.waitForFunction(() => window.slidewinDashboard?.source === "live", null, { timeout: 10_000 });
@@ -100,6 +84,5 @@ try {
   assert.deepEqual(problems, [], "the offline page threw");
   console.log(`dashboard ok: ${view.allowed.length} points; screenshot ${screenshotPath}`);
 } finally {
-  await context.close();
-  rmSync(userDataDir, { recursive: true, force: true });
+  await browser.close();
 }
