@@ -33,19 +33,94 @@ for (const value of Object.values(bindings)) {
 /** The core aggregate kind a class (or its subclasses) makes: a string, which minifiers keep. */
 const KIND = Symbol("slidewin.kind");
 
-/** Base of the aggregate classes: the wasm `Aggregate` of the class's kind. */
+/** How many samples `add` gathers before it hands them to the wasm side in one call. */
+const BATCH = 256;
+
+/**
+ * Base of the aggregate classes: the wasm `Aggregate` of the class's kind, plus the per-sample
+ * paths: `push(x)` crosses into wasm once (a plain number each way), `add(x)` not at all until
+ * BATCH samples are gathered or anything is read (every other method takes them in first).
+ */
 class Stream extends bindings.Aggregate {
+  #pending = null;
+  #count = 0;
+
   constructor(mode, param, extra) {
     checkReady();
     super(new.target[KIND], mode, param, extra);
   }
 
+  /** Push the samples `add` gathered. */
+  #flush() {
+    if (this.#count > 0) {
+      const n = this.#count;
+      this.#count = 0;
+      this.__pushAll(this.#pending.subarray(0, n));
+    }
+  }
+
+  /** `push(x)` without reading the value: buffered, for ingest loops. */
+  add(x) {
+    if (!Number.isFinite(x)) {
+      this.#flush();
+      super.push(x); // throws the core's RangeError naming x
+    }
+    if (this.#count === BATCH) this.#flush();
+    (this.#pending ??= new Float64Array(BATCH))[this.#count++] = x;
+  }
+
   push(x, t_ms) {
+    this.#flush();
     if (t_ms === undefined && Number.isFinite(x)) {
       const value = this.__push(x);
       return value === value ? value : undefined;
     }
     return super.push(x, t_ms);
+  }
+
+  pushMany(xs, times) {
+    this.#flush();
+    return super.pushMany(xs, times);
+  }
+
+  replaceLast(x) {
+    this.#flush();
+    return super.replaceLast(x);
+  }
+
+  valueAt(now_ms) {
+    this.#flush();
+    return super.valueAt(now_ms);
+  }
+
+  get value() {
+    this.#flush();
+    return super.value;
+  }
+
+  get length() {
+    this.#flush();
+    return super.length;
+  }
+
+  get isFull() {
+    this.#flush();
+    return super.isFull;
+  }
+
+  get __bands() {
+    this.#flush();
+    return super.__bands;
+  }
+
+  __pushManyBands(xs, times) {
+    this.#flush();
+    return super.__pushManyBands(xs, times);
+  }
+
+  clear() {
+    this.#count = 0;
+    super.clear();
   }
 }
 

@@ -58,6 +58,9 @@ try {
       limiters: d.limiters,
       allowed: d.rates.allowed, rejected: d.rates.rejected,
       mean: d.stats.allowed.mean, ewma: d.stats.allowed.ewma, min: d.stats.allowed.min, max: d.stats.allowed.max,
+      p95: d.stats.allowed.p95, bbLower: d.stats.allowed.bbLower, bbUpper: d.stats.allowed.bbUpper,
+      legend: [...document.querySelectorAll(".u-legend .u-label")].map((e) => e.textContent),
+      headers: [...document.querySelectorAll("#latest thead th")].map((e) => e.textContent),
       tableRows: document.querySelectorAll("#latest tbody tr").length,
       canvas: document.querySelector("#chart canvas") !== null,
     };
@@ -70,7 +73,17 @@ try {
   // The band holds the mean: computed by slidewin in the page.
   for (let i = 0; i < view.allowed.length; i++) {
     assert.ok(view.min[i] <= view.mean[i] + 1e-9 && view.mean[i] <= view.max[i] + 1e-9, `band at ${i}`);
+    // Issue 13: the rolling p95 lies within the window's range, the Bollinger band around the mean.
+    assert.ok(view.min[i] <= view.p95[i] && view.p95[i] <= view.max[i], `p95 at ${i}`);
+    const slack = 1e-9 * Math.max(1, Math.abs(view.mean[i]));
+    assert.ok(view.bbLower[i] <= view.mean[i] + slack && view.mean[i] <= view.bbUpper[i] + slack, `Bollinger at ${i}`);
+    assert.ok(Math.abs(view.bbUpper[i] + view.bbLower[i] - 2 * view.mean[i]) <= 4 * slack, `Bollinger centred at ${i}`);
   }
+  assert.ok(view.p95.some((p, i) => p !== view.mean[i]), "the p95 line is its own line");
+  for (const label of ["allowed p95", "allowed Bollinger upper", "allowed Bollinger lower"]) {
+    assert.ok(view.legend.includes(label), `the chart shows ${label}: ${view.legend}`);
+  }
+  assert.deepEqual(view.headers.slice(-2), ["p95", "Bollinger band"]);
   await page.screenshot({ path: screenshotPath, fullPage: true });
   assert.deepEqual(problems, [], "the page logged errors");
 

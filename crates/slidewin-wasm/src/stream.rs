@@ -24,6 +24,13 @@ use crate::js;
 /// dynamic path in [`Aggregate::push_many`]: one copy of that loop keeps the .wasm small.
 trait Shell: stream::Aggregate {
     fn push_many(&mut self, xs: &[f64]) -> Result<Vec<f64>, Error>;
+
+    /// Push the finite `x` (js/index.js checks it) and read the value, NaN when undefined: one
+    /// indirect call per sample, the rest inlined.
+    fn push_value(&mut self, x: f64) -> f64;
+
+    /// Push the finite samples `xs` (js/index.js checks them), reading nothing.
+    fn push_all(&mut self, xs: &[f64]);
 }
 
 impl<A: stream::Aggregate> Shell for A {
@@ -34,6 +41,18 @@ impl<A: stream::Aggregate> Shell for A {
             values.push(self.value().unwrap_or(f64::NAN));
         }
         Ok(values)
+    }
+
+    fn push_value(&mut self, x: f64) -> f64 {
+        // An untimed finite sample is never refused (`push` is at the latest time).
+        let _ = self.push(x);
+        self.value().unwrap_or(f64::NAN)
+    }
+
+    fn push_all(&mut self, xs: &[f64]) {
+        for &x in xs {
+            let _ = self.push(x);
+        }
     }
 }
 
@@ -163,9 +182,13 @@ impl Aggregate {
     /// `push(x)` for a finite `x` (checked by js/index.js): the value, NaN when undefined.
     #[wasm_bindgen(js_name = __push)]
     pub fn push_finite(&mut self, x: f64) -> f64 {
-        // An untimed finite sample is never refused (`push` is at the latest time).
-        let _ = self.0.push(x);
-        self.0.value().unwrap_or(f64::NAN)
+        self.0.push_value(x)
+    }
+
+    /// Push the finite samples `xs` (checked by js/index.js's `add`, which buffers them).
+    #[wasm_bindgen(js_name = __pushAll)]
+    pub fn push_all(&mut self, xs: &[f64]) {
+        self.0.push_all(xs)
     }
 
     /// Push every sample of `xs` (at the matching `times`, when given); returns the value
