@@ -139,7 +139,7 @@ impl Wide {
     /// Add `entering`, remove `leaving`.
     #[inline]
     pub fn slide(&mut self, entering: f64, leaving: f64) {
-        if is_huge(entering) || is_huge(leaving) {
+        if is_huge(entering.abs().max(leaving.abs())) {
             self.add(entering);
             self.remove(leaving);
         } else {
@@ -164,7 +164,7 @@ impl Wide {
     /// Whether either part [`is_lossy`](Compensated::is_lossy).
     #[inline]
     pub fn is_lossy(&self) -> bool {
-        self.small.is_lossy() || self.huge.is_lossy()
+        self.small.is_lossy() || (self.huge_len > 0 && self.huge.is_lossy())
     }
 
     /// The sum divided by `divisor` (at least 1): each part divided first, so a mean of huge
