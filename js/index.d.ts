@@ -28,6 +28,8 @@ declare class Stream extends Aggregate {
   protected constructor(mode: string, param: number, extra?: number);
   /** Add sample `x` (finite) at `t_ms`, or without `t_ms` at the latest time seen; the new value. */
   push(x: number, t_ms?: number): number | undefined;
+  /** `push(x)` without reading the value: buffered in JS and handed over in batches (for ingest loops). */
+  add(x: number): void;
   /** Push every sample (at the matching `times`); the value after each (NaN where undefined). */
   pushMany(xs: Samples, times?: Samples): Float64Array;
 }

@@ -219,3 +219,31 @@ test("using the package before init() says so", async () => {
   const out = execFileSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8" });
   assert.deepEqual(out.trim().split("\n"), Array(3).fill("slidewin: call and await init() before using its classes and functions"));
 });
+
+test("add buffers samples: every read and method sees them, in order, as push would", () => {
+  let seed = 3;
+  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const xs = Float64Array.from({ length: 1000 }, () => 1e6 + random() * 100);
+  const pushed = slidewin.SlidingMean.byCount(20);
+  const added = slidewin.SlidingMean.byCount(20);
+  xs.forEach((x, i) => {
+    pushed.push(x);
+    added.add(x);
+    if (i % 97 === 0) assert.equal(added.value, pushed.value, `value after ${i}`);
+    if (i % 301 === 0) assert.equal(added.replaceLast(x + 1), pushed.replaceLast(x + 1));
+  });
+  assert.equal(added.length, pushed.length);
+  assert.equal(added.value, pushed.value);
+  added.add(5);
+  assert.throws(() => added.add(NaN), { name: "RangeError", message: "x must be a finite number, got NaN" });
+  pushed.push(5);
+  assert.equal(added.value, pushed.value, "the refused sample changed nothing, the one before it counts");
+  added.add(7);
+  added.clear();
+  assert.equal(added.length, 0, "clear forgets gathered samples too");
+  const ema = new slidewin.Ema(3, { seed: "sma" });
+  [2, 4, 6, 8].forEach((x) => ema.add(x));
+  assert.deepEqual(Array.from(ema.pushMany([10])), [8]);
+  pushed.free();
+  added.free();
+});

@@ -25,6 +25,7 @@ class MyMean extends SlidingMean {
 const mean: SlidingMean = SlidingMean.byCount(3);
 const mine: MyMean = MyMean.byTime(1_000);
 const pushed: number | undefined = mean.push(1);
+mean.add(2);
 const many: Float64Array = mean.pushMany([1, 2, 3]);
 const replaced: number | undefined = mean.replaceLast(5);
 const current: number | undefined = mean.value;
