@@ -197,3 +197,30 @@ fn huge_samples_match_a_scaled_reference_on_random_traces() {
         }
     }
 }
+
+#[test]
+fn smoothed_means_of_the_largest_samples_stay_finite() {
+    for alpha in [0.3, 0.5, 0.9] {
+        let mut ewma = Ewma::new(alpha).unwrap();
+        let mut ema = Ema::new(3, Seed::Sma).unwrap();
+        for x in [f64::MAX, f64::MAX, f64::MAX, f64::MIN, f64::MAX] {
+            ewma.push(x).unwrap();
+            ema.push(x).unwrap();
+            assert!(ewma.value().unwrap().is_finite(), "alpha {alpha} after {x}");
+            assert!(ema.value().is_none_or(f64::is_finite), "ema after {x}");
+        }
+        for _ in 0..5_000 {
+            ewma.push(1.0).unwrap();
+        }
+        assert!(
+            (ewma.value().unwrap() - 1.0).abs() < 1e-9,
+            "alpha {alpha}: {:?}",
+            ewma.value()
+        );
+    }
+    let mut time_ewma = TimeEwma::new(10).unwrap();
+    time_ewma.push_at(0, f64::MAX).unwrap();
+    time_ewma.push_at(0, f64::MAX).unwrap();
+    time_ewma.push_at(0, f64::MAX).unwrap();
+    assert_eq!(time_ewma.value(), Some(f64::MAX));
+}
