@@ -1,10 +1,14 @@
-// SMA (k = 50) and EMA over 10^6 samples: slidewin (wasm) versus technicalindicators and a
-// hand-written plain-JS loop; drift of the plain running sum; memory of a streaming SMA; size.
+// SMA (k = 50) and EMA over 10^6 samples, per sample: slidewin (wasm) `push` (one call per
+// sample), `add` (buffered) and `pushMany`, side by side with technicalindicators 3.1 and
+// trading-signals 8.3 (one sample at a time and in batch) and a hand-written plain-JS loop;
+// drift of the plain running sum; memory of a streaming SMA; size.
 // Usage: node bench/bench.mjs   (after `make js`; figures go to BENCHMARKS.md by hand)
 import { readFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import { createRequire } from "node:module";
-import init, { Ewma, SlidingMean, slidingMean, ewma } from "../index.js";
+import { loadavg } from "node:os";
+import { EMA as TsEMA, SMA as TsSMA } from "trading-signals";
+import init, { Ema, Ewma, SlidingMean, slidingMean, ewma } from "../index.js";
 
 const { SMA, EMA } = createRequire(import.meta.url)("technicalindicators");
 const wasm = await init();
@@ -74,6 +78,19 @@ const results = {
     sma.free();
     return v;
   }, 5),
+  "SMA slidewin add per sample (buffered)": time(() => {
+    const sma = SlidingMean.byCount(K);
+    for (let i = 0; i < N; i++) sma.add(xs[i]);
+    const v = sma.value;
+    sma.free();
+    return v;
+  }, 5),
+  "SMA trading-signals add": time(() => {
+    const sma = new TsSMA(K);
+    let v;
+    for (let i = 0; i < N; i++) v = sma.add(xs[i]);
+    return v;
+  }, 3),
   "SMA technicalindicators nextValue": time(() => {
     const sma = new SMA({ period: K, values: [] });
     let v;
@@ -89,6 +106,26 @@ const results = {
     return out;
   }),
   "EMA slidewin ewma (batch)": time(() => ewma(xs, ALPHA)),
+  "EMA slidewin push per sample": time(() => {
+    const e = new Ema(K);
+    let v;
+    for (let i = 0; i < N; i++) v = e.push(xs[i]);
+    e.free();
+    return v;
+  }, 5),
+  "EMA slidewin add per sample (buffered)": time(() => {
+    const e = new Ema(K);
+    for (let i = 0; i < N; i++) e.add(xs[i]);
+    const v = e.value;
+    e.free();
+    return v;
+  }, 5),
+  "EMA trading-signals add": time(() => {
+    const e = new TsEMA(K);
+    let v;
+    for (let i = 0; i < N; i++) v = e.add(xs[i]);
+    return v;
+  }, 5),
   "EMA technicalindicators nextValue": time(() => {
     const e = new EMA({ period: K, values: [] });
     let v;
@@ -99,7 +136,7 @@ const results = {
   "EMA plain JS": time(() => plainEwma(xs, ALPHA)),
 };
 
-console.log(`node ${process.version}, N = ${N}, k = ${K}, alpha = 2/${K + 1}; best-of-runs process CPU time`);
+console.log(`node ${process.version}, N = ${N}, k = ${K}, alpha = 2/${K + 1}; best-of-runs process CPU time; load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
 for (const [name, { ns }] of Object.entries(results)) console.log(`${name.padEnd(44)} ${ns.toFixed(1).padStart(7)} ns/sample`);
 
 const ns = (name) => results[name].ns;
@@ -110,6 +147,23 @@ console.log(`SMA: slidewin pushMany / plain JS = ${(ns("SMA slidewin pushMany (s
 console.log(`EMA: technicalindicators nextValue / slidewin pushMany = ${(ns("EMA technicalindicators nextValue") / ns("EMA slidewin pushMany (streaming object)")).toFixed(1)}x`);
 console.log(`EMA: technicalindicators calculate / slidewin pushMany = ${(ns("EMA technicalindicators calculate") / ns("EMA slidewin pushMany (streaming object)")).toFixed(1)}x`);
 console.log(`EMA: slidewin pushMany / plain JS = ${(ns("EMA slidewin pushMany (streaming object)") / ns("EMA plain JS")).toFixed(2)}x`);
+for (const kind of ["SMA", "EMA"]) {
+  const peer = ns(`${kind} trading-signals add`);
+  console.log(`${kind}: trading-signals add / slidewin push = ${(peer / ns(`${kind} slidewin push per sample`)).toFixed(2)}x, / slidewin add = ${(peer / ns(`${kind} slidewin add per sample (buffered)`)).toFixed(2)}x`);
+}
+
+// The same answers: trading-signals' EMA is first-sample seeded like Ema(K) (bit for bit);
+// technicalindicators' is SMA-seeded like Ema(K, { seed: "sma" }).
+const head = xs.subarray(0, 2_000);
+const ts = new TsEMA(K);
+const tsValues = Array.from(head, (x) => ts.add(x));
+const ours = new Ema(K);
+const identical = tsValues.every((v, i) => v === ours.push(head[i]));
+const ti = EMA.calculate({ period: K, values: Array.from(head) });
+const seeded = new Ema(K, { seed: "sma" }).pushMany(head).slice(K - 1);
+const worst = ti.reduce((m, v, i) => Math.max(m, Math.abs(v - seeded[i]) / Math.abs(v)), 0);
+console.log(`agreement: EMA vs trading-signals bit-identical on ${head.length} samples: ${identical}; ` +
+  `Ema(seed "sma") vs technicalindicators: worst relative difference ${worst.toExponential(2)}`);
 
 // Drift: the last window's exact mean (summed afresh) against each running method.
 const exactLast = xs.subarray(N - K).reduce((a, b) => a + b, 0) / K;

@@ -5,21 +5,13 @@
 // allowed and refused rates from the live feed, and fails on any page error; then checks that
 // the page falls back to its synthetic feed (and says so) when the endpoint is missing.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { launchChromium, watchProblems } from "./chromium.mjs";
 
 const [baseUrl, screenshotPath] = process.argv.slice(2);
 if (!baseUrl || !screenshotPath) {
   console.error("usage: node browser/dashboard.mjs BASE_URL SCREENSHOT_PATH");
   process.exit(2);
 }
-
-const CHROMIUM_ARGS = [
-  "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-];
 
 /** `requests` requests to /api/ from 20 users (the demo admits 5 per 10 s each); status counts. */
 async function driveTraffic(requests) {
@@ -31,20 +23,12 @@ async function driveTraffic(requests) {
   return counts;
 }
 
-const userDataDir = mkdtempSync(join(tmpdir(), "slidewin-chromium-"));
-const context = await chromium.launchPersistentContext(userDataDir, {
-  executablePath: "/usr/bin/chromium",
-  headless: true,
-  ignoreDefaultArgs: true,
-  args: [...CHROMIUM_ARGS, `--user-data-dir=${userDataDir}`, "--remote-debugging-pipe", "about:blank"],
-  viewport: { width: 1200, height: 800 },
-});
+const browser = await launchChromium();
+const { context } = browser;
 const problems = [];
 try {
   const page = context.pages()[0] ?? (await context.newPage());
-  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-  page.on("console", (m) => m.type() === "error" && problems.push(`console error: ${m.text()}`));
-  page.on("requestfailed", (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
+  watchProblems(page, problems);
 
   await page.goto(new URL("/dashboard/?interval=250", baseUrl).href);
   await page.waitForFunction(() => window.slidewinDashboard?.source === "live", null, { timeout: 10_000 });
@@ -74,6 +58,9 @@ try {
       limiters: d.limiters,
       allowed: d.rates.allowed, rejected: d.rates.rejected,
       mean: d.stats.allowed.mean, ewma: d.stats.allowed.ewma, min: d.stats.allowed.min, max: d.stats.allowed.max,
+      p95: d.stats.allowed.p95, bbLower: d.stats.allowed.bbLower, bbUpper: d.stats.allowed.bbUpper,
+      legend: [...document.querySelectorAll(".u-legend .u-label")].map((e) => e.textContent),
+      headers: [...document.querySelectorAll("#latest thead th")].map((e) => e.textContent),
       tableRows: document.querySelectorAll("#latest tbody tr").length,
       canvas: document.querySelector("#chart canvas") !== null,
     };
@@ -86,7 +73,17 @@ try {
   // The band holds the mean: computed by slidewin in the page.
   for (let i = 0; i < view.allowed.length; i++) {
     assert.ok(view.min[i] <= view.mean[i] + 1e-9 && view.mean[i] <= view.max[i] + 1e-9, `band at ${i}`);
+    // Issue 13: the rolling p95 lies within the window's range, the Bollinger band around the mean.
+    assert.ok(view.min[i] <= view.p95[i] && view.p95[i] <= view.max[i], `p95 at ${i}`);
+    const slack = 1e-9 * Math.max(1, Math.abs(view.mean[i]));
+    assert.ok(view.bbLower[i] <= view.mean[i] + slack && view.mean[i] <= view.bbUpper[i] + slack, `Bollinger at ${i}`);
+    assert.ok(Math.abs(view.bbUpper[i] + view.bbLower[i] - 2 * view.mean[i]) <= 4 * slack, `Bollinger centred at ${i}`);
   }
+  assert.ok(view.p95.some((p, i) => p !== view.mean[i]), "the p95 line is its own line");
+  for (const label of ["allowed p95", "allowed Bollinger upper", "allowed Bollinger lower"]) {
+    assert.ok(view.legend.includes(label), `the chart shows ${label}: ${view.legend}`);
+  }
+  assert.deepEqual(view.headers.slice(-2), ["p95", "Bollinger band"]);
   await page.screenshot({ path: screenshotPath, fullPage: true });
   assert.deepEqual(problems, [], "the page logged errors");
 
@@ -100,6 +97,5 @@ try {
   assert.deepEqual(problems, [], "the offline page threw");
   console.log(`dashboard ok: ${view.allowed.length} points; screenshot ${screenshotPath}`);
 } finally {
-  await context.close();
-  rmSync(userDataDir, { recursive: true, force: true });
+  await browser.close();
 }

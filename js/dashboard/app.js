@@ -1,8 +1,8 @@
 // The dashboard: polls the demo nginx's /stats.json (node-wide allowed/rejected totals per
 // limiter), turns totals into per-second rates, and charts them with slidewin's moving average,
-// EWMA and min/max band, all computed here in WebAssembly. Without the endpoint it runs on a
+// EWMA, min/max band, rolling p95 and Bollinger band, all computed here in WebAssembly. Without the endpoint it runs on a
 // synthetic feed and says so. State for tests and curious users: window.slidewinDashboard.
-import init, { Ewma, SlidingMax, SlidingMean, SlidingMin, nowMs } from "./vendor/index.js";
+import init, { Bollinger, Ewma, SlidingMax, SlidingMean, SlidingMin, SlidingQuantile, nowMs } from "./vendor/index.js";
 import uPlot from "./vendor/uPlot.esm.js";
 
 const params = new URLSearchParams(location.search);
@@ -10,6 +10,7 @@ const statsUrl = params.get("stats") ?? "/stats.json";
 const pollMs = Number(params.get("interval") ?? 1000);
 const HISTORY = 300; // points kept (and recomputed when the window or alpha changes)
 const METRICS = ["allowed", "rejected"];
+const SERIES = ["mean", "ewma", "min", "max", "p95", "bbLower", "bbUpper"]; // per metric
 
 const el = (id) => document.getElementById(id);
 const state = {
@@ -22,7 +23,7 @@ const state = {
   previous: null, // last totals seen, per source
   times: [],
   rates: { allowed: [], rejected: [] },
-  stats: null, // per metric: { aggregates, mean[], ewma[], min[], max[] }
+  stats: null, // per metric: { aggregates, mean[], ewma[], min[], max[], p95[], bbLower[], bbUpper[] }
 };
 window.slidewinDashboard = state;
 
@@ -34,8 +35,11 @@ function newStats(metric) {
     ewma: new Ewma(state.alpha),
     min: SlidingMin.byTime(state.windowMs),
     max: SlidingMax.byTime(state.windowMs),
+    p95: SlidingQuantile.byTime(state.windowMs, 0.95),
   };
-  const series = { aggregates, mean: [], ewma: [], min: [], max: [] };
+  const bollinger = Bollinger.byTime(state.windowMs, 2); // mean ± 2 population SDs
+  const series = { aggregates, bollinger, bbLower: [], bbUpper: [] };
+  for (const name of SERIES) series[name] ??= [];
   // Replay the kept history so a new window or alpha applies to what is on screen.
   state.times.forEach((t, i) => pushStats(series, state.rates[metric][i], t));
   return series;
@@ -45,11 +49,18 @@ function pushStats(series, rate, tMs) {
   for (const [name, aggregate] of Object.entries(series.aggregates)) {
     series[name].push(aggregate.push(rate, tMs));
   }
+  series.bollinger.push(rate, tMs);
+  const bands = series.bollinger.bands;
+  series.bbLower.push(bands.lower);
+  series.bbUpper.push(bands.upper);
 }
 
 function rebuildStats() {
   if (state.stats) {
-    for (const metric of METRICS) Object.values(state.stats[metric].aggregates).forEach((a) => a.free());
+    for (const metric of METRICS) {
+      const s = state.stats[metric];
+      [...Object.values(s.aggregates), s.bollinger].forEach((a) => a.free());
+    }
   }
   state.stats = Object.fromEntries(METRICS.map((m) => [m, newStats(m)]));
 }
@@ -125,7 +136,7 @@ function trimHistory() {
   state.times.splice(0, excess);
   for (const metric of METRICS) {
     state.rates[metric].splice(0, excess);
-    for (const name of ["mean", "ewma", "min", "max"]) state.stats[metric][name].splice(0, excess);
+    for (const name of SERIES) state.stats[metric][name].splice(0, excess);
   }
 }
 
@@ -156,7 +167,7 @@ function chartData() {
   const data = [state.times.map((t) => t / 1000)];
   for (const metric of METRICS) {
     const s = state.stats[metric];
-    data.push(state.rates[metric], s.mean, s.ewma, s.max, s.min);
+    data.push(state.rates[metric], s.mean, s.ewma, s.max, s.min, s.p95, s.bbUpper, s.bbLower);
   }
   return data;
 }
@@ -173,8 +184,12 @@ function newChart() {
       { label: `${metric} EWMA`, stroke: color, width: 1.5, dash: [6, 4] },
       { label: `${metric} max`, stroke: color + "55", width: 1 },
       { label: `${metric} min`, stroke: color + "55", width: 1 },
+      { label: `${metric} p95`, stroke: color, width: 2, dash: [2, 3] },
+      { label: `${metric} Bollinger upper`, stroke: "#5c6bc0", width: 1, dash: [8, 3] },
+      { label: `${metric} Bollinger lower`, stroke: "#5c6bc0", width: 1, dash: [8, 3] },
     );
     bands.push({ series: [base + 3, base + 4], fill: color + "22" });
+    bands.push({ series: [base + 6, base + 7], fill: "#5c6bc01a" });
   }
   const width = Math.min(1100, document.body.clientWidth);
   return new uPlot({ width, height: 420, series, bands, axes: [{}, { label: "requests / s" }] }, chartData(), el("chart"));
@@ -186,7 +201,8 @@ function render() {
     const s = state.stats[metric];
     const last = (a) => (a.length ? a[a.length - 1].toFixed(1) : "–");
     const tr = document.createElement("tr");
-    for (const text of [metric, last(state.rates[metric]), last(s.mean), last(s.ewma), last(s.min), last(s.max)]) {
+    const band = s.bbLower.length ? `${last(s.bbLower)} – ${last(s.bbUpper)}` : "–";
+    for (const text of [metric, last(state.rates[metric]), last(s.mean), last(s.ewma), last(s.min), last(s.max), last(s.p95), band]) {
       tr.appendChild(document.createElement("td")).textContent = text;
     }
     return tr;

@@ -201,6 +201,103 @@ test("stream arguments are named with their values", function()
     eq(max:value(), 1, "a bad sample leaves the window as it was")
 end)
 
+-- Issue 13: huge finite samples, the charting conventions and rolling quantiles.
+test("huge finite samples leave no wrong value behind", function()
+    local variance = slidewin.variance { k = 3 }
+    local mean = slidewin.mean { k = 3 }
+    local got_var, got_mean = {}, {}
+    for _, x in ipairs { 1.7e308, 1.7e308, 1, 2, 3, 4, 5, 6 } do
+        variance:push(x)
+        mean:push(x)
+        got_var[#got_var + 1] = tostring(variance:value())
+        got_mean[#got_mean + 1] = tostring(mean:value())
+    end
+    eq(table.concat(got_var, ","), "nil,0,inf,inf,1,1,1,1")
+    eq(table.concat(got_mean, ",", 1, 2), "1.7e+308,1.7e+308")
+    eq(table.concat(got_mean, ",", 5), "2,3,4,5")
+    local one = slidewin.variance { k = 3 }
+    for _, x in ipairs { 1e155, 1, 2, 3 } do one:push(x) end
+    eq(one:value(), 1)
+end)
+
+test("population variance and SD, WMA, EMA seeding, Bollinger bands", function()
+    local pvar = slidewin.population_variance { k = 4 }
+    local psd = slidewin.population_stddev { k = 4 }
+    local wma = slidewin.wma { k = 3 }
+    for _, x in ipairs { 1, 3, 1, 3 } do pvar:push(x); psd:push(x); wma:push(x) end
+    eq(pvar:value(), 1)
+    eq(psd:value(), 1)
+    eq(wma:value(), (3 + 2 * 1 + 3 * 3) / 6)
+    local sma = slidewin.ema { period = 3, seed = "sma" }
+    local first = slidewin.ema { period = 3 }
+    local got = {}
+    for _, x in ipairs { 2, 4, 6, 8 } do
+        sma:push(x)
+        first:push(x)
+        got[#got + 1] = tostring(sma:value())
+    end
+    eq(table.concat(got, ","), "nil,nil,4,6")
+    eq(first:value(), ((2 * 0.5 + 4 * 0.5) * 0.5 + 6 * 0.5) * 0.5 + 8 * 0.5)
+    local bb = slidewin.bollinger { k = 4 }
+    eq(bb:bands(), nil, "no bands for an empty window")
+    for _, x in ipairs { 1, 3, 1, 3 } do bb:push(x) end
+    local lower, middle, upper = bb:bands()
+    eq(lower .. "," .. middle .. "," .. upper, "0,2,4")
+    eq(bb:value(), 2)
+    local plain = slidewin.mean { k = 1 }
+    plain:push(1)
+    eq(select("#", plain:bands()), 3, "bands() of an aggregate without any: nil, nil, nil")
+    eq(plain:bands(), nil)
+    eq(raised(slidewin.ema, { period = 3, seed = "last" }), 'slidewin.ema: seed must be "first" or "sma", got "last"')
+    eq(raised(slidewin.ema, {}), "slidewin.ema: period must be a number, got nil")
+    eq(raised(slidewin.bollinger, { k = 3, width = -1 }), "slidewin.bollinger: width must be a finite number >= 0, got -1")
+end)
+
+-- The q-quantile of a sorted copy (linear interpolation between the nearest ranks).
+local function sorted_quantile(xs, q)
+    if #xs == 0 then return nil end
+    local sorted = {}
+    for i, x in ipairs(xs) do sorted[i] = x end
+    table.sort(sorted)
+    local h = (#sorted - 1) * q
+    local floor = math.floor(h)
+    local fraction = h - floor
+    if fraction > 0 and sorted[floor + 2] then
+        return (1 - fraction) * sorted[floor + 1] + fraction * sorted[floor + 2]
+    end
+    return sorted[floor + 1]
+end
+
+test("quantiles equal a sort of the window (count and time windows, replace_last)", function()
+    math.randomseed(13)
+    for _, case in ipairs { { k = 1 }, { k = 9 }, { k = 64 }, { window_ms = 30 }, { window_ms = 300 } } do
+        for _, q in ipairs { 0, 0.5, 0.95, 0.99, 1, math.random() } do
+            local p = slidewin.quantile { k = case.k, window_ms = case.window_ms, q = q }
+            local samples, t = {}, 0
+            for step = 1, 600 do
+                local x = math.random(0, 200) / 4 - 10
+                if #samples > 0 and p:len() > 0 and math.random() < 0.15 then
+                    p:replace_last(x)
+                    samples[#samples].x = x
+                else
+                    t = t + math.random(0, 9)
+                    if case.k then p:push(x) else p:push_at(t, x) end
+                    samples[#samples + 1] = { t = t, x = x }
+                end
+                local window = {}
+                for i, s in ipairs(samples) do
+                    if (case.k and i > #samples - case.k) or (case.window_ms and s.t > t - case.window_ms) then
+                        window[#window + 1] = s.x
+                    end
+                end
+                eq(p:value(), sorted_quantile(window, q), string.format("%s q=%s step %d", case.k or case.window_ms, q, step))
+            end
+        end
+    end
+    eq(raised(slidewin.quantile, { k = 3 }), "slidewin.quantile: q must be a number, got nil")
+    eq(raised(slidewin.quantile, { k = 3, q = 1.5 }), "slidewin.quantile: q must be a number in [0, 1], got 1.5")
+end)
+
 test("now_ms is integer milliseconds", function()
     local now = slidewin.now_ms()
     eq(now % 1, 0, "fraction")

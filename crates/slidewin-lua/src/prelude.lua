@@ -33,6 +33,7 @@ local Aggregate = {}
 Aggregate.__index = Aggregate
 for _, method in ipairs {
     "push", "push_at", "replace_last", "advance_to", "value", "value_at", "len", "is_full", "clear",
+    "bands",
 } do
     Aggregate[method] = function(self, ...)
         if getmetatable(self) ~= Aggregate then
@@ -43,7 +44,10 @@ for _, method in ipairs {
         return rethrow(pcall(inner[method], inner, ...))
     end
 end
-for _, name in ipairs { "mean", "sum", "max", "min", "variance", "stddev", "rate", "smoothed" } do
+for _, name in ipairs {
+    "mean", "sum", "max", "min", "variance", "stddev", "rate", "smoothed",
+    "population_variance", "population_stddev", "wma", "quantile", "bollinger", "ema",
+} do
     local make = raw[name]
     module[name] = function(opts)
         return setmetatable({ rethrow(pcall(make, opts)) }, Aggregate)

@@ -6,21 +6,36 @@
 //! local mean = slidewin.mean{ k = 10 }                    -- or { window_ms = 60000 }
 //! mean:push(4); mean:push_at(slidewin.now_ms(), 6); mean:value()
 //! local smooth = slidewin.smoothed{ alpha = 0.1 }         -- or { half_life_ms = 500 }
+//! local p95 = slidewin.quantile{ k = 1000, q = 0.95 }     -- exact, O(log k)
+//! local bb = slidewin.bollinger{ k = 20, width = 2 }      -- bb:bands() --> lower, middle, upper
+//! local ema = slidewin.ema{ period = 9, seed = "sma" }    -- or seed = "first" (the default)
 //! ```
 //!
-//! Objects: `mean`, `sum`, `max`, `min`, `variance`, `stddev`, `rate` (per second), `smoothed`;
-//! methods `push(x)`, `push_at(t_ms, x)`, `replace_last(x)`, `advance_to(now_ms)`, `value()`
-//! (nil for an empty window), `value_at(now_ms)`, `len()`, `is_full()`, `clear()`.
+//! Objects: `mean`, `sum`, `max`, `min`, `variance`, `stddev` (sample: over n - 1),
+//! `population_variance`, `population_stddev` (over n), `wma`, `quantile` (with `q`),
+//! `bollinger` (with `width`, default 2), `rate` (per second), `smoothed`, `ema`; methods
+//! `push(x)`, `push_at(t_ms, x)`, `replace_last(x)`, `advance_to(now_ms)`, `value()` (nil for an
+//! empty window), `value_at(now_ms)`, `len()`, `is_full()`, `clear()`, and `bands()` (lower,
+//! middle, upper; nil when the aggregate has none).
 
 use mlua::{Lua, Result as LuaResult, Table, UserData, UserDataMethods, Value};
-use slidewin::stream::{self, Aggregate, Ewma, Rate, SlidingMax, SlidingMean, SlidingMin};
-use slidewin::stream::{SlidingStdDev, SlidingSum, SlidingVariance, TimeEwma, Window};
+use slidewin::stream::{self, Aggregate, Bollinger, Ema, Ewma, Rate, Seed, SlidingMax};
+use slidewin::stream::{
+    SlidingMean, SlidingMin, SlidingPopulationStdDev, SlidingPopulationVariance,
+};
+use slidewin::stream::{SlidingQuantile, SlidingStdDev, SlidingSum, SlidingVariance, SlidingWma};
+use slidewin::stream::{TimeEwma, Window};
 use slidewin::{arg, Error};
 
 use crate::args::{self, error};
 
 type Batch = fn(&[f64], usize) -> Result<Vec<f64>, Error>;
-type MakeWindowed = fn(Window) -> Result<Box<dyn Aggregate>, Error>;
+/// Makes a sliding aggregate over a window, given the number its [`Extra`] option reads (0 when
+/// it has none).
+type MakeWindowed = fn(Window, f64) -> Result<Box<dyn Aggregate>, Error>;
+
+/// A second option of a windowed aggregate: its name, and its default (`None`: required).
+type Extra = Option<(&'static str, Option<f64>)>;
 
 /// Registers the batch functions and the object constructors in `module`.
 pub fn register(lua: &Lua, module: &Table) -> LuaResult<()> {
@@ -55,22 +70,57 @@ pub fn register(lua: &Lua, module: &Table) -> LuaResult<()> {
                 .map_err(args::core(function))
         })?,
     )?;
-    let windowed: [(&str, &'static str, MakeWindowed); 7] = [
-        ("mean", "slidewin.mean", |w| {
+    let windowed: [(&str, &'static str, Extra, MakeWindowed); 12] = [
+        ("mean", "slidewin.mean", None, |w, _| {
             Ok(Box::new(SlidingMean::new(w)?))
         }),
-        ("sum", "slidewin.sum", |w| Ok(Box::new(SlidingSum::new(w)?))),
-        ("max", "slidewin.max", |w| Ok(Box::new(SlidingMax::new(w)?))),
-        ("min", "slidewin.min", |w| Ok(Box::new(SlidingMin::new(w)?))),
-        ("variance", "slidewin.variance", |w| {
+        ("sum", "slidewin.sum", None, |w, _| {
+            Ok(Box::new(SlidingSum::new(w)?))
+        }),
+        ("max", "slidewin.max", None, |w, _| {
+            Ok(Box::new(SlidingMax::new(w)?))
+        }),
+        ("min", "slidewin.min", None, |w, _| {
+            Ok(Box::new(SlidingMin::new(w)?))
+        }),
+        ("variance", "slidewin.variance", None, |w, _| {
             Ok(Box::new(SlidingVariance::new(w)?))
         }),
-        ("stddev", "slidewin.stddev", |w| {
+        ("stddev", "slidewin.stddev", None, |w, _| {
             Ok(Box::new(SlidingStdDev::new(w)?))
         }),
-        ("rate", "slidewin.rate", |w| Ok(Box::new(Rate::new(w)?))),
+        (
+            "population_variance",
+            "slidewin.population_variance",
+            None,
+            |w, _| Ok(Box::new(SlidingPopulationVariance::new(w)?)),
+        ),
+        (
+            "population_stddev",
+            "slidewin.population_stddev",
+            None,
+            |w, _| Ok(Box::new(SlidingPopulationStdDev::new(w)?)),
+        ),
+        ("wma", "slidewin.wma", None, |w, _| {
+            Ok(Box::new(SlidingWma::new(w)?))
+        }),
+        (
+            "quantile",
+            "slidewin.quantile",
+            Some(("q", None)),
+            |w, q| Ok(Box::new(SlidingQuantile::with_q(w, q)?)),
+        ),
+        (
+            "bollinger",
+            "slidewin.bollinger",
+            Some(("width", Some(2.0))),
+            |w, width| Ok(Box::new(Bollinger::new(w, width)?)),
+        ),
+        ("rate", "slidewin.rate", None, |w, _| {
+            Ok(Box::new(Rate::new(w)?))
+        }),
     ];
-    for (name, function, make) in windowed {
+    for (name, function, extra, make) in windowed {
         module.set(
             name,
             lua.create_function(move |_, opts: Value| {
@@ -89,12 +139,46 @@ pub fn register(lua: &Lua, module: &Table) -> LuaResult<()> {
                     ),
                     _ => return Err(error(function, "options must have one of k or window_ms")),
                 };
+                let extra = match extra {
+                    None => 0.0,
+                    Some((field, default)) => match (opts.raw_get::<Value>(field)?, default) {
+                        (Value::Nil, Some(default)) => default,
+                        (value, _) => args::number(function, field, &value)?,
+                    },
+                };
+                let window = window.map_err(args::core(function))?;
                 Ok(LuaAggregate(
-                    make(window.map_err(args::core(function))?).map_err(args::core(function))?,
+                    make(window, extra).map_err(args::core(function))?,
                 ))
             })?,
         )?;
     }
+    module.set(
+        "ema",
+        lua.create_function(|_, opts: Value| {
+            let function = "slidewin.ema";
+            let opts = options(function, opts)?;
+            let period = opts.raw_get::<Value>("period")?;
+            let period = arg::uint("period", args::number(function, "period", &period)?)
+                .map_err(args::core(function))?;
+            let seed = match opts.raw_get::<Value>("seed")? {
+                Value::Nil => Seed::First,
+                Value::String(s) if s.as_bytes() == b"first".as_slice() => Seed::First,
+                Value::String(s) if s.as_bytes() == b"sma".as_slice() => Seed::Sma,
+                other => {
+                    return Err(error(
+                        function,
+                        format_args!(
+                            "seed must be \"first\" or \"sma\", got {}",
+                            args::describe(&other)
+                        ),
+                    ))
+                }
+            };
+            let ema = Ema::new(period, seed).map_err(args::core(function))?;
+            Ok(LuaAggregate(Box::new(ema)))
+        })?,
+    )?;
     module.set(
         "smoothed",
         lua.create_function(|_, opts: Value| {
@@ -182,6 +266,12 @@ impl UserData for LuaAggregate {
             this.0.value_at(now_ms).map_err(core("agg:value_at"))
         });
         methods.add_method("value", |_, this, ()| Ok(this.0.value()));
+        methods.add_method("bands", |_, this, ()| {
+            Ok(match this.0.bands() {
+                Some(b) => (Some(b.lower), Some(b.middle), Some(b.upper)),
+                None => (None, None, None),
+            })
+        });
         methods.add_method("len", |_, this, ()| Ok(this.0.len()));
         methods.add_method("is_full", |_, this, ()| Ok(this.0.is_full()));
         methods.add_method_mut("clear", |_, this, ()| {

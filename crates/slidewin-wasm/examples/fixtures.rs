@@ -79,8 +79,10 @@ fn samples(n: usize) -> (Vec<f64>, Vec<i64>) {
 }
 
 /// The value after each push (null where undefined), then after replacing the last sample.
+/// `extra` is the class's second parameter (a quantile's `q`, Bollinger's `width`, an `Ema`'s
+/// seed), when it has one.
 fn stream_case(
-    class: &str,
+    (class, extra): (&str, Value),
     window: &str,
     param: f64,
     mut aggregate: Box<dyn Aggregate>,
@@ -102,7 +104,7 @@ fn stream_case(
         .expect("the samples are valid");
     aggregate.replace_last(-3.25).expect("there is a sample");
     json!({
-        "class": class, "window": window, "param": param, "timed": timed,
+        "class": class, "extra": extra, "window": window, "param": param, "timed": timed,
         "values": values, "afterReplaceLast": aggregate.value(),
     })
 }
@@ -116,7 +118,7 @@ fn aggregates(xs: &[f64], times: &[i64]) -> Vec<Value> {
         } else {
             Window::Time(param as i64)
         };
-        let sliding: [(&str, Box<dyn Aggregate>); 6] = [
+        let sliding: [(&str, Box<dyn Aggregate>); 9] = [
             ("SlidingSum", Box::new(stream::SlidingSum::new(w).unwrap())),
             (
                 "SlidingMean",
@@ -132,16 +134,64 @@ fn aggregates(xs: &[f64], times: &[i64]) -> Vec<Value> {
                 "SlidingStdDev",
                 Box::new(stream::SlidingStdDev::new(w).unwrap()),
             ),
+            (
+                "SlidingPopulationVariance",
+                Box::new(stream::SlidingPopulationVariance::new(w).unwrap()),
+            ),
+            (
+                "SlidingPopulationStdDev",
+                Box::new(stream::SlidingPopulationStdDev::new(w).unwrap()),
+            ),
+            ("SlidingWma", Box::new(stream::SlidingWma::new(w).unwrap())),
         ];
         for (class, aggregate) in sliding {
-            cases.push(stream_case(class, window, param, aggregate, input));
+            cases.push(stream_case(
+                (class, Value::Null),
+                window,
+                param,
+                aggregate,
+                input,
+            ));
         }
+        for q in [0.5, 0.95, 0.99] {
+            let quantile = Box::new(stream::SlidingQuantile::with_q(w, q).unwrap());
+            cases.push(stream_case(
+                ("SlidingQuantile", json!(q)),
+                window,
+                param,
+                quantile,
+                input,
+            ));
+        }
+        let bands = Box::new(stream::Bollinger::new(w, 2.0).unwrap());
+        cases.push(stream_case(
+            ("Bollinger", json!(2.0)),
+            window,
+            param,
+            bands,
+            input,
+        ));
+    }
+    for seed in [stream::Seed::Sma, stream::Seed::First] {
+        let name = if seed == stream::Seed::Sma {
+            "sma"
+        } else {
+            "first"
+        };
+        let ema = Box::new(stream::Ema::new(20, seed).unwrap());
+        cases.push(stream_case(("Ema", json!(name)), "", 20.0, ema, input));
     }
     let rate = Box::new(stream::Rate::new(Window::Time(10_000)).unwrap());
-    cases.push(stream_case("Rate", "", 10_000.0, rate, input));
+    cases.push(stream_case(
+        ("Rate", Value::Null),
+        "",
+        10_000.0,
+        rate,
+        input,
+    ));
     for alpha in [0.1, 1.0] {
         cases.push(stream_case(
-            "Ewma",
+            ("Ewma", Value::Null),
             "",
             alpha,
             Box::new(stream::Ewma::new(alpha).unwrap()),
@@ -149,7 +199,13 @@ fn aggregates(xs: &[f64], times: &[i64]) -> Vec<Value> {
         ));
     }
     let time_ewma = Box::new(stream::TimeEwma::new(2_000).unwrap());
-    cases.push(stream_case("TimeEwma", "", 2_000.0, time_ewma, input));
+    cases.push(stream_case(
+        ("TimeEwma", Value::Null),
+        "",
+        2_000.0,
+        time_ewma,
+        input,
+    ));
     cases
 }
 

@@ -47,7 +47,7 @@ fn js_error(error: Error) -> JsValue {
 }
 
 /// The core's message for `error` (the `Display` of [`Error`]), assembled here so that the
-/// .wasm carries no Rust float formatting (about 10 KB of its 80 KB budget): a float argument
+/// .wasm carries no Rust float formatting (about 10 KB of its 120 KB budget): a float argument
 /// comes back separately, to be appended by JS. `tests::messages_match_the_core` keeps the
 /// two in step.
 fn message(error: &Error) -> (String, Option<f64>) {

@@ -5,6 +5,10 @@
 //!
 //! Values the core leaves undefined (`None`: an empty window) are `undefined` from `value` and
 //! `push`, and `NaN` inside the Float64Arrays of `pushMany`.
+//!
+//! The one method a dashboard calls per sample, `push(x)`, has a fast path: `__push` takes and
+//! returns a plain `f64` (NaN for undefined), which V8 calls without building a result array;
+//! js/index.js checks `x` is finite first, so the core cannot refuse it.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -20,6 +24,13 @@ use crate::js;
 /// dynamic path in [`Aggregate::push_many`]: one copy of that loop keeps the .wasm small.
 trait Shell: stream::Aggregate {
     fn push_many(&mut self, xs: &[f64]) -> Result<Vec<f64>, Error>;
+
+    /// Push the finite `x` (js/index.js checks it) and read the value, NaN when undefined: one
+    /// indirect call per sample, the rest inlined.
+    fn push_value(&mut self, x: f64) -> f64;
+
+    /// Push the finite samples `xs` (js/index.js checks them), reading nothing.
+    fn push_all(&mut self, xs: &[f64]);
 }
 
 impl<A: stream::Aggregate> Shell for A {
@@ -31,10 +42,42 @@ impl<A: stream::Aggregate> Shell for A {
         }
         Ok(values)
     }
+
+    fn push_value(&mut self, x: f64) -> f64 {
+        // An untimed finite sample is never refused (`push` is at the latest time).
+        let _ = self.push(x);
+        self.value().unwrap_or(f64::NAN)
+    }
+
+    fn push_all(&mut self, xs: &[f64]) {
+        for &x in xs {
+            let _ = self.push(x);
+        }
+    }
 }
 
-/// [`Aggregate::push_many`] with times: `aggregate` pushes `xs[i]` at `times[i]`.
-fn push_many_at(aggregate: &mut dyn Shell, xs: &[f64], times: &[f64]) -> Result<Vec<f64>, Error> {
+/// The value after each sample of `xs` pushed by `push` (at `times[i]`, when given), each
+/// made of `width` numbers by `read` (NaN where undefined).
+fn push_each(
+    aggregate: &mut dyn Shell,
+    xs: &[f64],
+    times: Option<&[f64]>,
+    read: fn(&dyn Shell, &mut Vec<f64>),
+    width: usize,
+) -> Result<Vec<f64>, Error> {
+    let mut values = Vec::with_capacity(xs.len() * width);
+    for (i, &x) in xs.iter().enumerate() {
+        match times {
+            Some(times) => aggregate.push_at(arg::int("t_ms", times[i])?, x)?,
+            None => aggregate.push(x)?,
+        }
+        read(aggregate, &mut values);
+    }
+    Ok(values)
+}
+
+/// Checks `times` is as long as `xs`.
+fn same_length(xs: &[f64], times: &[f64]) -> Result<(), Error> {
     if times.len() != xs.len() {
         return Err(Error::invalid(
             "times",
@@ -42,24 +85,38 @@ fn push_many_at(aggregate: &mut dyn Shell, xs: &[f64], times: &[f64]) -> Result<
             Value::UInt(times.len() as u64),
         ));
     }
-    let mut values = Vec::with_capacity(xs.len());
-    for (&x, &t_ms) in xs.iter().zip(times) {
-        aggregate.push_at(arg::int("t_ms", t_ms)?, x)?;
-        values.push(aggregate.value().unwrap_or(f64::NAN));
-    }
-    Ok(values)
+    Ok(())
 }
 
-/// The aggregate `kind` (a class name of js/index.js) over `window` (`"count"` or `"time"`,
-/// for the sliding kinds) with its one numeric parameter (`k`, `window_ms`, `alpha`,
-/// `half_life_ms`); `None` for an unknown kind.
-fn new_aggregate(kind: &str, window: &str, param: f64) -> Result<Option<Box<dyn Shell>>, Error> {
+/// Appends the lower, middle and upper band (NaN each when there is none).
+fn read_bands(aggregate: &dyn Shell, out: &mut Vec<f64>) {
+    match aggregate.bands() {
+        Some(b) => out.extend([b.lower, b.middle, b.upper]),
+        None => out.extend([f64::NAN; 3]),
+    }
+}
+
+/// Appends the value (NaN when undefined).
+fn read_value(aggregate: &dyn Shell, out: &mut Vec<f64>) {
+    out.push(aggregate.value().unwrap_or(f64::NAN));
+}
+
+/// The aggregate `kind` (a class of js/index.js) with `mode` (its window, `"count"` or `"time"`, for the
+/// sliding kinds; the seed, `"sma"` or `"first"`, for `Ema`) with its numeric parameter (`k`,
+/// `window_ms`, `alpha`, `period`, `half_life_ms`) and, for some, a second one (`q` of a
+/// quantile, `width` of Bollinger bands); `None` for an unknown kind.
+fn new_aggregate(
+    kind: &str,
+    mode: &str,
+    param: f64,
+    extra: Option<f64>,
+) -> Result<Option<Box<dyn Shell>>, Error> {
     fn boxed<A: Shell + 'static>(
         aggregate: Result<A, Error>,
     ) -> Result<Option<Box<dyn Shell>>, Error> {
         Ok(Some(Box::new(aggregate?)))
     }
-    let window = || match window {
+    let window = || match mode {
         "time" => arg::int("window_ms", param).and_then(Window::time),
         _ => arg::uint("k", param).and_then(Window::count),
     };
@@ -70,8 +127,23 @@ fn new_aggregate(kind: &str, window: &str, param: f64) -> Result<Option<Box<dyn 
         "SlidingMin" => boxed(stream::SlidingMin::new(window()?)),
         "SlidingVariance" => boxed(stream::SlidingVariance::new(window()?)),
         "SlidingStdDev" => boxed(stream::SlidingStdDev::new(window()?)),
+        "SlidingPopulationVariance" => boxed(stream::SlidingPopulationVariance::new(window()?)),
+        "SlidingPopulationStdDev" => boxed(stream::SlidingPopulationStdDev::new(window()?)),
+        "SlidingWma" => boxed(stream::SlidingWma::new(window()?)),
+        "SlidingQuantile" => boxed(stream::SlidingQuantile::with_q(
+            window()?,
+            extra.unwrap_or(f64::NAN),
+        )),
+        "Bollinger" => boxed(stream::Bollinger::new(window()?, extra.unwrap_or(2.0))),
         "Rate" => boxed(stream::Rate::new(window()?)),
         "Ewma" => boxed(stream::Ewma::new(param)),
+        "Ema" => {
+            let seed = match mode {
+                "sma" => stream::Seed::Sma,
+                _ => stream::Seed::First,
+            };
+            boxed(arg::uint("period", param).and_then(|p| stream::Ema::new(p, seed)))
+        }
         "TimeEwma" => boxed(arg::int("half_life_ms", param).and_then(stream::TimeEwma::new)),
         _ => Ok(None),
     }
@@ -83,10 +155,15 @@ pub struct Aggregate(Box<dyn Shell>);
 
 #[wasm_bindgen]
 impl Aggregate {
-    /// Used by js/index.js's classes; see `new_aggregate`.
-    #[wasm_bindgen(js_name = __create)]
-    pub fn create(kind: &str, window: &str, param: f64) -> Result<Aggregate, JsValue> {
-        match js(new_aggregate(kind, window, param))? {
+    /// Called by the constructors of js/index.js's classes; see `new_aggregate`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        kind: &str,
+        mode: &str,
+        param: f64,
+        extra: Option<f64>,
+    ) -> Result<Aggregate, JsValue> {
+        match js(new_aggregate(kind, mode, param, extra))? {
             Some(aggregate) => Ok(Self(aggregate)),
             None => Err(js_sys::Error::new(&alloc::format!("no aggregate is named {kind}")).into()),
         }
@@ -102,6 +179,18 @@ impl Aggregate {
         Ok(self.0.value())
     }
 
+    /// `push(x)` for a finite `x` (checked by js/index.js): the value, NaN when undefined.
+    #[wasm_bindgen(js_name = __push)]
+    pub fn push_finite(&mut self, x: f64) -> f64 {
+        self.0.push_value(x)
+    }
+
+    /// Push the finite samples `xs` (checked by js/index.js's `add`, which buffers them).
+    #[wasm_bindgen(js_name = __pushAll)]
+    pub fn push_all(&mut self, xs: &[f64]) {
+        self.0.push_all(xs)
+    }
+
     /// Push every sample of `xs` (at the matching `times`, when given); returns the value
     /// after each sample (NaN where undefined). On a bad sample or time it throws, and the
     /// samples before it stay pushed.
@@ -112,9 +201,38 @@ impl Aggregate {
         times: Option<Box<[f64]>>,
     ) -> Result<Vec<f64>, JsValue> {
         js(match times {
-            Some(times) => push_many_at(self.0.as_mut(), xs, &times),
+            Some(times) => same_length(xs, &times)
+                .and_then(|()| push_each(self.0.as_mut(), xs, Some(&times), read_value, 1)),
             None => self.0.push_many(xs),
         })
+    }
+
+    /// Like `pushMany`, for aggregates with bands: lower, middle and upper after each sample,
+    /// one after the other (NaN where undefined).
+    #[wasm_bindgen(js_name = __pushManyBands)]
+    pub fn push_many_bands(
+        &mut self,
+        xs: &[f64],
+        times: Option<Box<[f64]>>,
+    ) -> Result<Vec<f64>, JsValue> {
+        if let Some(times) = &times {
+            js(same_length(xs, times))?;
+        }
+        js(push_each(
+            self.0.as_mut(),
+            xs,
+            times.as_deref(),
+            read_bands,
+            3,
+        ))
+    }
+
+    /// Lower, middle and upper band, for aggregates with bands; `undefined` otherwise.
+    #[wasm_bindgen(getter, js_name = __bands)]
+    pub fn bands(&self) -> Option<Vec<f64>> {
+        self.0
+            .bands()
+            .map(|b| alloc::vec![b.lower, b.middle, b.upper])
     }
 
     /// Correct the newest sample to `x` in place (a still-open bucket); returns the new value.

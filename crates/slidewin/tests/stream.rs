@@ -327,7 +327,14 @@ fn serde_restores_configs_and_state_to_the_same_results() {
         round_trip(&mut SlidingMean::new(window).unwrap(), &mut rng);
         round_trip(&mut SlidingVariance::new(window).unwrap(), &mut rng);
         round_trip(&mut SlidingPopulationStdDev::new(window).unwrap(), &mut rng);
+        round_trip(&mut SlidingWma::new(window).unwrap(), &mut rng);
+        round_trip(
+            &mut SlidingQuantile::with_q(window, 0.95).unwrap(),
+            &mut rng,
+        );
+        round_trip(&mut Bollinger::new(window, 2.0).unwrap(), &mut rng);
     }
+    round_trip(&mut Ema::new(20, Seed::Sma).unwrap(), &mut rng);
     round_trip(&mut Rate::new(Window::Time(500)).unwrap(), &mut rng);
     round_trip(&mut Ewma::new(0.1).unwrap(), &mut rng);
     round_trip(&mut TimeEwma::new(100).unwrap(), &mut rng);

@@ -191,6 +191,20 @@ fn variance_tolerance(samples: &[(i64, f64)]) -> f64 {
     1e-12 * spread * spread + 4.0 * spread * mean_ulp + f64::MIN_POSITIVE
 }
 
+/// The `q`-quantile of a sorted copy (linear interpolation between the nearest ranks).
+fn sorted_quantile(samples: &[(i64, f64)], q: f64) -> Option<f64> {
+    let mut xs: Vec<f64> = values(samples).collect();
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    let h = (n.checked_sub(1)?) as f64 * q;
+    let floor = h.floor() as usize;
+    let fraction = h - floor as f64;
+    Some(match xs.get(floor + 1) {
+        Some(&above) if fraction > 0.0 => (1.0 - fraction) * xs[floor] + fraction * above,
+        _ => xs[floor],
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
 
@@ -288,6 +302,67 @@ proptest! {
             let next = mean.map_or(*x, |m: f64| 0.75 * m + 0.25 * x);
             prop_assert_eq!(got, next);
             mean = Some(next);
+        }
+    }
+
+    #[test]
+    fn quantiles_match_a_sorted_copy_of_the_window(
+        window in window(),
+        q in prop_oneof![Just(0.0), Just(0.5), Just(0.95), Just(0.99), Just(1.0), 0.0f64..=1.0],
+        ops in prop::collection::vec(op(), 1..120),
+    ) {
+        run(&mut SlidingQuantile::with_q(window, q).unwrap(), Some(window), &ops, &|got, samples| {
+            prop_assert_eq!(got, sorted_quantile(samples, q));
+            Ok(())
+        })?;
+    }
+
+    #[test]
+    fn wma_matches_the_weighted_sum(window in window(), ops in prop::collection::vec(op(), 1..120)) {
+        run(&mut SlidingWma::new(window).unwrap(), Some(window), &ops, &|got, samples| {
+            let n = samples.len() as f64;
+            let weighted = values(samples).enumerate().map(|(i, x)| (i + 1) as f64 * x);
+            let want = (!samples.is_empty()).then(|| exact_sum(weighted.clone()) / (n * (n + 1.0) / 2.0));
+            let magnitude = weighted.map(f64::abs).sum::<f64>() / (n * (n + 1.0) / 2.0).max(1.0);
+            near(got, want, 1024.0 * f64::EPSILON * magnitude + f64::MIN_POSITIVE)
+        })?;
+    }
+
+    #[test]
+    fn ema_by_period_matches_its_seeding_and_recursion(period in 1u64..12, ops in prop::collection::vec(op(), 1..120)) {
+        let alpha = 2.0 / (period as f64 + 1.0);
+        for seed in [Seed::Sma, Seed::First] {
+            run(&mut Ema::new(period, seed).unwrap(), None, &ops, &|got, samples| {
+                let p = match seed { Seed::Sma => period as usize, Seed::First => 1 };
+                let want = (samples.len() >= p).then(|| {
+                    let start = exact_sum(values(&samples[..p])) / p as f64;
+                    values(&samples[p..]).fold(start, |mean, x| (1.0 - alpha) * mean + alpha * x)
+                });
+                let scale = values(samples).map(f64::abs).fold(0.0, f64::max);
+                near(got, want, 1e-12 * scale * samples.len() as f64)
+            })?;
+        }
+    }
+
+    #[test]
+    fn bollinger_is_the_mean_and_population_sd(window in window(), width in 0.0f64..4.0, ops in prop::collection::vec(op(), 1..120)) {
+        let mut bands = Bollinger::new(window, width).unwrap();
+        let mut sd = SlidingPopulationStdDev::new(window).unwrap();
+        let mut mean = SlidingMean::new(window).unwrap();
+        let mut t_ms = 0;
+        for op in &ops {
+            if let Op::Push { after_ms, x } = *op {
+                t_ms += after_ms;
+                for a in [&mut bands as &mut dyn Aggregate, &mut sd, &mut mean] {
+                    a.push_at(t_ms, x).unwrap();
+                }
+                let b = bands.bands().unwrap();
+                let (m, s) = (mean.value().unwrap(), sd.value().unwrap());
+                let tolerance = 1e-9 * (m.abs() + s * width) + 1e-300;
+                prop_assert!((b.middle - m).abs() <= tolerance && bands.value() == Some(b.middle));
+                prop_assert!((b.upper - (m + width * s)).abs() <= tolerance);
+                prop_assert!((b.lower - (m - width * s)).abs() <= tolerance);
+            }
         }
     }
 }

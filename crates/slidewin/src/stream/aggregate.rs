@@ -34,6 +34,12 @@ pub trait Aggregate {
     /// defined (no sample; one sample for a sample variance).
     fn value(&self) -> Option<f64>;
 
+    /// The band around the value, for aggregates that have one ([`Bollinger`](crate::stream::Bollinger));
+    /// `None` for the others and while the value is `None`.
+    fn bands(&self) -> Option<Bands> {
+        None
+    }
+
     /// [`advance_to`](Aggregate::advance_to) `now_ms`, then [`value`](Aggregate::value).
     fn value_at(&mut self, now_ms: i64) -> Result<Option<f64>, Error> {
         self.advance_to(now_ms)?;
@@ -58,6 +64,17 @@ pub trait Aggregate {
 
     /// Forget every sample and time, keeping the configuration.
     fn clear(&mut self);
+}
+
+/// A band: a middle line with a lower and an upper bound.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bands {
+    /// The lower bound.
+    pub lower: f64,
+    /// The middle line (the aggregate's value).
+    pub middle: f64,
+    /// The upper bound.
+    pub upper: f64,
 }
 
 /// `x` when it is a usable sample (finite), else an error naming `x`.

@@ -12,7 +12,10 @@
 //! | [`SlidingMax`], [`SlidingMin`] | amortised O(1) | two-stack queue, branch-free |
 //! | [`SlidingSum`], [`SlidingMean`], [`Rate`] | amortised O(1) | compensated, no drift |
 //! | [`SlidingVariance`], [`SlidingStdDev`] (+ population forms) | amortised O(1) | shifted, compensated |
-//! | [`Ewma`], [`TimeEwma`] | O(1) | per sample / half-life in ms |
+//! | [`SlidingWma`] | amortised O(1) | weights 1..n, compensated |
+//! | [`Bollinger`] | amortised O(1) | mean ± width × population SD |
+//! | [`SlidingQuantile`] | O(log k) | exact p50/p95/p99/any q (linear interpolation) |
+//! | [`Ewma`], [`Ema`], [`TimeEwma`] | O(1) | per sample (alpha, or period with SMA/first seeding) / half-life in ms |
 //!
 //! Memory: a sliding aggregate keeps the window's samples (and their times, for time windows)
 //! plus its accumulator, at most one more `f64` per sample. With the `serde` feature every
@@ -76,24 +79,30 @@
 
 mod aggregate;
 mod batch;
+mod bollinger;
 mod compensated;
 mod extreme;
+mod quantile;
 mod samples;
 mod sliding;
 mod smoothing;
 mod sum;
 mod variance;
+mod weighted;
 mod window;
 
-pub use aggregate::Aggregate;
+pub use aggregate::{Aggregate, Bands};
 pub use batch::{ewma, sliding, sliding_max, sliding_mean, sliding_min, sliding_sum};
-pub use compensated::Compensated;
+pub use bollinger::Bollinger;
+pub use compensated::{Compensated, Wide};
 pub use extreme::{Extreme, SlidingMax, SlidingMin};
+pub use quantile::{Quantile, SlidingQuantile};
 pub use sliding::{Accumulator, Sliding};
-pub use smoothing::{Alpha, Ewma, HalfLife, Smoothed, TimeEwma, Weighting};
+pub use smoothing::{Alpha, Ema, Ewma, HalfLife, Period, Seed, Smoothed, TimeEwma, Weighting};
 pub use sum::{Mean, PerSecond, Rate, Reading, SlidingMean, SlidingSum, Sum, Total};
 pub use variance::{
     Moments, PopulationStdDev, PopulationVariance, SampleStdDev, SampleVariance,
     SlidingPopulationStdDev, SlidingPopulationVariance, SlidingStdDev, SlidingVariance,
 };
+pub use weighted::{SlidingWma, Weighted};
 pub use window::Window;

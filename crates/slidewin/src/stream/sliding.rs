@@ -54,6 +54,11 @@ pub trait Accumulator: Clone + Default {
         false
     }
 
+    /// Forget every sample, keeping the configuration (a quantile's `q`).
+    fn reset(&mut self) {
+        *self = Self::default();
+    }
+
     /// The result over `len` samples (`len >= 1`) of `window`.
     fn value(&self, len: usize, window: Window) -> Option<f64>;
 }
@@ -74,9 +79,19 @@ pub struct Sliding<A> {
 impl<A: Accumulator> Sliding<A> {
     /// An empty aggregate over `window`; an error names `k` or `window_ms` when it is invalid.
     pub fn new(window: Window) -> Result<Self, Error> {
+        Self::with(window, A::default())
+    }
+
+    /// An empty aggregate over `window` computing with `acc`, a configured accumulator
+    /// that has seen no sample (as [`SlidingQuantile::with_q`](super::SlidingQuantile::with_q) does).
+    pub fn with(window: Window, mut acc: A) -> Result<Self, Error> {
         let window = window.check()?;
         A::check(window)?;
-        Ok(Self::empty(window))
+        acc.reset();
+        Ok(Self {
+            acc,
+            ..Self::empty(window)
+        })
     }
 
     fn empty(window: Window) -> Self {
@@ -87,6 +102,11 @@ impl<A: Accumulator> Sliding<A> {
             churn: 0,
             acc: A::default(),
         }
+    }
+
+    /// The accumulator (for readings beyond [`value`](Aggregate::value), such as a band).
+    pub fn accumulator(&self) -> &A {
+        &self.acc
     }
 
     /// The window.
@@ -109,7 +129,7 @@ impl<A: Accumulator> Sliding<A> {
         }
         if evicted && self.samples.len() == 0 {
             // An empty window starts afresh, without any rounding residue.
-            self.acc = A::default();
+            self.acc.reset();
             self.churn = 0;
         }
     }
@@ -208,6 +228,11 @@ impl<A: Accumulator> Aggregate for Sliding<A> {
     }
 
     fn clear(&mut self) {
-        *self = Self::empty(self.window());
+        let mut acc = core::mem::take(&mut self.acc);
+        acc.reset();
+        *self = Self {
+            acc,
+            ..Self::empty(self.window())
+        };
     }
 }

@@ -18,6 +18,11 @@ pub trait Weighting: Clone {
 
     /// Forget the samples.
     fn reset(&mut self) {}
+
+    /// How many samples the mean needs before it has a value (1 unless seeded by an SMA).
+    fn warmup(&self) -> usize {
+        1
+    }
 }
 
 /// An exponentially weighted mean: each sample moves it by its [`Weighting::share`].
@@ -90,7 +95,7 @@ impl<W: Weighting> Aggregate for Smoothed<W> {
 
     #[inline]
     fn value(&self) -> Option<f64> {
-        (self.len > 0).then_some(self.mean)
+        (self.len >= self.weighting.warmup()).then_some(self.mean)
     }
 
     fn len(&self) -> usize {
@@ -98,7 +103,7 @@ impl<W: Weighting> Aggregate for Smoothed<W> {
     }
 
     fn is_full(&self) -> bool {
-        self.len > 0
+        self.len >= self.weighting.warmup()
     }
 
     fn latest_ms(&self) -> Option<i64> {
@@ -145,6 +150,71 @@ impl Weighting for Alpha {
             self.0
         } else {
             1.0
+        }
+    }
+}
+
+/// How an EMA of a period starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Seed {
+    /// The first sample is the mean; every later one weighs `2 / (period + 1)` (trading-signals,
+    /// pandas' `ewm(span=period, adjust=False)`). A value from the first sample on.
+    First,
+    /// No value before `period` samples; then the mean of those (their SMA), and every later
+    /// sample weighs `2 / (period + 1)` (technicalindicators, TA-Lib).
+    Sma,
+}
+
+/// The share `2 / (period + 1)` per sample, after a start given by [`Seed`]: with
+/// [`Seed::Sma`] the first `period` samples weigh alike (their running mean).
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Period {
+    period: usize,
+    seed: Seed,
+    /// Samples folded in, up to `period`.
+    seen: usize,
+}
+
+impl Period {
+    /// A period of `1..=2^32` samples.
+    pub fn new(period: u64, seed: Seed) -> Result<Self, Error> {
+        match period {
+            1..=0x1_0000_0000 => Ok(Self {
+                period: period as usize,
+                seed,
+                seen: 0,
+            }),
+            _ => Err(Error::invalid(
+                "period",
+                "an integer in 1..=2^32",
+                Value::UInt(period),
+            )),
+        }
+    }
+}
+
+impl Weighting for Period {
+    #[inline]
+    fn share(&mut self, elapsed_ms: Option<i64>) -> f64 {
+        self.seen = if elapsed_ms.is_some() { self.seen } else { 0 };
+        self.seen = self.seen.saturating_add(1).min(self.period + 1);
+        match self.seed {
+            Seed::First if self.seen == 1 => 1.0,
+            Seed::Sma if self.seen <= self.period => 1.0 / self.seen as f64,
+            _ => 2.0 / (self.period as f64 + 1.0),
+        }
+    }
+
+    fn reset(&mut self) {
+        self.seen = 0;
+    }
+
+    fn warmup(&self) -> usize {
+        match self.seed {
+            Seed::First => 1,
+            Seed::Sma => self.period,
         }
     }
 }
@@ -224,6 +294,34 @@ impl Ewma {
     /// An EWMA giving each new sample the share `alpha` in (0, 1].
     pub fn new(alpha: f64) -> Result<Self, Error> {
         Ok(Self::with(Alpha::try_from(alpha)?))
+    }
+}
+
+/// An exponential moving average by period, as charting libraries define it: each sample
+/// weighs `2 / (period + 1)`, and the start is a [`Seed`] (the first sample, or the SMA of the
+/// first `period` samples, with no value before).
+///
+/// ```
+/// use slidewin::stream::{Aggregate, Ema, Seed};
+/// let mut ema = Ema::new(3, Seed::Sma)?;
+/// ema.push(2.0)?;
+/// ema.push(4.0)?;
+/// assert_eq!(ema.value(), None); // not before `period` samples
+/// ema.push(6.0)?;
+/// assert_eq!(ema.value(), Some(4.0)); // the SMA of the first 3
+/// ema.push(8.0)?;
+/// assert_eq!(ema.value(), Some(6.0)); // 4 + (8 - 4) * 2 / (3 + 1)
+/// let mut first = Ema::new(3, Seed::First)?;
+/// first.push(2.0)?;
+/// assert_eq!(first.value(), Some(2.0));
+/// # Ok::<(), slidewin::Error>(())
+/// ```
+pub type Ema = Smoothed<Period>;
+
+impl Ema {
+    /// An EMA of `period` samples (`1..=2^32`) started as `seed` says.
+    pub fn new(period: u64, seed: Seed) -> Result<Self, Error> {
+        Ok(Self::with(Period::new(period, seed)?))
     }
 }
 

@@ -2,7 +2,7 @@
 
 use core::marker::PhantomData;
 
-use super::{Accumulator, Compensated, Sliding, Window};
+use super::{Accumulator, Sliding, Wide, Window};
 use crate::{Error, Value};
 
 /// How a result is read from an accumulator's state `S` over `len` samples of `window`.
@@ -21,16 +21,17 @@ pub trait Reading<S> {
 /// added with its rounding error kept, and the sum is recomputed from the window after twice
 /// as many samples have left as it holds (half an addition per sample, amortised). The error
 /// stays within a few units in the last place of the sum of the window's absolute values,
-/// however long the stream runs.
+/// however long the stream runs; when a sample far larger than the rest leaves, at once (its
+/// rounding residue would otherwise outweigh the sum). Huge finite samples cannot overflow it ([`Wide`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Sum<R> {
-    sum: Compensated,
+    sum: Wide,
     #[cfg_attr(feature = "serde", serde(skip))]
     reading: PhantomData<R>,
 }
 
-impl<R: Reading<Compensated> + Clone + Default> Accumulator for Sum<R> {
+impl<R: Reading<Wide> + Clone + Default> Accumulator for Sum<R> {
     const RESUMS: bool = true;
 
     fn check(window: Window) -> Result<(), Error> {
@@ -44,7 +45,7 @@ impl<R: Reading<Compensated> + Clone + Default> Accumulator for Sum<R> {
 
     #[inline]
     fn leave(&mut self, x: f64) {
-        self.sum.add(-x);
+        self.sum.remove(x);
     }
 
     #[inline]
@@ -57,7 +58,12 @@ impl<R: Reading<Compensated> + Clone + Default> Accumulator for Sum<R> {
     }
 
     fn resum(&mut self, samples: (&[f64], &[f64])) {
-        self.sum = Compensated::of(samples);
+        self.sum = Wide::of(samples);
+    }
+
+    #[inline]
+    fn wants_resum(&self, _len: usize) -> bool {
+        self.sum.is_lossy()
     }
 
     #[inline]
@@ -70,9 +76,9 @@ impl<R: Reading<Compensated> + Clone + Default> Accumulator for Sum<R> {
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Total;
 
-impl Reading<Compensated> for Total {
-    fn read(sum: &Compensated, _len: usize, _window: Window) -> Option<f64> {
-        Some(sum.value())
+impl Reading<Wide> for Total {
+    fn read(sum: &Wide, _len: usize, _window: Window) -> Option<f64> {
+        Some(sum.quotient(1.0))
     }
 }
 
@@ -87,9 +93,9 @@ pub(super) fn count(len: usize) -> f64 {
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Mean;
 
-impl Reading<Compensated> for Mean {
-    fn read(sum: &Compensated, len: usize, _window: Window) -> Option<f64> {
-        Some(sum.value() / count(len))
+impl Reading<Wide> for Mean {
+    fn read(sum: &Wide, len: usize, _window: Window) -> Option<f64> {
+        Some(sum.quotient(count(len)))
     }
 }
 
@@ -97,7 +103,7 @@ impl Reading<Compensated> for Mean {
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct PerSecond;
 
-impl Reading<Compensated> for PerSecond {
+impl Reading<Wide> for PerSecond {
     fn check(window: Window) -> Result<(), Error> {
         match window {
             Window::Time(_) => Ok(()),
@@ -109,9 +115,9 @@ impl Reading<Compensated> for PerSecond {
         }
     }
 
-    fn read(sum: &Compensated, _len: usize, window: Window) -> Option<f64> {
+    fn read(sum: &Wide, _len: usize, window: Window) -> Option<f64> {
         match window {
-            Window::Time(window_ms) => Some(sum.value() * 1_000.0 / window_ms as f64),
+            Window::Time(window_ms) => Some(sum.quotient(1.0) * 1_000.0 / window_ms as f64),
             Window::Count(_) => None,
         }
     }

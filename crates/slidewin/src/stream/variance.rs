@@ -2,7 +2,11 @@
 
 use core::marker::PhantomData;
 
-use super::{Accumulator, Compensated, Reading, Sliding, Window};
+use super::compensated::pow2;
+use super::{Accumulator, Compensated, Reading, Sliding, Wide, Window};
+
+/// A deviation this large may overflow the sum of squares: see [`Moments`].
+const HUGE_DEVIATION: f64 = pow2(480);
 
 /// Compensated sums of the deviations from a shift and of their squares.
 ///
@@ -10,20 +14,35 @@ use super::{Accumulator, Compensated, Reading, Sliding, Window};
 /// small (and, for samples within a factor two of the shift, exact): values around 1e9 with a
 /// spread of 1e-2 keep their variance to full precision. When the mean wanders so far from the
 /// shift that subtracting would cancel more than 4 bits, the sums are recomputed at once.
+///
+/// Huge finite samples never leave a wrong finite value behind: while a sample deviates from
+/// the shift by `2^480` or more, the sums are recomputed from the window after every change
+/// (O(window) per sample, only then), around the window's mean; the result is ±∞ only when
+/// the true one is beyond `f64`, and exact again once such samples have left.
 #[derive(Debug, Clone, Default, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Moments<R> {
     shift: f64,
     deviations: Compensated,
     squares: Compensated,
+    /// Samples with a huge deviation entered since the last recomputation.
+    huge: usize,
     #[cfg_attr(feature = "serde", serde(skip))]
     reading: PhantomData<R>,
 }
 
 impl<R> Moments<R> {
+    /// The mean of the `len` samples.
+    pub fn mean(&self, len: usize) -> f64 {
+        self.shift + self.deviations.value() / len as f64
+    }
+
     /// The sum of squared deviations from the mean, `n` times the population variance.
     fn squared_spread(&self, len: usize) -> f64 {
         let deviations = self.deviations.value();
+        if !self.squares.value().is_finite() {
+            return f64::INFINITY;
+        }
         (self.squares.value() - deviations * (deviations / len as f64)).max(0.0)
     }
 }
@@ -33,6 +52,9 @@ impl<R: Reading<Self> + Clone + Default> Accumulator for Moments<R> {
 
     fn enter(&mut self, x: f64) {
         let deviation = x - self.shift;
+        if deviation.abs() >= HUGE_DEVIATION {
+            self.huge += 1;
+        }
         self.deviations.add(deviation);
         self.squares.add(deviation * deviation);
     }
@@ -50,7 +72,11 @@ impl<R: Reading<Self> + Clone + Default> Accumulator for Moments<R> {
 
     fn resum(&mut self, (older, newer): (&[f64], &[f64])) {
         let len = older.len() + newer.len();
-        let shift = self.shift + self.deviations.value() / len as f64;
+        let mut shift = self.mean(len);
+        if self.huge > 0 || !shift.is_finite() {
+            // Huge deviations are only meaningful from the window's best mean.
+            shift = Wide::of((older, newer)).quotient(len as f64);
+        }
         *self = Self {
             shift,
             ..Self::default()
@@ -59,7 +85,9 @@ impl<R: Reading<Self> + Clone + Default> Accumulator for Moments<R> {
     }
 
     fn wants_resum(&self, len: usize) -> bool {
-        self.squared_spread(len) * 16.0 < self.squares.value()
+        self.huge > 0
+            || self.squares.is_lossy()
+            || self.squared_spread(len) * 16.0 < self.squares.value()
     }
 
     fn value(&self, len: usize, window: Window) -> Option<f64> {

@@ -1,0 +1,84 @@
+// Issue 13: the package bundled and minified by esbuild, in node and in Chromium, gives the
+// same answers as the package itself (minifiers rename classes; browser bundles must not
+// reach for node modules; the .wasm must be found beside the bundle).
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { extname, join } from "node:path";
+import { after, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+import { launchChromium, watchProblems } from "../browser/chromium.mjs";
+import { checks } from "../bundle-check/checks.mjs";
+import "./fixtures.mjs"; // init()
+
+const here = (path) => fileURLToPath(new URL(path, import.meta.url));
+const out = mkdtempSync(join(tmpdir(), "slidewin-bundle-"));
+after(() => rmSync(out, { recursive: true, force: true }));
+
+const expected = checks();
+
+test("the checks themselves hold (so the bundles are compared with right answers)", () => {
+  assert.deepEqual(expected.SlidingMean.slice(0, 5), [3, 2, 8 / 3, 2.25, 2.75]);
+  assert.deepEqual(expected.p50.slice(0, 5), [3, 2, 3, 2, 3]);
+  assert.deepEqual(expected.subclass, [true, true, 2, 4]);
+  assert.deepEqual(expected.push, [1, 2, 3]);
+  assert.equal(expected.refused, "true: x must be a finite number, got NaN");
+  assert.equal(expected.limiter, true);
+});
+
+test("minified node bundle: same answers, the .wasm found at pkg/ beside the bundle", async () => {
+  const dir = join(out, "node");
+  await build({
+    entryPoints: [here("../bundle-check/node.mjs")],
+    bundle: true, minify: true, format: "esm", platform: "node",
+    outfile: join(dir, "app.mjs"), logLevel: "error",
+  });
+  mkdirSync(join(dir, "pkg"));
+  copyFileSync(here("../pkg/slidewin_bg.wasm"), join(dir, "pkg", "slidewin_bg.wasm"));
+  const bundled = readFileSync(join(dir, "app.mjs"), "utf8");
+  assert.ok(!bundled.includes("class SlidingMean"), "the bundle is minified");
+  const stdout = execFileSync(process.execPath, [join(dir, "app.mjs")], { encoding: "utf8" });
+  assert.deepEqual(JSON.parse(stdout), JSON.parse(JSON.stringify(expected)));
+});
+
+test("minified browser bundle (esbuild defaults, .wasm emitted by the file loader) in Chromium", async () => {
+  const dir = join(out, "browser");
+  const result = await build({
+    entryPoints: [here("../bundle-check/browser.mjs")],
+    bundle: true, minify: true, format: "esm", platform: "browser",
+    loader: { ".wasm": "file" }, outdir: dir, logLevel: "error", metafile: true,
+  });
+  const emitted = Object.keys(result.metafile.outputs).filter((f) => f.endsWith(".wasm"));
+  assert.equal(emitted.length, 1, "the .wasm is emitted beside the bundle");
+  writeFileSync(join(dir, "index.html"), '<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><script type="module" src="browser.js"></script>');
+
+  const types = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm" };
+  const server = createServer((req, res) => {
+    try {
+      const path = join(dir, new URL(req.url, "http://x").pathname);
+      const body = readFileSync(path.endsWith("/") ? join(path, "index.html") : path);
+      res.writeHead(200, { "content-type": types[extname(path) || ".html"] ?? "application/octet-stream" });
+      res.end(body);
+    } catch {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const browser = await launchChromium();
+  try {
+    const page = browser.context.pages()[0] ?? (await browser.context.newPage());
+    const problems = [];
+    watchProblems(page, problems);
+    await page.goto(`http://127.0.0.1:${server.address().port}/`);
+    await page.waitForFunction(() => window.slidewinChecks !== undefined, null, { timeout: 10_000 });
+    const got = await page.evaluate(() => window.slidewinChecks);
+    assert.deepEqual(got, JSON.parse(JSON.stringify(expected)));
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+    server.close();
+  }
+});
