@@ -17,12 +17,18 @@ use std::time::Duration;
 pub struct RedisServer {
     port: u16,
     dir: PathBuf,
+    args: Vec<String>,
     process: Option<Owned>,
 }
 
 impl RedisServer {
     /// Start one on a free port with a fresh directory.
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// [`RedisServer::start`] with more command-line options, e.g. `["--maxmemory", "16mb"]`.
+    pub fn start_with(args: &[&str]) -> Self {
         let port = free_port();
         let dir =
             std::env::temp_dir().join(format!("slidewin-redis-{}-{port}", std::process::id()));
@@ -30,6 +36,7 @@ impl RedisServer {
         let mut server = Self {
             port,
             dir,
+            args: args.iter().map(|a| a.to_string()).collect(),
             process: None,
         };
         server.restart();
@@ -113,6 +120,7 @@ impl RedisServer {
             .arg(&self.dir)
             .arg("--logfile")
             .arg(self.dir.join("redis.log"))
+            .args(&self.args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .spawn()
