@@ -365,7 +365,7 @@ fn log_reads_a_lost_sorted_set_as_an_empty_window() {
     let redis = RedisServer::start();
     let mut c = redis.client();
     let log = Script::load(&mut c, "log");
-    let mut call = |c: &mut Resp, now| at(c, &log, &LOG_KEYS, &["3", "1000", "1"], now);
+    let call = |c: &mut Resp, now| at(c, &log, &LOG_KEYS, &["3", "1000", "1"], now);
     for now in [1000, 1100, 1200] {
         call(&mut c, now);
     }
@@ -385,7 +385,7 @@ fn log_forgets_a_sorted_set_whose_hash_is_lost() {
     let redis = RedisServer::start();
     let mut c = redis.client();
     let log = Script::load(&mut c, "log");
-    let mut call = |c: &mut Resp, cost, now| at(c, &log, &LOG_KEYS, &["10", "1000", cost], now);
+    let call = |c: &mut Resp, cost, now| at(c, &log, &LOG_KEYS, &["10", "1000", cost], now);
     for _ in 0..5 {
         call(&mut c, "1", 1000);
     }
@@ -488,7 +488,7 @@ fn a_refused_buckets_call_reads_log_buckets_fields() {
             n.to_string(),
             (n * 1000).to_string(),
         );
-        let mut call = |c: &mut Resp, now: i64| {
+        let call = |c: &mut Resp, now: i64| {
             at(
                 c,
                 &buckets,
