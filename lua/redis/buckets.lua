@@ -41,7 +41,9 @@ local function set_entry(k, index, through)
   redis.call('HSET', key, format('%d', k), format('%d:%d', index, through))
 end
 -- The first k in [from, to] whose entry passes `test(index, through)` (which, once true, stays
--- true up the array), or to + 1.
+-- true up the array), or to + 1 when none does: callers pass `to` one below an entry known to
+-- pass. Every entry holds cost >= 1 and a bucket index above the previous one, which bounds
+-- where the answer can be: a search reads O(log min(buckets, cost)) fields.
 local function search(from, to, test)
   while from <= to do
     local mid = floor((from + to) / 2)
@@ -63,7 +65,8 @@ if sum > gone and newest < first then
   redis.call('DEL', key)
   gone, sum = 0, 0
 elseif sum > gone and oldest < first then
-  local kept = search(lo, hi, function(index) return index >= first end)
+  -- Entry lo + (first - oldest) has an index >= first.
+  local kept = search(lo, math.min(hi, lo + first - oldest) - 1, function(index) return index >= first end)
   gone = select(2, entry(kept - 1))
   drop(lo, kept - 1)
   lo, oldest = kept, entry(kept)
@@ -83,7 +86,8 @@ elseif mode == 'refund' then
   -- target sum, then lower the newest one left to it.
   local target = math.max(sum - cost, gone)
   if sum > target then
-    local cut = search(lo, hi, function(_, through) return through > target end)
+    -- Entry hi is above the target; the cut is within sum - target entries of it.
+    local cut = search(math.max(lo, hi - (sum - target) + 1), hi - 1, function(_, through) return through > target end)
     local before = cut > lo and select(2, entry(cut - 1)) or gone
     if before < target then
       set_entry(cut, entry(cut), target)
@@ -100,8 +104,8 @@ if sum == gone then lo, hi, oldest, newest = nil, nil, nil, nil end
 
 -- The wait until enough of the oldest buckets leave the window for `cost` to fit.
 local retry = retry_after(allowed, function()
-  local need = sum - gone + cost - limit
-  local k = search(lo, hi, function(_, through) return through - gone >= need end)
+  local need = sum - gone + cost - limit -- <= sum - gone: entry hi frees enough, and so does lo + need - 1
+  local k = search(lo, math.min(hi, lo + need - 1) - 1, function(_, through) return through - gone >= need end)
   return (entry(k) + 1) * width - 1 + window - now
 end)
 

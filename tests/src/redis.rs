@@ -146,9 +146,12 @@ impl Drop for RedisServer {
 }
 
 /// The text sent to Redis for script `name` ("log", "buckets", "counter"):
-/// `lua/redis/args.lua` followed by `lua/redis/<name>.lua`.
+/// `lua/redis/args.lua` followed by `lua/redis/<name>.lua` (from `$SLIDEWIN_REDIS_SCRIPTS`
+/// instead when set: the benchmark measures an older version of the scripts that way).
 pub fn script_source(name: &str) -> String {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../lua/redis");
+    let dir = std::env::var_os("SLIDEWIN_REDIS_SCRIPTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../lua/redis"));
     ["args", name]
         .iter()
         .map(|file| {
@@ -271,6 +274,15 @@ impl RedisCluster {
             },
         );
         cluster
+    }
+
+    /// The process ids of the running nodes.
+    pub fn pids(&self) -> Vec<u32> {
+        self.nodes
+            .iter()
+            .filter(|n| n.process.is_some())
+            .map(RedisServer::pid)
+            .collect()
     }
 
     /// Node `i` (in creation order; `redis-cli` makes the first `masters` of them masters).
