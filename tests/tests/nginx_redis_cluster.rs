@@ -288,3 +288,64 @@ fn a_sentinel_failover_is_followed_without_restarting_nginx() {
     assert!(redirects(&nginx, "refresh") >= 1);
     assert!(!nginx.error_log().contains("exited on"));
 }
+
+#[test]
+fn bad_cluster_and_sentinel_options_are_named() {
+    let nginx = Nginx::start("test.conf", 1);
+    let error = |redis: &str| {
+        let lua = format!(
+            "return select(2, require('resty.slidewin').new{{ name = 'x', limit = 1, window_ms = 1000, store = 'redis', redis = {redis} }})"
+        );
+        nginx.eval(&lua).body
+    };
+    for (redis, message) in [
+        (
+            "{ cluster_nodes = {} }",
+            "redis.cluster_nodes must be a non-empty list of \"host:port\", got an empty list",
+        ),
+        (
+            "{ cluster_nodes = 'a:1' }",
+            "redis.cluster_nodes must be a non-empty list of \"host:port\", got a:1",
+        ),
+        (
+            "{ cluster_nodes = { '127.0.0.1' } }",
+            "redis.cluster_nodes[1] must be \"host:port\", got 127.0.0.1",
+        ),
+        (
+            "{ cluster_nodes = { 'a:1', 'b:99999' } }",
+            "redis.cluster_nodes[2] must be \"host:port\", got b:99999",
+        ),
+        (
+            "{ cluster_nodes = { 'a:1' }, port = 7000 }",
+            "redis.port cannot be combined with redis.cluster_nodes",
+        ),
+        (
+            "{ cluster_nodes = { 'a:1' }, sentinels = { 'b:2' } }",
+            "redis.sentinels cannot be combined with redis.cluster_nodes",
+        ),
+        (
+            "{ cluster_nodes = { 'a:1' }, db = 2 }",
+            "redis.db must be 0 with redis.cluster_nodes (a cluster has one db), got 2",
+        ),
+        (
+            "{ sentinels = { 'a:1' } }",
+            "redis.master_name (a string) goes with redis.sentinels, got nil",
+        ),
+        (
+            "{ master_name = 'm' }",
+            "redis.master_name (a string) goes with redis.sentinels, got m",
+        ),
+        (
+            "{ sentinels = { 'a:1' }, master_name = 5 }",
+            "redis.master_name must be a string, got 5",
+        ),
+    ] {
+        assert_eq!(error(redis), message, "redis = {redis}");
+    }
+    // Well-formed: nothing is contacted before the first request.
+    assert_eq!(error("{ cluster_nodes = { '127.0.0.1:1' } }"), "nil");
+    assert_eq!(
+        error("{ sentinels = { '127.0.0.1:1' }, master_name = 'm' }"),
+        "nil"
+    );
+}

@@ -395,23 +395,25 @@ fn cluster_vs_standalone(redis: &RedisServer, rounds: usize) {
         &[("SLIDEWIN_REDIS_CLUSTER", cluster.seeds())],
     );
     let (single_workers, sharded_workers) = (workers_of(&single), workers_of(&sharded));
-    println!("| algorithm | one redis-server req/s | 3-master cluster req/s | ratio (min-max of {rounds}) | redis µs CPU/req: one (cluster, all nodes) |");
-    println!("|---|---|---|---|---|");
+    println!("| algorithm | one redis-server req/s | 3-master cluster req/s | ratio (min-max of {rounds}) | nginx workers µs CPU/req: one (cluster) | redis µs CPU/req: one (cluster, all nodes) |");
+    println!("|---|---|---|---|---|---|");
     for algo in &ALGORITHMS {
         let path = format!("/limit/bench-{}", algo.name);
         wrk(sharded.port(), &path, 1); // load the slot map and the scripts
-        let rows: Vec<[f64; 5]> = (0..rounds)
+        let rows: Vec<[f64; 7]> = (0..rounds)
             .map(|_| {
-                let (one, _, one_cpu) =
+                let (one, one_nginx, one_redis) =
                     measured(single.port(), &path, &single_workers, &[redis.pid()]);
-                let (many, _, many_cpu) =
+                let (many, many_nginx, many_redis) =
                     measured(sharded.port(), &path, &sharded_workers, &cluster.pids());
                 [
                     one.rate,
                     many.rate,
                     100.0 * many.rate / one.rate,
-                    one_cpu,
-                    many_cpu,
+                    one_nginx,
+                    many_nginx,
+                    one_redis,
+                    many_redis,
                 ]
             })
             .collect();
@@ -419,14 +421,17 @@ fn cluster_vs_standalone(redis: &RedisServer, rounds: usize) {
         let (low, high) = column(2)
             .iter()
             .fold((f64::MAX, 0f64), |(l, h), &r| (l.min(r), h.max(r)));
+        let m = |i: usize| median(column(i));
         println!(
-            "| {} | {:.0} | {:.0} | {:.0}% ({low:.0}-{high:.0}%) | {:.1} ({:.1}) |",
+            "| {} | {:.0} | {:.0} | {:.0}% ({low:.0}-{high:.0}%) | {:.1} ({:.1}) | {:.1} ({:.1}) |",
             algo.name,
-            median(column(0)),
-            median(column(1)),
-            median(column(2)),
-            median(column(3)),
-            median(column(4)),
+            m(0),
+            m(1),
+            m(2),
+            m(3),
+            m(4),
+            m(5),
+            m(6),
         );
     }
     report_store_errors(&single);

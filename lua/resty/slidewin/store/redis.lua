@@ -19,8 +19,9 @@
 -- When Redis is down, slow or answers an error, incoming returns nil, err and the layer applies
 -- conf.on_store_error. A call waits at most connect_timeout_ms + read_timeout_ms per node it
 -- tries: the one the key maps to, then up to MAX_HOPS more after a MOVED, an ASK or a reload of
--- the slot map / master address that found another node (a reload asks nodes in turn, each
--- bounded the same way, and runs at most every 100 ms per worker).
+-- the slot map / master address that found another node; a reload asks up to 3 cluster nodes
+-- (or every sentinel) in turn, each bounded the same way, and runs at most every 100 ms per
+-- worker. TRYAGAIN and CLUSTERDOWN answers are errors (on_store_error decides).
 -- conf.local_refusal_cache: once Redis refuses a key for retry_after_ms, this worker refuses
 -- the same (or a larger) cost for that key locally until then, without a round trip.
 -- Limiters naming the same nodes share one slot map / master address per worker (its reloads
@@ -87,7 +88,8 @@ end
 -- A list of "host:port" strings as nodes, or nil, err naming `field`.
 local function node_list(field, list)
     if type(list) ~= "table" or #list == 0 then
-        return nil, "redis." .. field .. ' must be a non-empty list of "host:port", got ' .. tostring(list)
+        return nil, "redis." .. field .. ' must be a non-empty list of "host:port", got '
+            .. (type(list) == "table" and "an empty list" or tostring(list))
     end
     local nodes = {}
     for i, address in ipairs(list) do

@@ -42,7 +42,11 @@ local function node_at(self, address)
     return node
 end
 
--- The nodes to ask for the map: masters of the last map, then seeds; `failed` last.
+-- A reload asks at most this many nodes, so that its time is bounded by their timeouts.
+local ASKED_PER_RELOAD = 3
+
+-- The nodes to ask for the map: masters of the last map, then seeds, never `failed`; each
+-- reload starts one further along the list, so dead nodes at its head are not asked forever.
 local function candidates(self, failed)
     local list, seen = {}, {}
     local function add(node)
@@ -53,8 +57,12 @@ local function candidates(self, failed)
     end
     for _, node in ipairs(self.masters or {}) do add(node) end
     for _, node in ipairs(self.seeds) do add(node) end
-    if failed then list[#list + 1] = failed end
-    return list
+    self.turn = (self.turn or 0) + 1
+    local asked = {}
+    for i = 1, math.min(ASKED_PER_RELOAD, #list) do
+        asked[i] = list[(self.turn + i - 2) % #list + 1]
+    end
+    return asked
 end
 
 -- Reads CLUSTER SLOTS from the first candidate that answers: true, or nil, err.
@@ -102,6 +110,7 @@ function _M.address(self, key)
 end
 
 local function reload_later(premature, self)
+    self.reload_pending = false
     if not premature then
         topology.reload(self)
     end
@@ -114,7 +123,10 @@ function _M.reroute(self, key, node, err, broken)
             local target = node_at(self, address)
             if self.slots and target then
                 self.slots[tonumber(slot)] = target
-                ngx.timer.at(0, reload_later, self)
+                -- One pending background reload at a time, however many MOVED arrive.
+                if not self.reload_pending then
+                    self.reload_pending = ngx.timer.at(0, reload_later, self) ~= nil
+                end
             end
             return target, false, "moved"
         elseif kind == "ASK" then
