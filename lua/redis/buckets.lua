@@ -1,8 +1,9 @@
 -- slidewin bucket window: costs summed per bucket of bucket_ms; memory O(window / bucket) per key.
 -- KEYS[1] hash: the buckets holding cost, oldest first, as a dense array: field k (lo..hi) =
---         "<bucket index>:<running sum>", the running sum being the cost recorded through that
---         bucket since the key was created (so a bucket's cost is its sum minus the previous
---         one's, as in log.lua). Plus "g" (the running sum before bucket lo: cost that left the
+--         "<bucket index - b>:<running sum>", the running sum being the cost recorded through
+--         that bucket since the key was created (so a bucket's cost is its sum minus the previous
+--         one's, as in log.lua), "b" the bucket index before the key's first (short values keep
+--         the hash small). Plus "g" (the running sum before bucket lo: cost that left the
 --         window), "s" (the running sum through bucket hi), "lo", "hi", "o" and "n" (the indexes
 --         of buckets lo and hi) and "now" (the newest time seen). One key: Cluster-safe.
 --         Each lookup (the buckets that left the window, the bucket whose leaving frees enough
@@ -23,9 +24,10 @@ elseif window / width > 65536 then
 end
 local key = KEYS[1]
 local floor, format = math.floor, string.format
-local state = redis.call('HMGET', key, 'g', 's', 'lo', 'hi', 'o', 'n', 'now')
+local state = redis.call('HMGET', key, 'g', 's', 'lo', 'hi', 'o', 'n', 'now', 'b')
 local gone, sum = tonumber(state[1]) or 0, tonumber(state[2]) or 0
 local lo, hi, oldest, newest = tonumber(state[3]), tonumber(state[4]), tonumber(state[5]), tonumber(state[6])
+local base = tonumber(state[8])
 -- A clock that stepped back reads as the newest time seen: nothing is forgotten early.
 now = math.max(now, tonumber(state[7]) or now)
 local current = floor(now / width)
@@ -35,10 +37,10 @@ local first = floor((now - window + 1) / width) -- the oldest bucket still in th
 local function entry(k)
   local value = redis.call('HGET', key, format('%d', k))
   local colon = value:find(':', 1, true)
-  return tonumber(value:sub(1, colon - 1)), tonumber(value:sub(colon + 1))
+  return base + tonumber(value:sub(1, colon - 1)), tonumber(value:sub(colon + 1))
 end
 local function set_entry(k, index, through)
-  redis.call('HSET', key, format('%d', k), format('%d:%d', index, through))
+  redis.call('HSET', key, format('%d', k), format('%d:%d', index - base, through))
 end
 -- The first k in [from, to] whose entry passes `test(index, through)` (which, once true, stays
 -- true up the array), or to + 1 when none does: callers pass `to` one below an entry known to
@@ -71,12 +73,13 @@ elseif sum > gone and oldest < first then
   drop(lo, kept - 1)
   lo, oldest = kept, entry(kept)
 end
-if sum == gone then lo, hi, oldest, newest = nil, nil, nil, nil end
+if sum == gone then lo, hi, oldest, newest, base = nil, nil, nil, nil, nil end
 
 local allowed = cost <= limit and sum - gone + cost <= limit
 if mode == 'check' and allowed and cost > 0 then
   sum = sum + cost
   if newest ~= current then
+    base = base or current - 1
     hi, newest = (hi or 0) + 1, current
     lo, oldest = lo or hi, oldest or current
   end
@@ -112,7 +115,7 @@ end)
 -- A bucket that holds cost has its last ms after now - window, so reset > 0 exactly then.
 local reset = sum > gone and (newest + 1) * width - 1 + window - now or 0
 if reset > 0 then
-  keep_hash(key, reset, allowed, 'g', gone, 's', sum, 'lo', lo, 'hi', hi, 'o', oldest, 'n', newest, 'now', now)
+  keep_hash(key, reset, allowed, 'g', gone, 's', sum, 'lo', lo, 'hi', hi, 'o', oldest, 'n', newest, 'now', now, 'b', base)
 else
   keep_hash(key, reset, allowed)
 end
