@@ -353,6 +353,21 @@ impl RedisCluster {
         self.nodes[i].stop();
     }
 
+    /// Start node `i` again on its port: empty, but it knows the cluster (its nodes.conf).
+    pub fn restart(&mut self, i: usize) {
+        self.nodes[i].restart();
+    }
+
+    /// Wait (up to 20 s) until every running node sees the cluster ok.
+    pub fn wait_ok(&self) {
+        self.wait_until("the cluster to be ok", || {
+            self.nodes.iter().filter(|n| n.process.is_some()).all(|n| {
+                let info = n.client().cmd(&["CLUSTER", "INFO"]).text();
+                info.contains("cluster_state:ok")
+            })
+        });
+    }
+
     /// Move `slot` from node `from` to node `to` like `redis-cli --cluster reshard`, with
     /// `between()` run after its keys moved and before the slot is handed over (while the
     /// source answers ASK for them).

@@ -24,8 +24,8 @@
 -- worker. TRYAGAIN and CLUSTERDOWN answers are errors (on_store_error decides).
 -- conf.local_refusal_cache: once Redis refuses a key for retry_after_ms, this worker refuses
 -- the same (or a larger) cost for that key locally until then, without a round trip.
--- Limiters naming the same nodes share one slot map / master address per worker (its reloads
--- use the first such limiter's timeouts and password). Metrics of redirects and reloads:
+-- Limiters naming the same nodes share one slot map / master address per worker (a reload uses
+-- the timeouts and password of the limiter whose request needed it). Metrics of redirects and reloads:
 -- require("resty.slidewin.store.redis").metrics_text().
 --
 -- Keys: "slidewin:{<name>:<key>}" (and ":m" after it for the log's companion hash); the hash
@@ -163,9 +163,9 @@ end
 local function topology_of(opts, dict_name)
     local dict = dict_name and ngx.shared[dict_name]
     if opts.mode == "cluster_nodes" then
-        return require("resty.slidewin.store.redis.cluster").new(opts.nodes, opts, dict)
+        return require("resty.slidewin.store.redis.cluster").new(opts.nodes, dict)
     elseif opts.mode == "sentinels" then
-        return require("resty.slidewin.store.redis.sentinel").new(opts.nodes, opts.master_name, opts, dict)
+        return require("resty.slidewin.store.redis.sentinel").new(opts.nodes, opts.master_name, dict)
     end
     return topology.standalone(connection.node(opts.host .. ":" .. opts.port), dict)
 end
@@ -238,7 +238,7 @@ local function run(self, key, cost, mode)
     local args = meta and { data, meta, tail[1], tail[2], cost, unpack(tail, 3) }
         or { data, tail[1], tail[2], cost, unpack(tail, 3) }
     local routes = self.topology
-    local node, err = routes:address(data)
+    local node, err = routes:address(data, self.opts)
     local asking, res, broken, kind = false, nil, nil, nil
     for _ = 0, MAX_HOPS do
         if not node then
@@ -248,7 +248,7 @@ local function run(self, key, cost, mode)
         if res then
             return res
         end
-        node, asking, kind = routes:reroute(data, node, err, broken)
+        node, asking, kind = routes:reroute(data, node, err, broken, self.opts)
         if node then
             routes.count.incr(kind)
         end

@@ -15,8 +15,8 @@ local concat = table.concat
 local _M = {}
 local mt = { __index = _M }
 
--- The topology for `seeds` (nodes), with opts' timeouts and password.
-function _M.new(seeds, opts, dict)
+-- The topology for `seeds` (nodes).
+function _M.new(seeds, dict)
     local names = {}
     for i, node in ipairs(seeds) do
         names[i] = node.name
@@ -26,7 +26,7 @@ function _M.new(seeds, opts, dict)
         for _, node in ipairs(seeds) do
             nodes[node.name] = node
         end
-        return setmetatable({ seeds = seeds, opts = opts, nodes = nodes, slots = nil }, mt)
+        return setmetatable({ seeds = seeds, nodes = nodes, slots = nil, replicas = {} }, mt)
     end)
 end
 
@@ -45,58 +45,85 @@ end
 -- A reload asks at most this many nodes, so that its time is bounded by their timeouts.
 local ASKED_PER_RELOAD = 3
 
--- The nodes to ask for the map: masters of the last map, then seeds, never `failed`; each
--- reload starts one further along the list, so dead nodes at its head are not asked forever.
+-- The nodes to ask for the map, never `failed`: its replicas first (the one promoted in its
+-- place knows it first), then masters of the last map and seeds, each reload starting one
+-- further along that list, so dead nodes at its head are not asked forever.
 local function candidates(self, failed)
-    local list, seen = {}, {}
-    local function add(node)
-        if node and not seen[node] and node ~= failed then
+    local list, seen = {}, { [failed or false] = true }
+    local function add(to, node)
+        if node and not seen[node] then
             seen[node] = true
-            list[#list + 1] = node
+            to[#to + 1] = node
         end
     end
-    for _, node in ipairs(self.masters or {}) do add(node) end
-    for _, node in ipairs(self.seeds) do add(node) end
-    self.turn = (self.turn or 0) + 1
     local asked = {}
-    for i = 1, math.min(ASKED_PER_RELOAD, #list) do
-        asked[i] = list[(self.turn + i - 2) % #list + 1]
+    for _, node in ipairs(failed and self.replicas[failed] or {}) do add(asked, node) end
+    for _, node in ipairs(self.masters or {}) do add(list, node) end
+    for _, node in ipairs(self.seeds) do add(list, node) end
+    self.turn = (self.turn or 0) + 1
+    for i = 1, #list do
+        asked[#asked + 1] = list[(self.turn + i - 2) % #list + 1]
+    end
+    for i = ASKED_PER_RELOAD + 1, #asked do
+        asked[i] = nil
     end
     return asked
 end
 
--- Reads CLUSTER SLOTS from the first candidate that answers: true, or nil, err.
-function _M.load(self, failed)
-    local errors = {}
-    for _, asked in ipairs(candidates(self, failed)) do
-        local ranges, err = connection.command(asked, self.opts, "cluster", "slots")
-        if type(ranges) == "table" then
-            local slots, masters, seen = {}, {}, {}
-            for _, range in ipairs(ranges) do
-                local master = range[3]
-                -- An empty host means "the address you reached me at".
-                local host = (master[1] == "" or master[1] == ngx.null) and asked.host or master[1]
-                local node = node_at(self, host .. ":" .. master[2])
-                for slot = range[1], range[2] do
-                    slots[slot] = node
-                end
-                if not seen[node] then
-                    seen[node] = true
-                    masters[#masters + 1] = node
-                end
-            end
-            self.slots, self.masters = slots, masters
-            return true
-        end
-        errors[#errors + 1] = asked.name .. ": " .. tostring(err)
+-- The slot map in a CLUSTER SLOTS reply `ranges` from node `asked`: slots, masters, replicas
+-- of each master, and whether `failed` still serves a slot there.
+local function parse(self, ranges, asked, failed)
+    local slots, masters, replicas, stale = {}, {}, {}, false
+    local function node_of(entry)
+        -- An empty host means "the address you reached me at".
+        local host = (entry[1] == "" or entry[1] == ngx.null) and asked.host or entry[1]
+        return node_at(self, host .. ":" .. entry[2])
     end
-    return nil, "CLUSTER SLOTS failed on every node (" .. concat(errors, "; ") .. ")"
+    for _, range in ipairs(ranges) do
+        local master = node_of(range[3])
+        for slot = range[1], range[2] do
+            slots[slot] = master
+        end
+        stale = stale or master == failed
+        if not replicas[master] then
+            masters[#masters + 1] = master
+            replicas[master] = {}
+        end
+        for i = 4, #range do
+            replicas[master][#replicas[master] + 1] = node_of(range[i])
+        end
+    end
+    return slots, masters, replicas, stale
 end
 
-function _M.address(self, key)
+-- Reads CLUSTER SLOTS (with opts' timeouts and password) from the candidates until one answers
+-- with a map where `failed` serves no slot (else the first answer is kept): true, or nil, err.
+function _M.load(self, opts, failed)
+    local errors, found = {}, nil
+    for _, asked in ipairs(candidates(self, failed)) do
+        local ranges, err = connection.command(asked, opts, "cluster", "slots")
+        if type(ranges) == "table" then
+            local slots, masters, replicas, stale = parse(self, ranges, asked, failed)
+            found = found or { slots, masters, replicas }
+            if not stale then
+                found = { slots, masters, replicas }
+                break
+            end
+        else
+            errors[#errors + 1] = asked.name .. ": " .. tostring(err)
+        end
+    end
+    if not found then
+        return nil, "CLUSTER SLOTS failed on every node asked (" .. concat(errors, "; ") .. ")"
+    end
+    self.slots, self.masters, self.replicas = found[1], found[2], found[3]
+    return true
+end
+
+function _M.address(self, key, opts)
     local slots = self.slots
     if not slots then
-        topology.reload(self)
+        topology.reload(self, opts)
         slots = self.slots
         if not slots then
             return nil, "redis cluster: no slot map yet (see error.log)"
@@ -109,14 +136,14 @@ function _M.address(self, key)
     return node
 end
 
-local function reload_later(premature, self)
+local function reload_later(premature, self, opts)
     self.reload_pending = false
     if not premature then
-        topology.reload(self)
+        topology.reload(self, opts)
     end
 end
 
-function _M.reroute(self, key, node, err, broken)
+function _M.reroute(self, key, node, err, broken, opts)
     if not broken then
         local kind, slot, address = tostring(err):match("^(%u+) (%d+) (%S+)$")
         if kind == "MOVED" then
@@ -125,7 +152,7 @@ function _M.reroute(self, key, node, err, broken)
                 self.slots[tonumber(slot)] = target
                 -- One pending background reload at a time, however many MOVED arrive.
                 if not self.reload_pending then
-                    self.reload_pending = ngx.timer.at(0, reload_later, self) ~= nil
+                    self.reload_pending = ngx.timer.at(0, reload_later, self, opts) ~= nil
                 end
             end
             return target, false, "moved"
@@ -136,7 +163,7 @@ function _M.reroute(self, key, node, err, broken)
     end
     -- The node is down or slow: a replica may have taken its slots over (found by this
     -- reload, or by one another request ran a moment ago).
-    topology.reload(self, node)
+    topology.reload(self, opts, node)
     local now = self.slots and self.slots[slot_of(key)]
     if now and now ~= node then
         return now, false, "refresh"

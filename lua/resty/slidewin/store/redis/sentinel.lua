@@ -13,29 +13,27 @@ local concat = table.concat
 local _M = {}
 local mt = { __index = _M }
 
--- The topology for master `name` watched by `sentinels` (nodes); sentinels are asked with opts'
--- timeouts, without password or db.
-function _M.new(sentinels, name, opts, dict)
+-- The topology for master `name` watched by `sentinels` (nodes).
+function _M.new(sentinels, name, dict)
     local names = {}
     for i, node in ipairs(sentinels) do
         names[i] = node.name
     end
     return topology.shared("sentinel " .. name .. "@" .. concat(names, ","), dict, function()
-        local sentinel_opts = {}
-        for k, v in pairs(opts) do
-            sentinel_opts[k] = v
-        end
-        sentinel_opts.password, sentinel_opts.db = nil, 0
-        return setmetatable({ sentinels = sentinels, name = name, opts = sentinel_opts,
-            master = nil }, mt)
+        return setmetatable({ sentinels = sentinels, name = name, master = nil }, mt)
     end)
 end
 
--- Asks the sentinels in turn: true, or nil, err.
-function _M.load(self)
+-- Asks the sentinels in turn (with opts' timeouts, without password or db): true, or nil, err.
+function _M.load(self, opts)
+    local sentinel_opts = {}
+    for k, v in pairs(opts) do
+        sentinel_opts[k] = v
+    end
+    sentinel_opts.password, sentinel_opts.db = nil, 0
     local errors = {}
     for _, sentinel in ipairs(self.sentinels) do
-        local addr, err = connection.command(sentinel, self.opts, "sentinel",
+        local addr, err = connection.command(sentinel, sentinel_opts, "sentinel",
             "get-master-addr-by-name", self.name)
         if type(addr) == "table" then
             local master = connection.node(addr[1] .. ":" .. addr[2])
@@ -54,9 +52,9 @@ function _M.load(self)
     return nil, "no sentinel named master " .. self.name .. " (" .. concat(errors, "; ") .. ")"
 end
 
-function _M.address(self)
+function _M.address(self, _, opts)
     if not self.master then
-        topology.reload(self)
+        topology.reload(self, opts)
         if not self.master then
             return nil, "redis sentinel: master " .. self.name .. " not resolved yet (see error.log)"
         end
@@ -64,11 +62,11 @@ function _M.address(self)
     return self.master
 end
 
-function _M.reroute(self, _, node, err, broken)
+function _M.reroute(self, _, node, err, broken, opts)
     if not (broken or tostring(err):find("^READONLY")) then
         return nil
     end
-    topology.reload(self)
+    topology.reload(self, opts)
     if self.master and self.master ~= node then
         return self.master, false, "refresh"
     end

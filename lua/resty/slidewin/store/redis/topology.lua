@@ -1,9 +1,9 @@
 -- resty.slidewin.store.redis.topology: where a key's Redis is, for one configuration, shared by
 -- every limiter of this worker that names the same Redis (so one slot map, one resolved master).
 --
--- A topology has:
---   t:address(key) -> node | nil, err          node = { host, port, name = "host:port" }
---   t:reroute(key, node, err, broken) -> node, asking, kind | nil
+-- A topology has (opts: the calling limiter's redis options, whose timeouts bound a reload):
+--   t:address(key, opts) -> node | nil, err    node = { host, port, name = "host:port" }
+--   t:reroute(key, node, err, broken, opts) -> node, asking, kind | nil
 --       after `node` failed with `err` (broken: a connection error or timeout, else an error
 --       reply): the node to try next (asking: send ASKING first), kind "moved", "ask" or
 --       "refresh" (counted in metrics), or nil when nothing else can be tried.
@@ -53,11 +53,11 @@ function _M.shared(id, dict, make)
     return t
 end
 
--- t:load(failed), unless one ran less than RELOAD_INTERVAL_S ago; when one runs already in this
--- worker, waits for it (polling, bounded by the timeouts of the nodes it asks), so that
--- requests arriving together share one reload. Callers then read the topology as it is.
-function _M.reload(t, failed)
-    local opts = t.opts
+-- t:load(opts, failed), unless one ran less than RELOAD_INTERVAL_S ago; when one runs already
+-- in this worker, waits for it (polling, at most as long as a reload with opts' timeouts may
+-- take), so that requests arriving together share one reload. Callers then read the topology
+-- as it is.
+function _M.reload(t, opts, failed)
     local waited, bound = 0, 3 * (opts.connect_timeout_ms + opts.read_timeout_ms) / 1000
     while t.reloading and waited < bound do
         ngx.sleep(0.002)
@@ -69,7 +69,7 @@ function _M.reload(t, failed)
     end
     t.reloading = true
     -- pcall: a reload that raised must not leave `reloading` set for good.
-    local done, ok, err = pcall(t.load, t, failed)
+    local done, ok, err = pcall(t.load, t, opts, failed)
     if not done then
         ok, err = nil, ok
     end
