@@ -397,3 +397,37 @@ fn a_frozen_master_and_a_cluster_down_are_answered_per_on_store_error() {
     cluster.wait_ok();
     limiting_resumes(&nginx, "back");
 }
+
+#[test]
+fn a_demoted_master_answering_readonly_is_left_for_the_new_one() {
+    let redis = RedisSentinel::start();
+    let nginx = Nginx::start_with_env(
+        "redis.conf",
+        2,
+        &[
+            (
+                "SLIDEWIN_REDIS_SENTINELS",
+                format!("127.0.0.1:{}", redis.port()),
+            ),
+            (
+                "SLIDEWIN_REDIS_MASTER",
+                RedisSentinel::MASTER_NAME.to_string(),
+            ),
+        ],
+    );
+    // Both workers hold pooled connections to the master.
+    for _ in 0..20 {
+        assert!(limited_and_admitted(&nginx.get("/limit/allow?user=r")));
+    }
+    let old = redis.master_port();
+    let failover = redis.client().cmd(&["SENTINEL", "FAILOVER", "mymaster"]);
+    assert_eq!(failover.text(), "OK");
+    // The old master lives on as a replica: its connections answer READONLY to the scripts.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while redis.master_port() == old || redis.master.role() != "slave" {
+        assert!(Instant::now() < deadline, "no demotion");
+        thread::sleep(Duration::from_millis(20));
+    }
+    limiting_resumes(&nginx, "demoted");
+    assert!(redirects(&nginx, "refresh") >= 1);
+}
