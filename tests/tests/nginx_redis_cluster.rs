@@ -18,6 +18,19 @@ fn nginx_on_cluster(cluster: &RedisCluster, workers: u32) -> Nginx {
     )
 }
 
+fn nginx_on_sentinel(redis: &RedisSentinel) -> Nginx {
+    let sentinels = format!("127.0.0.1:{}", redis.port());
+    let master = RedisSentinel::MASTER_NAME.to_string();
+    Nginx::start_with_env(
+        "redis.conf",
+        2,
+        &[
+            ("SLIDEWIN_REDIS_SENTINELS", sentinels),
+            ("SLIDEWIN_REDIS_MASTER", master),
+        ],
+    )
+}
+
 fn store_errors(nginx: &Nginx) -> u64 {
     nginx
         .get("/metrics")
@@ -273,20 +286,7 @@ fn a_killed_master_is_replaced_by_its_replica_without_restarting_nginx() {
 #[test]
 fn a_sentinel_failover_is_followed_without_restarting_nginx() {
     let mut redis = RedisSentinel::start();
-    let nginx = Nginx::start_with_env(
-        "redis.conf",
-        2,
-        &[
-            (
-                "SLIDEWIN_REDIS_SENTINELS",
-                format!("127.0.0.1:{}", redis.port()),
-            ),
-            (
-                "SLIDEWIN_REDIS_MASTER",
-                RedisSentinel::MASTER_NAME.to_string(),
-            ),
-        ],
-    );
+    let nginx = nginx_on_sentinel(&redis);
     assert!(limited_and_admitted(&nginx.get("/limit/allow?user=s")));
     let replica_port = redis.replica.port();
     redis.master.stop();
@@ -401,20 +401,7 @@ fn a_frozen_master_and_a_cluster_down_are_answered_per_on_store_error() {
 #[test]
 fn a_demoted_master_answering_readonly_is_left_for_the_new_one() {
     let redis = RedisSentinel::start();
-    let nginx = Nginx::start_with_env(
-        "redis.conf",
-        2,
-        &[
-            (
-                "SLIDEWIN_REDIS_SENTINELS",
-                format!("127.0.0.1:{}", redis.port()),
-            ),
-            (
-                "SLIDEWIN_REDIS_MASTER",
-                RedisSentinel::MASTER_NAME.to_string(),
-            ),
-        ],
-    );
+    let nginx = nginx_on_sentinel(&redis);
     // Both workers hold pooled connections to the master.
     for _ in 0..20 {
         assert!(limited_and_admitted(&nginx.get("/limit/allow?user=r")));
