@@ -21,6 +21,14 @@ local function through(member) return tonumber(member:sub(2)) end
 
 local state = redis.call('HMGET', meta, 'gone', 'sum', 'now', 'first', 'last')
 local gone, sum, first, last = tonumber(state[1]) or 0, tonumber(state[2]) or 0, tonumber(state[4]), tonumber(state[5])
+-- Either key may go alone (a DEL, or eviction under maxmemory): what is left of a state reads
+-- as an empty window, never as an error. A sorted set without its hash is dropped (its members
+-- would collide with new ones); a hash whose entries are gone starts over.
+if not state[2] then
+  redis.call('DEL', log)
+elseif sum > gone and redis.call('EXISTS', log) == 0 then
+  gone, sum, first, last = 0, 0, nil, nil
+end
 -- A clock that stepped back reads as the newest time seen: nothing is forgotten early.
 now = math.max(now, tonumber(state[3]) or now)
 -- Forget entries that left the window (only when the oldest has: most calls touch nothing);

@@ -17,12 +17,18 @@ use std::time::Duration;
 pub struct RedisServer {
     port: u16,
     dir: PathBuf,
+    args: Vec<String>,
     process: Option<Owned>,
 }
 
 impl RedisServer {
     /// Start one on a free port with a fresh directory.
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// [`RedisServer::start`] with more command-line options, e.g. `["--maxmemory", "16mb"]`.
+    pub fn start_with(args: &[&str]) -> Self {
         let port = free_port();
         let dir =
             std::env::temp_dir().join(format!("slidewin-redis-{}-{port}", std::process::id()));
@@ -30,6 +36,7 @@ impl RedisServer {
         let mut server = Self {
             port,
             dir,
+            args: args.iter().map(|a| a.to_string()).collect(),
             process: None,
         };
         server.restart();
@@ -59,6 +66,14 @@ impl RedisServer {
     pub fn client(&self) -> Resp {
         Resp::connect(self.port)
             .unwrap_or_else(|e| panic!("connect to redis on {}: {e}", self.port))
+    }
+
+    /// Its role now: "master" or "slave" (the first field of ROLE).
+    pub fn role(&self) -> String {
+        match self.client().cmd(&["ROLE"]) {
+            Reply::Array(Some(items)) => items[0].text(),
+            other => panic!("ROLE: {other:?}"),
+        }
     }
 
     /// Kill it (SIGKILL, like a crash); the port refuses connections until [`RedisServer::restart`].
@@ -113,6 +128,7 @@ impl RedisServer {
             .arg(&self.dir)
             .arg("--logfile")
             .arg(self.dir.join("redis.log"))
+            .args(&self.args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .spawn()
@@ -130,9 +146,12 @@ impl Drop for RedisServer {
 }
 
 /// The text sent to Redis for script `name` ("log", "buckets", "counter"):
-/// `lua/redis/args.lua` followed by `lua/redis/<name>.lua`.
+/// `lua/redis/args.lua` followed by `lua/redis/<name>.lua` (from `$SLIDEWIN_REDIS_SCRIPTS`
+/// instead when set: the benchmark measures an older version of the scripts that way).
 pub fn script_source(name: &str) -> String {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../lua/redis");
+    let dir = std::env::var_os("SLIDEWIN_REDIS_SCRIPTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../lua/redis"));
     ["args", name]
         .iter()
         .map(|file| {
@@ -192,5 +211,307 @@ impl Script {
         client
             .call(&command)
             .unwrap_or_else(|e| panic!("{verb} {keys:?} {args:?}: {e}"))
+    }
+}
+
+/// The options that make a redis-server a Redis Cluster node; its peers call it failed after a
+/// second without answers, so a replica takes over within a few seconds, and the other masters
+/// keep serving their slots meanwhile (with the default full coverage, every node would answer
+/// CLUSTERDOWN until the promotion).
+const CLUSTER_NODE: [&str; 8] = [
+    "--cluster-enabled",
+    "yes",
+    "--cluster-config-file",
+    "nodes.conf",
+    "--cluster-node-timeout",
+    "1000",
+    "--cluster-require-full-coverage",
+    "no",
+];
+
+/// A local Redis Cluster on free ports: `masters` masters with `replicas` replicas each, made by
+/// `redis-cli --cluster create`, every node killed when dropped.
+///
+/// ```no_run
+/// let cluster = slidewin_tests::redis::RedisCluster::start(3, 1);
+/// let master = cluster.master_of("slidewin:{log:u1}");
+/// assert_eq!(cluster.node(master).client().cmd(&["PING"]).text(), "PONG");
+/// ```
+pub struct RedisCluster {
+    nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    pub fn start(masters: usize, replicas: usize) -> Self {
+        let nodes: Vec<RedisServer> = (0..masters * (1 + replicas))
+            .map(|_| RedisServer::start_with(&CLUSTER_NODE))
+            .collect();
+        let status = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port())))
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run redis-cli --cluster create");
+        assert!(status.success(), "redis-cli --cluster create failed");
+        let cluster = Self { nodes };
+        let all: Vec<usize> = (0..cluster.nodes.len()).collect();
+        cluster.wait_until(
+            "every node sees the cluster ok and replicas in sync",
+            || {
+                all.iter().all(|&i| {
+                    let info = cluster.node(i).client().cmd(&["CLUSTER", "INFO"]).text();
+                    let repl = cluster
+                        .node(i)
+                        .client()
+                        .cmd(&["INFO", "replication"])
+                        .text();
+                    info.contains("cluster_state:ok")
+                        && (repl.contains("role:master") || repl.contains("master_link_status:up"))
+                })
+            },
+        );
+        cluster
+    }
+
+    /// The process ids of the running nodes.
+    pub fn pids(&self) -> Vec<u32> {
+        self.nodes
+            .iter()
+            .filter(|n| n.process.is_some())
+            .map(RedisServer::pid)
+            .collect()
+    }
+
+    /// Node `i` (in creation order; `redis-cli` makes the first `masters` of them masters).
+    pub fn node(&self, i: usize) -> &RedisServer {
+        &self.nodes[i]
+    }
+
+    /// "127.0.0.1:p1,127.0.0.1:p2,..." of the nodes that are running: seeds for a client.
+    pub fn seeds(&self) -> String {
+        self.nodes
+            .iter()
+            .filter(|n| n.process.is_some())
+            .map(|n| format!("127.0.0.1:{}", n.port()))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The slot of `key`, as Redis computes it.
+    pub fn slot(&self, key: &str) -> i64 {
+        self.any().client().cmd(&["CLUSTER", "KEYSLOT", key]).int()
+    }
+
+    /// The node that serves `slot` now, as a running node sees it.
+    pub fn master_of_slot(&self, slot: i64) -> usize {
+        let nodes = self.any().client().cmd(&["CLUSTER", "NODES"]).text();
+        for line in nodes.lines() {
+            let fields: Vec<&str> = line.split(' ').collect();
+            if !fields[2].contains("master") || fields[2].contains("fail") {
+                continue;
+            }
+            let serves = fields[8..].iter().any(|range| {
+                let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+                match (lo.parse::<i64>(), hi.parse::<i64>()) {
+                    (Ok(lo), Ok(hi)) => (lo..=hi).contains(&slot),
+                    _ => false, // "[slot->-id]": a migration in progress
+                }
+            });
+            if serves {
+                return self.index_of(fields[1]);
+            }
+        }
+        panic!("no master serves slot {slot}:\n{nodes}")
+    }
+
+    /// The node that serves `key` now.
+    pub fn master_of(&self, key: &str) -> usize {
+        self.master_of_slot(self.slot(key))
+    }
+
+    /// The replica of node `master`.
+    pub fn replica_of(&self, master: usize) -> usize {
+        let id = self.id(master);
+        let nodes = self.any().client().cmd(&["CLUSTER", "NODES"]).text();
+        let line = nodes
+            .lines()
+            .find(|l| l.split(' ').nth(3) == Some(id.as_str()))
+            .unwrap_or_else(|| panic!("no replica of node {master}:\n{nodes}"));
+        self.index_of(line.split(' ').nth(1).unwrap())
+    }
+
+    /// Node `i`'s cluster id.
+    pub fn id(&self, i: usize) -> String {
+        self.node(i).client().cmd(&["CLUSTER", "MYID"]).text()
+    }
+
+    /// Kill node `i` (SIGKILL, like a crash).
+    pub fn kill(&mut self, i: usize) {
+        self.nodes[i].stop();
+    }
+
+    /// Start node `i` again on its port: empty, but it knows the cluster (its nodes.conf).
+    pub fn restart(&mut self, i: usize) {
+        self.nodes[i].restart();
+    }
+
+    /// Wait (up to 20 s) until every running node sees the cluster ok.
+    pub fn wait_ok(&self) {
+        self.wait_until("the cluster to be ok", || {
+            self.nodes.iter().filter(|n| n.process.is_some()).all(|n| {
+                let info = n.client().cmd(&["CLUSTER", "INFO"]).text();
+                info.contains("cluster_state:ok")
+            })
+        });
+    }
+
+    /// Move `slot` from node `from` to node `to` like `redis-cli --cluster reshard`, with
+    /// `between()` run after its keys moved and before the slot is handed over (while the
+    /// source answers ASK for them).
+    pub fn migrate_slot(&self, slot: i64, from: usize, to: usize, between: impl FnOnce()) {
+        let (from_id, to_id, slot_s) = (self.id(from), self.id(to), slot.to_string());
+        let (mut source, mut target) = (self.node(from).client(), self.node(to).client());
+        let ok = |r: Reply| assert_eq!(r, Reply::Status("OK".into()));
+        ok(target.cmd(&["CLUSTER", "SETSLOT", &slot_s, "IMPORTING", &from_id]));
+        ok(source.cmd(&["CLUSTER", "SETSLOT", &slot_s, "MIGRATING", &to_id]));
+        let port = self.node(to).port().to_string();
+        loop {
+            let keys = source.cmd(&["CLUSTER", "GETKEYSINSLOT", &slot_s, "100"]);
+            let keys: Vec<String> = match keys {
+                Reply::Array(Some(items)) => items.iter().map(Reply::text).collect(),
+                other => panic!("{other:?}"),
+            };
+            if keys.is_empty() {
+                break;
+            }
+            // A batch at once, as `redis-cli --cluster reshard` does.
+            let mut migrate = vec!["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS"];
+            migrate.extend(keys.iter().map(String::as_str));
+            ok(source.cmd(&migrate));
+        }
+        between();
+        for node in [&mut target, &mut source] {
+            ok(node.cmd(&["CLUSTER", "SETSLOT", &slot_s, "NODE", &to_id]));
+        }
+    }
+
+    fn any(&self) -> &RedisServer {
+        self.nodes
+            .iter()
+            .find(|n| n.process.is_some())
+            .expect("a running node")
+    }
+
+    fn index_of(&self, address: &str) -> usize {
+        let port: u16 = address
+            .split(['@', ':'])
+            .nth(1)
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("bad node address {address}"));
+        self.nodes
+            .iter()
+            .position(|n| n.port() == port)
+            .unwrap_or_else(|| panic!("no node on port {port}"))
+    }
+
+    fn wait_until(&self, what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !done() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for {what}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// A primary, its replica and one Redis Sentinel watching them as "mymaster" (quorum 1, a
+/// master down for 1 s fails over), all on free ports and killed when dropped.
+pub struct RedisSentinel {
+    pub master: RedisServer,
+    pub replica: RedisServer,
+    port: u16,
+    _process: Owned,
+}
+
+impl RedisSentinel {
+    pub const MASTER_NAME: &'static str = "mymaster";
+
+    pub fn start() -> Self {
+        let master = RedisServer::start();
+        let replica_of = master.port().to_string();
+        let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &replica_of]);
+        let port = free_port();
+        let conf = master.dir().join("sentinel.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "port {port}\nbind 127.0.0.1\nprotected-mode no\ndir {dir}\n\
+                 logfile {dir}/sentinel.log\n\
+                 sentinel monitor mymaster 127.0.0.1 {replica_of} 1\n\
+                 sentinel down-after-milliseconds mymaster 1000\n\
+                 sentinel failover-timeout mymaster 10000\n",
+                dir = master.dir().display()
+            ),
+        )
+        .expect("write sentinel.conf");
+        let child = Command::new("redis-server")
+            .arg(&conf)
+            .arg("--sentinel")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("spawn redis-server --sentinel");
+        let sentinel = Self {
+            master,
+            replica,
+            port,
+            _process: Owned::new("redis-sentinel", child),
+        };
+        wait_for_port(port, Duration::from_secs(10));
+        // Failover needs the sentinel to know the replica, and the replica to be in sync.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let replicas = sentinel.client().cmd(&["SENTINEL", "REPLICAS", "mymaster"]);
+            let synced = sentinel
+                .replica
+                .client()
+                .cmd(&["INFO", "replication"])
+                .text()
+                .contains("master_link_status:up");
+            if synced && matches!(replicas, Reply::Array(Some(r)) if !r.is_empty()) {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the sentinel never saw the replica"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        sentinel
+    }
+
+    /// The sentinel's port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn client(&self) -> Resp {
+        Resp::connect(self.port).expect("connect to the sentinel")
+    }
+
+    /// The port of the master the sentinel names now.
+    pub fn master_port(&self) -> u16 {
+        let addr = self
+            .client()
+            .cmd(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster"]);
+        match addr {
+            Reply::Array(Some(items)) => items[1].text().parse().unwrap(),
+            other => panic!("{other:?}"),
+        }
     }
 }

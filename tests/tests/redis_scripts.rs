@@ -158,7 +158,7 @@ fn buckets_memory_stays_bounded_by_the_window() {
     let redis = RedisServer::start();
     let mut c = redis.client();
     let buckets = Script::load(&mut c, "buckets");
-    // 10 windows of traffic every 7 ms: 11 buckets overlap a window at most, plus 4 fields.
+    // 10 windows of traffic every 7 ms: 11 buckets overlap a window at most, plus 8 fields.
     for now in (0..10_000).step_by(7) {
         at(
             &mut c,
@@ -167,26 +167,36 @@ fn buckets_memory_stays_bounded_by_the_window() {
             &["1000000", "1000", "1", "bucket_ms", "100"],
             now,
         );
-        assert!(c.cmd(&["HLEN", "rl:{m}"]).int() <= 15, "at {now}");
+        assert!(c.cmd(&["HLEN", "rl:{m}"]).int() <= 19, "at {now}");
     }
-    // The total is the sum of the buckets' counts, not their number.
+    // The window holds the costs of its buckets (running sums "index - b:sum" minus "g").
     let fields = match c.cmd(&["HGETALL", "rl:{m}"]) {
         Reply::Array(Some(items)) => items.iter().map(Reply::text).collect::<Vec<_>>(),
         other => panic!("{other:?}"),
     };
-    let pairs: Vec<(&str, i64)> = fields
-        .chunks(2)
-        .map(|p| (p[0].as_str(), p[1].parse().unwrap()))
+    let field = |name: &str| -> i64 {
+        let at = fields.chunks(2).find(|p| p[0] == name).unwrap();
+        at[1].parse().unwrap()
+    };
+    let (gone, sum, lo, hi, base) = (field("g"), field("s"), field("lo"), field("hi"), field("b"));
+    let entries: Vec<(i64, i64)> = (lo..=hi)
+        .map(|k| {
+            let value = &fields.chunks(2).find(|p| p[0] == k.to_string()).unwrap()[1];
+            let (index, through) = value.split_once(':').unwrap();
+            (
+                base + index.parse::<i64>().unwrap(),
+                through.parse().unwrap(),
+            )
+        })
         .collect();
-    let sum: i64 = pairs
-        .iter()
-        .filter(|(f, _)| f.parse::<i64>().is_ok())
-        .map(|(_, n)| n)
-        .sum();
-    let total = pairs.iter().find(|(f, _)| *f == "t").unwrap().1;
-    assert_eq!(total, sum);
+    assert_eq!(entries.len(), 11, "{fields:?}");
+    assert!(entries
+        .windows(2)
+        .all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1));
+    assert_eq!(entries.last().unwrap().1, sum);
+    assert_eq!(entries[0].0, field("o"));
     assert_eq!(
-        total,
+        sum - gone,
         (0..10_000).step_by(7).filter(|t| *t >= 8_900).count() as i64
     );
 }
@@ -350,5 +360,157 @@ fn bad_arguments_are_named_with_their_value() {
     assert_eq!(
         error(buckets.run(&mut c, &["k"], &["1", "1000", "1", "bucket_ms", "300"])),
         "ERR bucket_ms must be a divisor of window_ms, got 300"
+    );
+}
+
+#[test]
+fn log_reads_a_lost_sorted_set_as_an_empty_window() {
+    let redis = RedisServer::start();
+    let mut c = redis.client();
+    let log = Script::load(&mut c, "log");
+    let call = |c: &mut Resp, now| at(c, &log, &LOG_KEYS, &["3", "1000", "1"], now);
+    for now in [1000, 1100, 1200] {
+        call(&mut c, now);
+    }
+    // The sorted set goes (a DEL, or evicted under maxmemory); its hash stays.
+    assert_eq!(c.cmd(&["DEL", LOG_KEYS[0]]).int(), 1);
+    assert_eq!(call(&mut c, 1300), [1, 2, 0, 1000]);
+    assert_eq!(call(&mut c, 1400), [1, 1, 0, 1000]);
+    assert_eq!(call(&mut c, 1500), [1, 0, 0, 1000]);
+    assert_eq!(call(&mut c, 1600), [0, 0, 700, 900]);
+    // Past the lost entries' window, expiry reads only the new ones: the entry at 1300 left.
+    assert_eq!(call(&mut c, 2300), [1, 0, 0, 1000]);
+    assert_eq!(call(&mut c, 2350), [0, 0, 50, 950]);
+}
+
+#[test]
+fn log_forgets_a_sorted_set_whose_hash_is_lost() {
+    let redis = RedisServer::start();
+    let mut c = redis.client();
+    let log = Script::load(&mut c, "log");
+    let call = |c: &mut Resp, cost, now| at(c, &log, &LOG_KEYS, &["10", "1000", cost], now);
+    for _ in 0..5 {
+        call(&mut c, "1", 1000);
+    }
+    // The hash goes; the sorted set's members would collide with new ones and expire early.
+    assert_eq!(c.cmd(&["DEL", LOG_KEYS[1]]).int(), 1);
+    assert_eq!(call(&mut c, "3", 1500), [1, 7, 0, 1000]);
+    assert_eq!(call(&mut c, "8", 1600), [0, 7, 900, 900]);
+    assert_eq!(c.cmd(&["ZCARD", LOG_KEYS[0]]).int(), 1);
+}
+
+#[test]
+fn log_and_buckets_survive_eviction_under_maxmemory() {
+    let redis =
+        RedisServer::start_with(&["--maxmemory", "16mb", "--maxmemory-policy", "allkeys-lru"]);
+    let mut c = redis.client();
+    let log = Script::load(&mut c, "log");
+    let buckets = Script::load(&mut c, "buckets");
+    let users = 60_000;
+    // Three rounds over every user, 35 s apart in a 60 s window: a key evicted in one round
+    // comes back in the next, and the third round expires the first one's entries.
+    let mut errors = Vec::new();
+    for round in 0..3i64 {
+        let now = (1_700_000_000_000 + round * 35_000).to_string();
+        let calls: Vec<Vec<String>> = (0..users)
+            .flat_map(|u| {
+                let log_call = [
+                    "EVALSHA",
+                    log.sha(),
+                    "2",
+                    &format!("e:{{{u}}}"),
+                    &format!("e:{{{u}}}:m"),
+                    "3",
+                    "60000",
+                    "1",
+                    "now_ms",
+                    &now,
+                ]
+                .map(String::from)
+                .to_vec();
+                let buckets_call = [
+                    "EVALSHA",
+                    buckets.sha(),
+                    "1",
+                    &format!("eb:{{{u}}}"),
+                    "3",
+                    "60000",
+                    "1",
+                    "now_ms",
+                    &now,
+                    "bucket_ms",
+                    "1000",
+                ]
+                .map(String::from)
+                .to_vec();
+                [log_call.clone(), log_call, buckets_call]
+            })
+            .collect();
+        for chunk in calls.chunks(3_000) {
+            for reply in c.pipeline(chunk).unwrap() {
+                if !matches!(reply, Reply::Array(Some(_))) {
+                    errors.push(reply);
+                }
+            }
+        }
+    }
+    let evicted = c.cmd(&["INFO", "stats"]).text();
+    let evicted: u64 = evicted
+        .lines()
+        .find_map(|l| l.strip_prefix("evicted_keys:"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(evicted > 10_000, "the run must evict: {evicted}");
+    assert_eq!(errors.len(), 0, "{:?}", &errors[..errors.len().min(5)]);
+}
+
+/// A script with `redis.call` wrapped so that every hash field it reads (HGET, HMGET) adds one
+/// to the key "fields-read": the work of a call, counted without timing it.
+fn counting_fields(client: &mut Resp, name: &str) -> Script {
+    let prelude = "local redis = setmetatable({call = function(cmd, key, ...)
+          if cmd == 'HGET' or cmd == 'HMGET' then redis.call('INCRBY', 'fields-read', select('#', ...)) end
+          return redis.call(cmd, key, ...)
+        end}, {__index = redis})\n";
+    Script::from_source(
+        client,
+        format!("{prelude}{}", slidewin_tests::redis::script_source(name)),
+    )
+}
+
+#[test]
+fn a_refused_buckets_call_reads_log_buckets_fields() {
+    let redis = RedisServer::start();
+    let mut c = redis.client();
+    let buckets = counting_fields(&mut c, "buckets");
+    let mut fields_per_refusal = Vec::new();
+    for n in [60i64, 3_600] {
+        // One call in each of n buckets of 1 s: the window is full.
+        let (key, limit, window) = (
+            format!("rl:{{b{n}}}"),
+            n.to_string(),
+            (n * 1000).to_string(),
+        );
+        let call = |c: &mut Resp, now: i64| {
+            at(
+                c,
+                &buckets,
+                &[&key],
+                &[&limit, &window, "1", "bucket_ms", "1000"],
+                now,
+            )
+        };
+        for i in 0..n {
+            assert_eq!(call(&mut c, i * 1000)[0], 1);
+        }
+        c.cmd(&["SET", "fields-read", "0"]);
+        // Refused: the oldest bucket (0) leaves at 999 + window.
+        assert_eq!(call(&mut c, n * 1000 - 1), [0, 0, 1000, n * 1000]);
+        fields_per_refusal.push(c.cmd(&["GET", "fields-read"]).int());
+    }
+    // Binary searches over the buckets: 2 x log2(3600) < 24 reads, not 3600.
+    assert!(
+        fields_per_refusal.iter().all(|&f| f <= 30),
+        "fields read per refusal at 60 and 3600 buckets: {fields_per_refusal:?}"
     );
 }

@@ -3,11 +3,14 @@
 //! for a 1-hour window at 10 requests/s (filled fast with explicit now_ms), and Redis CPU per
 //! decision (INFO commandstats usec_per_call) for each script.
 //!
-//! `scripts/bench-redis.sh [throughput|redis]`
-//! (= `cargo run --release -p slidewin-tests --bin slidewin-redis-bench -- [throughput|redis]`).
+//! Also Redis CPU per refused buckets call next to an admitted one, at 60 and 3,600 buckets
+//! (`refusals`), and req/s through a 3-master Redis Cluster next to one redis-server (`cluster`).
+//!
+//! `scripts/bench-redis.sh [throughput|redis|refusals|cluster]`
+//! (= `cargo run --release -p slidewin-tests --bin slidewin-redis-bench -- [part]`).
 
 use slidewin_tests::nginx::Nginx;
-use slidewin_tests::redis::{RedisServer, Script};
+use slidewin_tests::redis::{RedisCluster, RedisServer, Script};
 use slidewin_tests::resp::{Reply, Resp};
 
 const HOUR_MS: i64 = 3_600_000;
@@ -214,13 +217,23 @@ fn children(master: u32) -> Vec<u32> {
         .collect()
 }
 
-/// wrk on `path`, with the CPU that nginx's workers and redis-server spent per request (µs).
-fn measured(port: u16, path: &str, workers: &[u32], redis: u32) -> (Run, f64, f64) {
-    let (nginx_before, redis_before) = (cpu_us(workers), cpu_us(&[redis]));
+/// wrk on `path`, with the CPU that nginx's workers and the redis-servers spent per request (µs).
+fn measured(port: u16, path: &str, workers: &[u32], redis: &[u32]) -> (Run, f64, f64) {
+    let (nginx_before, redis_before) = (cpu_us(workers), cpu_us(redis));
     let run = wrk(port, path, 3);
     let nginx_cpu = (cpu_us(workers) - nginx_before) / run.requests;
-    let redis_cpu = (cpu_us(&[redis]) - redis_before) / run.requests;
+    let redis_cpu = (cpu_us(redis) - redis_before) / run.requests;
     (run, nginx_cpu, redis_cpu)
+}
+
+/// The worker processes of a running nginx.
+fn workers_of(nginx: &Nginx) -> Vec<u32> {
+    let master: u32 = std::fs::read_to_string(nginx.prefix.dir.join("logs/nginx.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    children(master)
 }
 
 /// The median of `values`.
@@ -236,12 +249,7 @@ fn throughput(redis: &RedisServer, rounds: usize) {
     let env = [("SLIDEWIN_REDIS_PORT", redis.port().to_string())];
     let nginx = Nginx::start_with_env("redis.conf", 2, &env);
     wrk(nginx.port(), "/bare", 2); // warm the pools and the script cache
-    let master: u32 = std::fs::read_to_string(nginx.prefix.dir.join("logs/nginx.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let workers = children(master);
+    let workers = workers_of(&nginx);
     println!("| location | req/s | bare EVALSHA req/s | ratio (min-max of {rounds}) | nginx workers µs CPU/req (bare) | redis-server µs CPU/req (bare) |");
     println!("|---|---|---|---|---|---|");
     for algo in &ALGORITHMS {
@@ -249,9 +257,9 @@ fn throughput(redis: &RedisServer, rounds: usize) {
         // Per round: req/s, ceiling, ratio %, nginx CPU, its ceiling, redis CPU, its ceiling.
         let rows: Vec<[f64; 7]> = (0..rounds)
             .map(|_| {
-                let (before, n0, r0) = measured(nginx.port(), "/bare", &workers, redis.pid());
-                let (run, n1, r1) = measured(nginx.port(), &path, &workers, redis.pid());
-                let (after, n2, r2) = measured(nginx.port(), "/bare", &workers, redis.pid());
+                let (before, n0, r0) = measured(nginx.port(), "/bare", &workers, &[redis.pid()]);
+                let (run, n1, r1) = measured(nginx.port(), &path, &workers, &[redis.pid()]);
+                let (after, n2, r2) = measured(nginx.port(), "/bare", &workers, &[redis.pid()]);
                 let ceiling = (before.rate + after.rate) / 2.0;
                 let ratio = 100.0 * run.rate / ceiling;
                 [
@@ -276,7 +284,11 @@ fn throughput(redis: &RedisServer, rounds: usize) {
             algo.name, m(0), m(1), m(2), m(3), m(4), m(5), m(6),
         );
     }
-    // A store error (a timeout on an overloaded machine) answers 200 too: say how many there were.
+    report_store_errors(&nginx);
+}
+
+/// A store error (a timeout on an overloaded machine) answers 200 too: say how many there were.
+fn report_store_errors(nginx: &Nginx) {
     let metrics = nginx.get("/metrics").body;
     let errors: u64 = metrics
         .lines()
@@ -288,14 +300,152 @@ fn throughput(redis: &RedisServer, rounds: usize) {
 }
 
 fn main() {
-    let part = std::env::args().nth(1).unwrap_or_default(); // "throughput", "redis" or both
+    // "throughput", "redis", "refusals", "cluster", or all of them
+    let part = std::env::args().nth(1).unwrap_or_default();
+    let all = part.is_empty();
     let redis = RedisServer::start();
-    if part != "redis" {
+    if all || part == "throughput" {
         throughput(&redis, 5);
     }
-    if part != "throughput" {
+    if all || part == "redis" {
         redis_side(&redis);
     }
+    if all || part == "refusals" {
+        refusals(&redis);
+    }
+    if all || part == "cluster" {
+        cluster_vs_standalone(&redis, 5);
+    }
+}
+
+/// `usec_per_call` of EVALSHA since the last CONFIG RESETSTAT.
+fn evalsha_usec(c: &mut Resp) -> f64 {
+    let stat = info(c, "commandstats", "cmdstat_evalsha").expect("evalsha stats");
+    stat.split(',')
+        .find_map(|kv| kv.strip_prefix("usec_per_call="))
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Redis CPU per buckets call, admitted and refused, with `n` buckets of 1 s holding cost
+/// (limit 2n, window n s): `keys` keys each filled with one call per bucket, and as many more
+/// keys filled to the limit. Then `rounds` rounds of `m` calls per key on each set in turn, in
+/// the last bucket (nothing expires): medians of admitted, refused and their per-round ratio.
+fn buckets_admitted_and_refused(
+    c: &mut Resp,
+    n: i64,
+    keys: i64,
+    m: i64,
+    rounds: usize,
+) -> [f64; 3] {
+    c.cmd(&["FLUSHALL"]);
+    let script = Script::load(c, "buckets");
+    let options = Algorithm {
+        options: &["bucket_ms", "1000"],
+        ..ALGORITHMS[1]
+    };
+    let (limit, window) = ((2 * n).to_string(), (n * 1000).to_string());
+    let last = START_MS + n * 1000 - 1;
+    let fill =
+        (0..n).flat_map(|i| (0..2 * keys).map(move |k| (format!("r{k}"), START_MS + i * 1000)));
+    run(c, &script, &options, &limit, &window, fill);
+    let top_up = (0..n).flat_map(|_| (keys..2 * keys).map(|k| (format!("r{k}"), last)));
+    run(c, &script, &options, &limit, &window, top_up);
+    let mut measure = |first_key: i64| {
+        c.cmd(&["CONFIG", "RESETSTAT"]);
+        let calls =
+            (0..m).flat_map(|_| (first_key..first_key + keys).map(|k| (format!("r{k}"), last)));
+        run(c, &script, &options, &limit, &window, calls);
+        evalsha_usec(c)
+    };
+    let rows: Vec<[f64; 3]> = (0..rounds)
+        .map(|_| {
+            let (admitted, refused) = (measure(0), measure(keys));
+            [admitted, refused, refused / admitted]
+        })
+        .collect();
+    [0, 1, 2].map(|i| median(rows.iter().map(|r| r[i]).collect()))
+}
+
+/// BENCHMARKS.md "Refused buckets calls": Redis µs per call, refused next to admitted.
+fn refusals(redis: &RedisServer) {
+    let mut c = redis.client();
+    println!("| buckets holding cost | admitted µs/call | refused µs/call | refused / admitted (median of 5 rounds) |");
+    println!("|---|---|---|---|");
+    for (n, keys, m) in [(60, 1000, 5), (3_600, 50, 100)] {
+        let [admitted, refused, ratio] = buckets_admitted_and_refused(&mut c, n, keys, m, 5);
+        println!("| {n} | {admitted:.2} | {refused:.2} | {ratio:.2}x |");
+    }
+}
+
+/// BENCHMARKS.md "Redis Cluster": req/s of each algorithm through a 3-master cluster (no
+/// replicas) next to one redis-server, both behind an nginx of their own with 2 workers; `rounds`
+/// runs of each, alternating, medians.
+fn cluster_vs_standalone(redis: &RedisServer, rounds: usize) {
+    let cluster = RedisCluster::start(3, 0);
+    let single = Nginx::start_with_env(
+        "redis.conf",
+        2,
+        &[("SLIDEWIN_REDIS_PORT", redis.port().to_string())],
+    );
+    let sharded = Nginx::start_with_env(
+        "redis.conf",
+        2,
+        &[("SLIDEWIN_REDIS_CLUSTER", cluster.seeds())],
+    );
+    let (single_workers, sharded_workers) = (workers_of(&single), workers_of(&sharded));
+    println!("| algorithm | one redis-server req/s | 3-master cluster req/s | ratio (min-max of {rounds}) | nginx workers µs CPU/req: one (cluster) | redis µs CPU/req: one (cluster, all nodes) |");
+    println!("|---|---|---|---|---|---|");
+    for algo in &ALGORITHMS {
+        let path = format!("/limit/bench-{}", algo.name);
+        wrk(sharded.port(), &path, 1); // load the slot map and the scripts
+        let rows: Vec<[f64; 7]> = (0..rounds)
+            .map(|_| {
+                let (one, one_nginx, one_redis) =
+                    measured(single.port(), &path, &single_workers, &[redis.pid()]);
+                let (many, many_nginx, many_redis) =
+                    measured(sharded.port(), &path, &sharded_workers, &cluster.pids());
+                [
+                    one.rate,
+                    many.rate,
+                    100.0 * many.rate / one.rate,
+                    one_nginx,
+                    many_nginx,
+                    one_redis,
+                    many_redis,
+                ]
+            })
+            .collect();
+        let column = |i: usize| rows.iter().map(|r| r[i]).collect::<Vec<_>>();
+        let (low, high) = column(2)
+            .iter()
+            .fold((f64::MAX, 0f64), |(l, h), &r| (l.min(r), h.max(r)));
+        let m = |i: usize| median(column(i));
+        println!(
+            "| {} | {:.0} | {:.0} | {:.0}% ({low:.0}-{high:.0}%) | {:.1} ({:.1}) | {:.1} ({:.1}) |",
+            algo.name,
+            m(0),
+            m(1),
+            m(2),
+            m(3),
+            m(4),
+            m(5),
+            m(6),
+        );
+    }
+    report_store_errors(&single);
+    report_store_errors(&sharded);
+    println!(
+        "{}",
+        sharded
+            .get("/metrics")
+            .body
+            .lines()
+            .filter(|l| l.starts_with("slidewin_redis_"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
 }
 
 /// Memory per key and CPU per decision, measured inside Redis.

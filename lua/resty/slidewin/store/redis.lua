@@ -1,4 +1,4 @@
--- resty.slidewin.store.redis: one Redis shared by every worker of every nginx.
+-- resty.slidewin.store.redis: one Redis (or Redis Cluster) shared by every worker of every nginx.
 --
 -- Each decision is one EVALSHA of lua/redis/<algorithm>.lua (after lua/redis/args.lua): Redis
 -- runs a script alone, so checking and recording are one atomic step across all nodes, and the
@@ -10,19 +10,29 @@
 --       on_store_error = "allow", local_refusal_cache = true }
 --
 -- conf.redis: host ("127.0.0.1"), port (6379), password, db (0), connect_timeout_ms (50),
--- read_timeout_ms (100), pool_size (64), keepalive_ms (60000). A call waits at most
--- connect_timeout_ms + read_timeout_ms; when Redis is down, slow or answers an error,
--- incoming returns nil, err and the layer applies conf.on_store_error.
+-- read_timeout_ms (100), pool_size (64), keepalive_ms (60000), and instead of host/port one of
+--   cluster_nodes = { "host:port", ... }   Redis Cluster seed nodes (resty.slidewin.store.redis.cluster:
+--                                          CRC16 slots, CLUSTER SLOTS map per worker, MOVED, ASK)
+--   sentinels = { "host:port", ... }, master_name = "mymaster"
+--                                          a primary found through Redis Sentinel, asked again
+--                                          after a connection error or READONLY
+-- When Redis is down, slow or answers an error, incoming returns nil, err and the layer applies
+-- conf.on_store_error. A call waits at most connect_timeout_ms + read_timeout_ms per node it
+-- tries: the one the key maps to, then up to MAX_HOPS more after a MOVED, an ASK or a reload of
+-- the slot map / master address that found another node; a reload asks up to 3 cluster nodes
+-- (or every sentinel) in turn, each bounded the same way, and runs at most every 100 ms per
+-- worker. TRYAGAIN and CLUSTERDOWN answers are errors (on_store_error decides).
 -- conf.local_refusal_cache: once Redis refuses a key for retry_after_ms, this worker refuses
 -- the same (or a larger) cost for that key locally until then, without a round trip.
+-- Limiters naming the same nodes share one slot map / master address per worker (a reload uses
+-- the timeouts and password of the limiter whose request needed it). Metrics of redirects and reloads:
+-- require("resty.slidewin.store.redis").metrics_text().
 --
 -- Keys: "slidewin:{<name>:<key>}" (and ":m" after it for the log's companion hash); the hash
 -- tag keeps both in one Redis Cluster slot.
 
-local ok_resty, redis = pcall(require, "resty.redis")
-if not ok_resty then
-    redis = require "nginx.redis" -- Debian's lua-nginx-redis: the same client, renamed
-end
+local connection = require "resty.slidewin.store.redis.connection"
+local topology = require "resty.slidewin.store.redis.topology"
 local lrucache = require "resty.lrucache"
 
 local ngx = ngx
@@ -35,12 +45,17 @@ local byte, format, gsub = string.byte, string.format, string.gsub
 local _M = {}
 local mt = { __index = _M }
 
+-- Nodes a call may try after the first: a MOVED then an ASK during a migration, plus one.
+local MAX_HOPS = 3
+
 local DEFAULTS = {
     host = "127.0.0.1", port = 6379, db = 0, connect_timeout_ms = 50, read_timeout_ms = 100,
     pool_size = 64, keepalive_ms = 60000,
 }
 local COUNTS = { "port", "db", "connect_timeout_ms", "read_timeout_ms", "pool_size", "keepalive_ms" }
+local OPTIONAL = { password = true, cluster_nodes = true, sentinels = true, master_name = true }
 local KEYS_OF = { log = 2, buckets = 1, counter = 1 }
+local VERBS = { "evalsha", "eval" } -- EVAL after NOSCRIPT caches the script again
 
 -- lua/redis/, beside lua/resty/ on lua_package_path.
 local SCRIPTS_DIR = debug.getinfo(1, "S").source:sub(2):gsub("resty/slidewin/store/redis%.lua$", "redis/")
@@ -70,19 +85,37 @@ local function load_script(algorithm)
     return { source = source, sha = hex(ngx.sha1_bin(source)) }
 end
 
+-- A list of "host:port" strings as nodes, or nil, err naming `field`.
+local function node_list(field, list)
+    if type(list) ~= "table" or #list == 0 then
+        return nil, "redis." .. field .. ' must be a non-empty list of "host:port", got '
+            .. (type(list) == "table" and "an empty list" or tostring(list))
+    end
+    local nodes = {}
+    for i, address in ipairs(list) do
+        nodes[i] = connection.node(address)
+        if type(address) ~= "string" or not nodes[i] then
+            return nil, "redis." .. field .. '[' .. i .. '] must be "host:port", got ' .. tostring(address)
+        end
+    end
+    return nodes
+end
+
 -- conf.redis with defaults, or nil, err naming the field and the value.
 local function redis_options(given)
     if given ~= nil and type(given) ~= "table" then
         return nil, "redis must be a table, got " .. tostring(given)
     end
+    given = given or {}
     local opts = {}
     for k, v in pairs(DEFAULTS) do
         opts[k] = v
     end
-    for k, v in pairs(given or {}) do
-        if DEFAULTS[k] == nil and k ~= "password" then
+    for k, v in pairs(given) do
+        if DEFAULTS[k] == nil and not OPTIONAL[k] then
             return nil, "redis." .. tostring(k) .. " is not an option (host, port, password, db, "
-                .. "connect_timeout_ms, read_timeout_ms, pool_size, keepalive_ms)"
+                .. "connect_timeout_ms, read_timeout_ms, pool_size, keepalive_ms, cluster_nodes, "
+                .. "sentinels, master_name)"
         end
         opts[k] = v
     end
@@ -99,7 +132,42 @@ local function redis_options(given)
     if opts.password ~= nil and type(opts.password) ~= "string" then
         return nil, "redis.password must be a string, got " .. tostring(opts.password)
     end
+    local mode = given.cluster_nodes and "cluster_nodes" or given.sentinels and "sentinels"
+    if mode then
+        for _, other in ipairs { "host", "port", mode == "cluster_nodes" and "sentinels" or "cluster_nodes" } do
+            if given[other] ~= nil then
+                return nil, "redis." .. other .. " cannot be combined with redis." .. mode
+            end
+        end
+        local err
+        opts.nodes, err = node_list(mode, given[mode])
+        if not opts.nodes then
+            return nil, err
+        end
+    end
+    if mode == "cluster_nodes" and opts.db ~= 0 then
+        return nil, "redis.db must be 0 with redis.cluster_nodes (a cluster has one db), got " .. opts.db
+    end
+    if (mode == "sentinels") ~= (given.master_name ~= nil) then
+        return nil, "redis.master_name (a string) goes with redis.sentinels, got "
+            .. tostring(given.master_name)
+    elseif mode == "sentinels" and type(given.master_name) ~= "string" then
+        return nil, "redis.master_name must be a string, got " .. tostring(given.master_name)
+    end
+    opts.mode = mode or "standalone"
+    opts.connect_opts = { pool_size = opts.pool_size }
     return opts
+end
+
+-- The shared topology (where keys live) for opts, counting into lua_shared_dict `dict_name`.
+local function topology_of(opts, dict_name)
+    local dict = dict_name and ngx.shared[dict_name]
+    if opts.mode == "cluster_nodes" then
+        return require("resty.slidewin.store.redis.cluster").new(opts.nodes, dict)
+    elseif opts.mode == "sentinels" then
+        return require("resty.slidewin.store.redis.sentinel").new(opts.nodes, opts.master_name, dict)
+    end
+    return topology.standalone(connection.node(opts.host .. ":" .. opts.port), dict)
 end
 
 function _M.new(conf)
@@ -131,64 +199,59 @@ function _M.new(conf)
     end
     return setmetatable({
         opts = opts,
+        topology = topology_of(opts, conf.metrics_dict or conf.dict),
         script = script,
         nkeys = KEYS_OF[conf.algorithm],
         prefix = "slidewin:{" .. conf.name .. ":",
         tails = tails,
-        connect_opts = { pool_size = opts.pool_size },
         refusals = refusals,
     }, mt)
 end
 
-local function connect(self)
+-- The script's reply on `node` (ASKING first when `asking`), or nil, err, broken (a connection
+-- error or timeout) or false, err (an error reply).
+local function eval_on(self, node, asking, args)
     local opts = self.opts
-    local red = redis:new()
-    -- set_timeout, not set_timeouts: Debian's nginx.redis (0.27) has only the former.
-    red:set_timeout(opts.connect_timeout_ms)
-    local ok, err = red:connect(opts.host, opts.port, self.connect_opts)
-    if not ok then
-        return nil, "redis connect: " .. tostring(err)
+    local red, err = connection.open(node, opts)
+    if not red then
+        return nil, err, true
     end
-    red:set_timeout(opts.read_timeout_ms)
-    if red:get_reused_times() == 0 then
-        if opts.password then
-            ok, err = red:auth(opts.password)
+    local script, res = self.script, nil
+    for _, verb in ipairs(VERBS) do
+        if asking then
+            red:asking()
         end
-        if ok and opts.db ~= 0 then
-            ok, err = red:select(opts.db)
-        end
-        if not ok then
-            red:close()
-            return nil, "redis auth/select: " .. tostring(err)
+        res, err = red[verb](red, verb == "eval" and script.source or script.sha, self.nkeys, unpack(args))
+        if res or not (err and err:find("^NOSCRIPT")) then
+            break
         end
     end
-    return red
+    connection.release(red, res, opts)
+    return res, err, res == nil
 end
 
 -- The script's reply { allowed, remaining, retry_after_ms, reset_after_ms } for `mode`, or nil, err.
 local function run(self, key, cost, mode)
-    local red, err = connect(self)
-    if not red then
-        return nil, err
-    end
-    local script, tail = self.script, self.tails[mode]
+    local tail = self.tails[mode]
     local data = self.prefix .. key .. "}"
     local meta = self.nkeys == 2 and data .. ":m" or nil
     local args = meta and { data, meta, tail[1], tail[2], cost, unpack(tail, 3) }
         or { data, tail[1], tail[2], cost, unpack(tail, 3) }
-    local res
-    res, err = red:evalsha(script.sha, self.nkeys, unpack(args))
-    if not res and err and err:find("^NOSCRIPT") then
-        res, err = red:eval(script.source, self.nkeys, unpack(args))
-    end
-    if res then
-        red:set_keepalive(self.opts.keepalive_ms, self.opts.pool_size)
-        return res
-    end
-    if res == nil then
-        red:close() -- a broken or timed-out connection must not go back to the pool
-    else
-        red:set_keepalive(self.opts.keepalive_ms, self.opts.pool_size)
+    local routes = self.topology
+    local node, err = routes:address(data, self.opts)
+    local asking, res, broken, kind = false, nil, nil, nil
+    for _ = 0, MAX_HOPS do
+        if not node then
+            break
+        end
+        res, err, broken = eval_on(self, node, asking, args)
+        if res then
+            return res
+        end
+        node, asking, kind = routes:reroute(data, node, err, broken, self.opts)
+        if node then
+            routes.count.incr(kind)
+        end
     end
     return nil, "redis: " .. tostring(err)
 end
@@ -244,5 +307,9 @@ end
 function _M.keys()
     return nil
 end
+
+-- Prometheus text of every Redis this worker's limiters use: redirects followed (MOVED, ASK,
+-- a retry on a node a reload found) and reloads of the slot map / master address.
+_M.metrics_text = topology.metrics_text
 
 return _M
