@@ -12,16 +12,9 @@ WORKERS=${WORKERS:-2}
 CONNECTIONS=${CONNECTIONS:-32}
 THREADS=${THREADS:-2}
 
-scripts/deps.sh nginx
-cargo build -q --release -p slidewin-lua
-cargo build -q --release -p slidewin-tests --bin slidewin-nginx
-prefix=$(mktemp -d /tmp/slidewin-fault-XXXXXX)
-target/release/slidewin-nginx demo.conf --port "$PORT" --workers "$WORKERS" --prefix "$prefix" 2>/dev/null &
-nginx_pid=$!
-trap 'kill -TERM $nginx_pid 2>/dev/null; wait $nginx_pid 2>/dev/null; rm -rf "$prefix"' EXIT
-for _ in $(seq 100); do curl -sf "127.0.0.1:$PORT/metrics" >/dev/null && break; sleep 0.1; done
+source scripts/bench-lib.sh
+start_nginx demo.conf /metrics
 
-workers() { pgrep -P "$(cat "$prefix/logs/nginx.pid")" | sort | tr '\n' ' '; }
 rss_mb() { for w in $(workers); do awk '/VmRSS/ {printf "%.1f ", $2 / 1024}' "/proc/$w/status"; done; }
 before=$(workers)
 echo "== $(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"

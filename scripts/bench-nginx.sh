@@ -16,19 +16,13 @@ WORKERS=${WORKERS:-1}
 CONNECTIONS=${CONNECTIONS:-32}
 THREADS=${THREADS:-1}
 
-scripts/deps.sh nginx
-cargo build -q --release -p slidewin-lua
-cargo build -q --release -p slidewin-tests --bin slidewin-nginx
-prefix=$(mktemp -d /tmp/slidewin-bench-XXXXXX)
-target/release/slidewin-nginx bench.conf --port "$PORT" --workers "$WORKERS" --prefix "$prefix" 2>/dev/null &
-nginx_pid=$!
-trap 'kill -TERM $nginx_pid 2>/dev/null; wait $nginx_pid 2>/dev/null; rm -rf "$prefix"' EXIT
-for _ in $(seq 100); do curl -sf "127.0.0.1:$PORT/plain/" >/dev/null && break; sleep 0.1; done
+source scripts/bench-lib.sh
+start_nginx bench.conf /plain/
 
 echo "== loops in one worker ($(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
 curl -sf "127.0.0.1:$PORT/loop"
 
-workers=$(pgrep -P "$(cat "$prefix/logs/nginx.pid")" | tr '\n' ' ')
+workers=$(workers)
 cpu_ticks() { for w in $workers; do awk '{print $14 + $15}' "/proc/$w/stat"; done | awk '{s += $1} END {print s}'; }
 # One wrk run (path, then extra wrk arguments): "req/s ns-of-worker-CPU-per-request".
 rps() {

@@ -1,33 +1,14 @@
 //! The keyed store over the real limiters: the same answers as one limiter per key while the
 //! keys fit, exact memory accounting for limiters that own heap, and the bound under floods.
 
+mod common;
+
+use common::{keyed_ops as ops, KeyedOp as Op};
 use proptest::prelude::*;
 use slidewin::{
     BucketQuota, BucketWindow, Keyed, Limiter, Quota, ShardedKeyed, SlidingCounter, SlidingLog,
 };
 use std::collections::HashMap;
-
-#[derive(Debug, Clone)]
-enum Op {
-    Check(u16, u64),
-    Peek(u16, u64),
-    Uncommit(u16, u64),
-    Reset(u16),
-}
-
-/// Calls on 40 keys, the clock moving forward by up to 600 ms (windows are 1000 ms);
-/// now and then a cost above the limit (10).
-fn ops() -> impl Strategy<Value = Vec<(Op, i64)>> {
-    let key = 0..40_u16;
-    let cost = prop_oneof![6 => 0..4_u64, 1 => Just(11_u64)];
-    let op = prop_oneof![
-        6 => (key.clone(), cost.clone()).prop_map(|(k, c)| Op::Check(k, c)),
-        2 => (key.clone(), cost.clone()).prop_map(|(k, c)| Op::Peek(k, c)),
-        2 => (key.clone(), cost).prop_map(|(k, c)| Op::Uncommit(k, c)),
-        1 => key.prop_map(Op::Reset),
-    ];
-    proptest::collection::vec((op, prop_oneof![3 => 0..50_i64, 1 => 0..600_i64]), 1..400)
-}
 
 /// Replay `ops` on a store (room for every key) and on a map of single-key limiters; every
 /// answer must be equal.

@@ -2,6 +2,9 @@
 //! limiter per key, from several threads and several processes at once, through the death of
 //! a process that holds a lock.
 
+mod common;
+
+use common::{keyed_ops as ops, KeyedOp as Op};
 use proptest::prelude::*;
 use slidewin::shared::{Attached, Owner, ProcessOwner, SharedLimiter, Zone};
 use slidewin::{BucketQuota, BucketWindow, Quota, SlidingCounter, SlidingLog};
@@ -26,28 +29,7 @@ impl Owner for Thread {
     }
 }
 
-#[derive(Debug, Clone)]
-enum Op {
-    Check(u16, u64),
-    Peek(u16, u64),
-    Uncommit(u16, u64),
-    Reset(u16),
-}
-
-/// Calls on 40 keys (every fifth longer than max_key_bytes, so stored as a digest), the clock
-/// moving forward by up to 600 ms (windows are 1000 ms); now and then a cost above the limit.
-fn ops() -> impl Strategy<Value = Vec<(Op, i64)>> {
-    let key = 0..40_u16;
-    let cost = prop_oneof![6 => 0..4_u64, 1 => Just(11_u64)];
-    let op = prop_oneof![
-        6 => (key.clone(), cost.clone()).prop_map(|(k, c)| Op::Check(k, c)),
-        2 => (key.clone(), cost.clone()).prop_map(|(k, c)| Op::Peek(k, c)),
-        2 => (key.clone(), cost).prop_map(|(k, c)| Op::Uncommit(k, c)),
-        1 => key.prop_map(Op::Reset),
-    ];
-    proptest::collection::vec((op, prop_oneof![3 => 0..50_i64, 1 => 0..600_i64]), 1..400)
-}
-
+/// Every fifth key is longer than max_key_bytes, so stored as a digest.
 fn key_bytes(key: u16) -> Vec<u8> {
     let len = if key % 5 == 0 {
         40

@@ -216,3 +216,26 @@ pub fn replay<L: Limiter>(
         }
     }
 }
+
+/// A call on one of a keyed store's keys.
+#[derive(Debug, Clone)]
+pub enum KeyedOp {
+    Check(u16, u64),
+    Peek(u16, u64),
+    Uncommit(u16, u64),
+    Reset(u16),
+}
+
+/// Calls on 40 keys, the clock moving forward by up to 600 ms (windows are 1000 ms);
+/// now and then a cost above the limit (10).
+pub fn keyed_ops() -> impl Strategy<Value = Vec<(KeyedOp, i64)>> {
+    let key = 0..40_u16;
+    let cost = prop_oneof![6 => 0..4_u64, 1 => Just(11_u64)];
+    let op = prop_oneof![
+        6 => (key.clone(), cost.clone()).prop_map(|(k, c)| KeyedOp::Check(k, c)),
+        2 => (key.clone(), cost.clone()).prop_map(|(k, c)| KeyedOp::Peek(k, c)),
+        2 => (key.clone(), cost).prop_map(|(k, c)| KeyedOp::Uncommit(k, c)),
+        1 => key.prop_map(KeyedOp::Reset),
+    ];
+    proptest::collection::vec((op, prop_oneof![3 => 0..50_i64, 1 => 0..600_i64]), 1..400)
+}
