@@ -27,6 +27,9 @@
 //! }
 //! ```
 //!
+//! Many keys: [`Keyed`] in one process, [`shared::Zone`] in a region of shared memory for
+//! several processes (the workers of one nginx), both over the same algorithms.
+//!
 //! The crate is `#![no_std]` + `alloc`; the `std` feature (default) adds [`SystemClock`],
 //! the `serde` feature derives `Serialize`/`Deserialize` for configs and state snapshots.
 #![no_std]
