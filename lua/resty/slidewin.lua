@@ -165,7 +165,7 @@ function _M.new(opts)
         counters = counters,
         policy = concat { '"', conf.name, '";q=', digits(conf.limit), ";w=", digits(ceil(conf.window_ms / 1000)) },
         fail_open = conf.on_store_error == "allow",
-        counts_decisions = not store.counts_decisions,
+        counts_in_layer = not store.counts_decisions, -- else the store counts (shm)
         decide = store.lim and store.lim.decide or store.incoming,
         decider = store.lim or store,
         rate_prefix = '"' .. conf.name .. '";r=',
@@ -242,13 +242,13 @@ function _M.enforce(self, key, cost)
         return refuse(self)
     end
     if allowed then
-        if self.counts_decisions then
+        if self.counts_in_layer then
             counters:incr("allowed")
         end
         set_headers(self, remaining, reset_after_ms)
         return true
     end
-    if self.counts_decisions then
+    if self.counts_in_layer then
         counters:incr("rejected")
     end
     if decided_locally then
