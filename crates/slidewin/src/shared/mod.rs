@@ -45,6 +45,7 @@
 //! ```
 
 mod keys;
+mod layout;
 mod lock;
 mod state;
 #[cfg(test)]
@@ -58,8 +59,9 @@ pub use state::SharedLimiter;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::clock::check_time;
-use crate::{Decision, Error, Value};
+use crate::{Decision, Error};
 use keys::{Key, KeyCodec};
+use layout::Layout;
 use lock::Taken;
 
 /// Keys per set.
@@ -87,68 +89,6 @@ const S_TAGS: usize = SET_HEADER;
 const W_LEN: usize = 0;
 const W_USED_MS: usize = 1;
 const W_KEY: usize = 2;
-
-/// How a region is cut for one config.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Layout {
-    key_words: usize,
-    state_words: usize,
-    way_words: usize,
-    set_words: usize,
-    sets: usize,
-}
-
-impl Layout {
-    fn new<L: SharedLimiter>(
-        config: &L::Config,
-        max_key_bytes: usize,
-        region_words: usize,
-    ) -> Result<Self, Error> {
-        let (key_words, state_words) = Self::per_key::<L>(config, max_key_bytes)?;
-        let way_words = W_KEY + key_words + state_words;
-        // Sets start on 64-byte lines, so two sets never share one.
-        let set_words = (SET_HEADER + WAYS + WAYS * way_words).next_multiple_of(8);
-        let sets = region_words.saturating_sub(HEADER_WORDS) / set_words;
-        if sets == 0 {
-            return Err(Error::RegionTooSmall {
-                needed: ((HEADER_WORDS + set_words) * 8) as u64,
-                got: (region_words * 8) as u64,
-            });
-        }
-        Ok(Self {
-            key_words,
-            state_words,
-            way_words,
-            set_words,
-            sets: sets.min(u32::MAX as usize),
-        })
-    }
-
-    /// Words per key for the key and for the state.
-    fn per_key<L: SharedLimiter>(
-        config: &L::Config,
-        max_key_bytes: usize,
-    ) -> Result<(usize, usize), Error> {
-        if !(16..=65_536).contains(&max_key_bytes) {
-            let got = Value::UInt(max_key_bytes as u64);
-            return Err(Error::invalid("max_key_bytes", "from 16 to 65536", got));
-        }
-        Ok((max_key_bytes.div_ceil(8), L::state_words(config)?))
-    }
-
-    fn fingerprint<L: SharedLimiter>(&self, config: &L::Config, region_words: usize) -> u64 {
-        let words = L::fingerprint(config).into_iter().chain([
-            self.key_words as u64,
-            self.state_words as u64,
-            self.sets as u64,
-            region_words as u64,
-        ]);
-        // FNV-1a over the words: a fixed function, so every process computes the same value.
-        words.fold(0xcbf2_9ce4_8422_2325, |h: u64, w| {
-            (h ^ w).wrapping_mul(0x0100_0000_01b3)
-        })
-    }
-}
 
 /// Whether [`Zone::attach`] found the region ready for this layout or laid it out afresh.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
