@@ -284,19 +284,7 @@ impl<C: Cells> Window for BucketState<C> {
 }
 
 #[cfg(feature = "serde")]
-impl serde::Serialize for BucketState {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serde::Serialize::serialize(&RawBucketState::from(self.clone()), serializer)
-    }
-}
-
-#[cfg(feature = "serde")]
-impl<'de> serde::Deserialize<'de> for BucketState {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let raw: RawBucketState = serde::Deserialize::deserialize(deserializer)?;
-        Self::try_from(raw).map_err(serde::de::Error::custom)
-    }
-}
+crate::window::serde_via_raw!(BucketState, RawBucketState);
 
 /// A bucket config as serde reads and writes it.
 #[cfg(feature = "serde")]

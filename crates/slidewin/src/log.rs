@@ -196,19 +196,7 @@ impl<E: Entries> Window for LogState<E> {
 }
 
 #[cfg(feature = "serde")]
-impl serde::Serialize for LogState {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serde::Serialize::serialize(&RawLogState::from(self.clone()), serializer)
-    }
-}
-
-#[cfg(feature = "serde")]
-impl<'de> serde::Deserialize<'de> for LogState {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let raw: RawLogState = serde::Deserialize::deserialize(deserializer)?;
-        Self::try_from(raw).map_err(serde::de::Error::custom)
-    }
-}
+crate::window::serde_via_raw!(LogState, RawLogState);
 
 /// A log snapshot as serde writes it: `(ms, cost)` pairs, oldest first.
 #[cfg(feature = "serde")]

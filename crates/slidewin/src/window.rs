@@ -187,3 +187,25 @@ macro_rules! single_key_limiter {
     };
 }
 pub(crate) use single_key_limiter;
+
+/// Serde for the heap form of a generic state (`$state` with its default storage) through its
+/// unvalidated `$raw` form, so a snapshot read back is checked like a new state.
+#[cfg(feature = "serde")]
+macro_rules! serde_via_raw {
+    ($state:ty, $raw:ty) => {
+        impl serde::Serialize for $state {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serde::Serialize::serialize(&<$raw>::from(self.clone()), serializer)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $state {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let raw: $raw = serde::Deserialize::deserialize(deserializer)?;
+                Self::try_from(raw).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+#[cfg(feature = "serde")]
+pub(crate) use serde_via_raw;
