@@ -11,13 +11,14 @@
 //! `resty.limit.traffic.combine`. `retry_after_ms` is nil when `cost` exceeds the limit (never).
 
 use mlua::{Lua, Result as LuaResult, Value};
-use slidewin::shared::{SharedLimiter, Zone, ZoneStats};
-use slidewin::{BucketQuota, BucketWindow, Decision, Error, Keyed, Limiter, Quota};
-use slidewin::{SlidingCounter, SlidingLog};
+use slidewin::rule::{Limits, Rule, RuleLimiter};
+use slidewin::shared::{LiveLimits, Zone, ZoneStats};
+use slidewin::{Decision, Error, Keyed};
 
 use crate::args::{self, error};
 use crate::mapping::WorkerOwner;
 use crate::now_ms;
+use crate::rules;
 use crate::shared::{self, Region, Spec};
 
 /// Keys are the bytes of a Lua string (or of a number's decimal form).
@@ -28,86 +29,137 @@ const DEFAULT_MAX_KEYS: u64 = 100_000;
 /// store's key text is bounded by its keys x this, whatever the clients send.
 const DEFAULT_MAX_KEY_BYTES: u64 = 64;
 
-/// The operations the Lua object needs, over any of the three keyed algorithms, in this
-/// worker ([`Keyed`]) or in shared memory ([`crate::shared`]).
+/// The operations the Lua object needs over a rule's keys, in this worker ([`Keyed`]) or in
+/// shared memory ([`crate::shared`]).
 pub trait Store {
+    /// Decide under `limits` (checked against the rule), or the live limits when `None`.
     fn decide(
         &mut self,
         key: &[u8],
         now_ms: i64,
         cost: u64,
         commit: bool,
+        limits: Option<&Limits>,
     ) -> Result<Decision, Error>;
     fn uncommit(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error>;
     fn reset(&mut self, key: &[u8]);
     fn stats(&self) -> ZoneStats;
+    /// The live limits.
+    fn limits(&self) -> Limits;
+    /// Sets window `window`'s live limit (0-based).
+    fn set_limit(&mut self, window: usize, limit: u64) -> Result<(), Error>;
+    /// How many times a live limit changed.
+    fn limits_version(&self) -> u64;
 }
 
-/// Implements [`Store`] for a keyed type over byte keys, given its methods for a check, a
-/// peek, an uncommit and a reset, and how to read its stats.
-macro_rules! keyed_store {
-    (
-        impl<L: $bound:path> for $ty:ty,
-        $check:ident, $peek:ident, $uncommit:ident, $reset:ident,
-        stats: |$this:ident| $stats:expr
-    ) => {
-        impl<L: $bound> Store for $ty {
-            fn decide(
-                &mut self,
-                key: &[u8],
-                now_ms: i64,
-                cost: u64,
-                commit: bool,
-            ) -> Result<slidewin::Decision, slidewin::Error> {
-                if commit {
-                    self.$check(key, now_ms, cost)
-                } else {
-                    self.$peek(key, now_ms, cost)
-                }
-            }
-            fn uncommit(
-                &mut self,
-                key: &[u8],
-                now_ms: i64,
-                cost: u64,
-            ) -> Result<(), slidewin::Error> {
-                self.$uncommit(key, now_ms, cost)
-            }
-            fn reset(&mut self, key: &[u8]) {
-                <$ty>::$reset(self, key);
-            }
-            fn stats(&self) -> ZoneStats {
-                let $this = self;
-                $stats
-            }
-        }
-    };
+/// A rule's keys in this worker, with live limits in a small region of their own (shared by
+/// the workers when made in the master).
+struct Local {
+    keyed: Keyed<RuleLimiter, Key>,
+    live: LiveLimits<Region>,
 }
-pub(crate) use keyed_store;
 
-keyed_store!(impl<L: Limiter> for Keyed<L, Key>, check_bytes_at, peek_bytes_at, uncommit_bytes_at, reset_bytes, stats: |keyed| {
-    let stats = keyed.stats();
-    ZoneStats {
-        keys: stats.keys as u64,
-        capacity: keyed.max_keys() as u64,
-        evictions: stats.evictions,
-        reclaimed: stats.reclaimed,
-        repairs: 0,
-        allowed: stats.allowed,
-        rejected: stats.rejected,
+impl Store for Local {
+    fn decide(
+        &mut self,
+        key: &[u8],
+        now_ms: i64,
+        cost: u64,
+        commit: bool,
+        limits: Option<&Limits>,
+    ) -> Result<Decision, Error> {
+        let limits = limits.copied().unwrap_or_else(|| self.live.get(self.keyed.config()));
+        self.keyed
+            .decide_bytes_by(key, now_ms, commit, |rule, state, commit| {
+                rule.decide_with(state, now_ms, cost, commit, &limits)
+            })
     }
-});
+    fn uncommit(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
+        self.keyed.uncommit_bytes_at(key, now_ms, cost)
+    }
+    fn reset(&mut self, key: &[u8]) {
+        self.keyed.reset_bytes(key);
+    }
+    fn stats(&self) -> ZoneStats {
+        let stats = self.keyed.stats();
+        ZoneStats {
+            keys: stats.keys as u64,
+            capacity: self.keyed.max_keys() as u64,
+            evictions: stats.evictions,
+            reclaimed: stats.reclaimed,
+            repairs: 0,
+            allowed: stats.allowed,
+            rejected: stats.rejected,
+        }
+    }
+    fn limits(&self) -> Limits {
+        self.live.get(self.keyed.config())
+    }
+    fn set_limit(&mut self, window: usize, limit: u64) -> Result<(), Error> {
+        self.live.set(self.keyed.config(), window, limit)
+    }
+    fn limits_version(&self) -> u64 {
+        self.live.version()
+    }
+}
+
+impl Store for Zone<Region, WorkerOwner> {
+    fn decide(
+        &mut self,
+        key: &[u8],
+        now_ms: i64,
+        cost: u64,
+        commit: bool,
+        limits: Option<&Limits>,
+    ) -> Result<Decision, Error> {
+        match limits {
+            Some(limits) => self.decide_at(key, now_ms, cost, commit, limits),
+            None => self.decide_at(key, now_ms, cost, commit, &Zone::limits(self)),
+        }
+    }
+    fn uncommit(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
+        self.uncommit_at(key, now_ms, cost)
+    }
+    fn reset(&mut self, key: &[u8]) {
+        Zone::reset(self, key);
+    }
+    fn stats(&self) -> ZoneStats {
+        Zone::stats(self)
+    }
+    fn limits(&self) -> Limits {
+        Zone::limits(self)
+    }
+    fn set_limit(&mut self, window: usize, limit: u64) -> Result<(), Error> {
+        Zone::set_limit(self, window, limit)
+    }
+    fn limits_version(&self) -> u64 {
+        Zone::limits_version(self)
+    }
+}
 
 /// What a `slidewin.limiter{...}` object holds (its Lua side is in [`crate::object`]).
 pub struct LuaLimiter {
     store: Box<dyn Store>,
-    limit: u64,
+    rule: Rule,
 }
 
 impl LuaLimiter {
-    /// Decide at the module's clock; record `cost` when it fits and `commit` is true.
-    pub fn decide(&mut self, key: &[u8], cost: u64, commit: bool) -> Result<Decision, Error> {
-        self.store.decide(key, now_ms(), cost, commit)
+    /// Decide at the module's clock under `limits` (a caller's, unchecked) or the live ones;
+    /// record `cost` when it fits and `commit` is true.
+    pub fn decide(
+        &mut self,
+        key: &[u8],
+        cost: u64,
+        commit: bool,
+        limits: Option<&[u64]>,
+    ) -> Result<Decision, Error> {
+        match limits {
+            Some(limits) => {
+                let limits = self.rule.check_limits(limits)?;
+                self.store.decide(key, now_ms(), cost, commit, Some(&limits))
+            }
+            None => self.store.decide(key, now_ms(), cost, commit, None),
+        }
     }
 
     pub fn uncommit(&mut self, key: &[u8], cost: u64) -> Result<(), Error> {
@@ -122,16 +174,26 @@ impl LuaLimiter {
         self.store.stats()
     }
 
-    pub fn limit(&self) -> u64 {
-        self.limit
+    /// The live limits.
+    pub fn limits(&self) -> Limits {
+        self.store.limits()
+    }
+
+    pub fn set_limit(&mut self, window: usize, limit: u64) -> Result<(), Error> {
+        self.store.set_limit(window, limit)
+    }
+
+    pub fn limits_version(&self) -> u64 {
+        self.store.limits_version()
     }
 }
 
 const NEW: &str = "slidewin.limiter";
 
-/// `slidewin.limiter{ algorithm, limit, window_ms, bucket_ms, max_keys, max_key_bytes }`, or with
-/// `shared = "name", size, max_key_bytes` in shared memory: the object, and for a shared
-/// limiter whose region was replaced (its layout changed) a note saying so.
+/// `slidewin.limiter{ algorithm, limit, window_ms, bucket_ms, max_limit, max_keys, max_key_bytes,
+/// name }` or `{ windows = { {...}, ... }, ... }`, or with `shared = "name", size` in shared
+/// memory: the object, and for a shared limiter whose region was replaced (its layout
+/// changed) a note saying so.
 pub fn new(lua: &Lua, opts: Value) -> LuaResult<(Value, Option<String>)> {
     let Value::Table(opts) = opts else {
         let got = args::describe(&opts);
@@ -140,127 +202,96 @@ pub fn new(lua: &Lua, opts: Value) -> LuaResult<(Value, Option<String>)> {
             format_args!("options must be a table, got {got}"),
         ));
     };
-    let positive = |name| {
-        args::required(
-            NEW,
-            name,
-            "a positive integer",
-            args::field_positive(NEW, &opts, name)?,
-        )
-    };
-    let (limit, window_ms) = (positive("limit")?, positive("window_ms")?);
-    // Fits: field_positive admits integers up to 2^53.
-    let window_ms = window_ms as i64;
-    let algorithm = match opts.raw_get::<Value>("algorithm")? {
-        Value::Nil => "log",
-        Value::String(s) if s == "log" => "log",
-        Value::String(s) if s == "counter" => "counter",
-        Value::String(s) if s == "buckets" => "buckets",
-        other => {
-            let got = args::describe(&other);
-            return Err(error(
-                NEW,
-                format_args!("algorithm must be \"log\", \"buckets\" or \"counter\", got {got}"),
-            ));
-        }
-    };
-    let bucket_ms = match algorithm {
-        "buckets" => positive("bucket_ms")? as i64,
-        _ => 0,
-    };
+    let (rule, windows) = rules::from_options(NEW, &opts)?;
+    let rule = rule.map_err(args::core(NEW))?;
     let max_key_bytes =
         args::field_positive(NEW, &opts, "max_key_bytes")?.unwrap_or(DEFAULT_MAX_KEY_BYTES);
     let max_key_bytes = usize::try_from(max_key_bytes).unwrap_or(usize::MAX);
-    let (store, note) = match opts.raw_get::<Value>("shared")? {
-        Value::Nil => {
+    let name = |field: &'static str| -> LuaResult<Option<String>> {
+        match opts.raw_get::<Value>(field)? {
+            Value::Nil => Ok(None),
+            Value::String(s) => Ok(Some(s.to_string_lossy())),
+            other => {
+                let got = args::describe(&other);
+                Err(error(
+                    NEW,
+                    format_args!("{field} must be a region name (a string), got {got}"),
+                ))
+            }
+        }
+    };
+    let spec = |name: String, size: usize| Spec {
+        name,
+        windows: windows.clone(),
+        size,
+        max_key_bytes,
+    };
+    let (store, note) = match name("shared")? {
+        None => {
             let max_keys =
                 args::field_positive(NEW, &opts, "max_keys")?.unwrap_or(DEFAULT_MAX_KEYS);
             let max_keys = usize::try_from(max_keys).unwrap_or(usize::MAX);
-            let store = match algorithm {
-                "log" => keyed::<SlidingLog>(Quota::new(limit, window_ms), max_keys, max_key_bytes),
-                "counter" => {
-                    keyed::<SlidingCounter>(Quota::new(limit, window_ms), max_keys, max_key_bytes)
-                }
-                _ => keyed::<BucketWindow>(
-                    BucketQuota::new(limit, window_ms, bucket_ms),
-                    max_keys,
-                    max_key_bytes,
-                ),
-            };
-            (store, None)
+            // Named: the live limits are kept by that name across reloads.
+            let limits_spec = name("name")?.map(|n| spec(format!("{n} (limits)"), LIMITS_BYTES));
+            (local(rule.clone(), max_keys, max_key_bytes, limits_spec)?, None)
         }
-        Value::String(name) => {
+        Some(shared_name) => {
             if !opts.raw_get::<Value>("max_keys")?.is_nil() {
                 return Err(error(
                     NEW,
                     "max_keys must be nil with shared (size bounds the keys), got a number",
                 ));
             }
-            let size = positive("size")?;
-            let spec = Spec {
-                name: name.to_string_lossy(),
-                algorithm,
-                config: [limit, window_ms as u64, bucket_ms as u64],
-                size: usize::try_from(size).unwrap_or(usize::MAX),
-                max_key_bytes,
-            };
-            in_region(&spec)?
-        }
-        other => {
-            let got = args::describe(&other);
-            return Err(error(
+            let size = args::required(
                 NEW,
-                format_args!("shared must be a region name (a string), got {got}"),
-            ));
+                "size",
+                "a positive integer",
+                args::field_positive(NEW, &opts, "size")?,
+            )?;
+            let spec = spec(shared_name, usize::try_from(size).unwrap_or(usize::MAX));
+            in_region(&spec, rule.clone())?
         }
     };
     let limiter = LuaLimiter {
         store: store.map_err(args::core(NEW))?,
-        limit,
+        rule,
     };
     Ok((crate::object::push(lua, limiter)?, note))
 }
 
 type Made = (Result<Box<dyn Store>, Error>, Option<String>);
 
-/// A shared limiter for `spec`, in the region made for it.
-fn in_region(spec: &Spec) -> LuaResult<Made> {
-    let (limit, window_ms, bucket_ms) =
-        (spec.config[0], spec.config[1] as i64, spec.config[2] as i64);
+/// Bytes of a local rule's live limits region.
+const LIMITS_BYTES: usize = LiveLimits::<Region>::WORDS * 8;
+
+/// A rule's keys in this worker; its live limits in the region kept for `limits_spec`, or in
+/// one of its own.
+fn local(
+    rule: Rule,
+    max_keys: usize,
+    max_key_bytes: usize,
+    limits_spec: Option<Spec>,
+) -> LuaResult<Result<Box<dyn Store>, Error>> {
+    let region = match limits_spec {
+        Some(spec) => shared::region(&spec).map(|(region, _)| region),
+        None => Region::new(LIMITS_BYTES),
+    }
+    .map_err(|e| error(NEW, e))?;
+    let keyed = Keyed::<RuleLimiter, Key>::new(rule.clone(), max_keys)
+        .and_then(|k| k.with_max_key_bytes(max_key_bytes));
+    Ok(keyed.map(|keyed| {
+        let live = LiveLimits::attach(region, &rule);
+        Box::new(Local { keyed, live }) as Box<dyn Store>
+    }))
+}
+
+/// A shared rule for `spec`, in the region made for it.
+fn in_region(spec: &Spec, rule: Rule) -> LuaResult<Made> {
     // A config that cannot fit is refused before any memory is mapped.
-    let needed = match spec.algorithm {
-        "log" => Quota::new(limit, window_ms).and_then(|q| per_key::<SlidingLog>(q, spec)),
-        "counter" => Quota::new(limit, window_ms).and_then(|q| per_key::<SlidingCounter>(q, spec)),
-        _ => BucketQuota::new(limit, window_ms, bucket_ms)
-            .and_then(|c| per_key::<BucketWindow>(c, spec)),
-    };
-    if let Err(e) = needed {
+    if let Err(e) = Zone::<Region, WorkerOwner>::capacity_for(&rule, spec.max_key_bytes, spec.size)
+    {
         return Ok((Err(e), None));
     }
     let (region, note) = shared::region(spec).map_err(|e| error(NEW, e))?;
-    let store = match spec.algorithm {
-        "log" => Quota::new(limit, window_ms)
-            .and_then(|q| shared::store::<SlidingLog>(q, region, spec.max_key_bytes)),
-        "counter" => Quota::new(limit, window_ms)
-            .and_then(|q| shared::store::<SlidingCounter>(q, region, spec.max_key_bytes)),
-        _ => BucketQuota::new(limit, window_ms, bucket_ms)
-            .and_then(|c| shared::store::<BucketWindow>(c, region, spec.max_key_bytes)),
-    };
-    Ok((store, note))
-}
-
-/// Checks that `spec.size` holds one set of keys of `L`.
-fn per_key<L: SharedLimiter>(config: L::Config, spec: &Spec) -> Result<(), Error> {
-    Zone::<Region, L, WorkerOwner>::capacity_for(&config, spec.max_key_bytes, spec.size).map(drop)
-}
-
-/// A keyed store of limiter `L` behind the [`Store`] seam.
-fn keyed<L: Limiter + 'static>(
-    config: Result<L::Config, Error>,
-    max_keys: usize,
-    max_key_bytes: usize,
-) -> Result<Box<dyn Store>, Error> {
-    Ok(Box::new(
-        Keyed::<L, Key>::new(config?, max_keys)?.with_max_key_bytes(max_key_bytes)?,
-    ))
+    Ok((shared::store(rule, region, spec.max_key_bytes), note))
 }

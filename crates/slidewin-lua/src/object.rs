@@ -21,6 +21,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use mlua::ffi::{self, lua_State};
 use mlua::{Lua, Result as LuaResult, Value};
+use slidewin::rule::MAX_WINDOWS;
 use slidewin::{arg, Decision};
 
 use crate::limiter::LuaLimiter;
@@ -29,7 +30,7 @@ const METATABLE: &CStr = c"slidewin.limiter";
 
 /// Creates the objects' metatable (once per Lua VM, when the module is loaded).
 pub fn register(lua: &Lua) -> LuaResult<()> {
-    const METHODS: [(&CStr, ffi::lua_CFunction); 7] = [
+    const METHODS: [(&CStr, ffi::lua_CFunction); 9] = [
         (c"incoming", incoming),
         (c"decide", decide),
         (c"check", check),
@@ -37,6 +38,8 @@ pub fn register(lua: &Lua) -> LuaResult<()> {
         (c"reset", reset),
         (c"stats", stats),
         (c"limit", limit),
+        (c"limits", limits),
+        (c"set_limit", set_limit),
     ];
     // SAFETY: plain stack operations on a state mlua hands us, balanced (the stack is left as found).
     unsafe {
@@ -168,16 +171,69 @@ unsafe fn describe(state: *mut lua_State, index: c_int) -> String {
         .into_owned()
 }
 
+/// Argument `index` as a caller's limits: nil (the live ones), a number (a one-window rule's)
+/// or a list of one number per window.
+unsafe fn limits_arg(
+    state: *mut lua_State,
+    index: c_int,
+    function: &str,
+    out: &mut [u64; MAX_WINDOWS],
+) -> Result<Option<usize>, String> {
+    let limit = |n: f64| arg::uint("limit", n).map_err(|e| format!("{function}: {e}"));
+    match ffi::lua_type(state, index) {
+        ffi::LUA_TNIL | ffi::LUA_TNONE => Ok(None),
+        ffi::LUA_TNUMBER => {
+            out[0] = limit(ffi::lua_tonumber(state, index))?;
+            Ok(Some(1))
+        }
+        ffi::LUA_TTABLE => {
+            let len = ffi::lua_objlen(state, index);
+            if len == 0 || len > MAX_WINDOWS {
+                return Err(format!(
+                    "{function}: limits must be a list of one limit per window, got {len} limits"
+                ));
+            }
+            for (i, slot) in out.iter_mut().enumerate().take(len) {
+                ffi::lua_rawgeti(state, index, i as ffi::lua_Integer + 1);
+                let kind = ffi::lua_type(state, -1);
+                let n = ffi::lua_tonumber(state, -1);
+                ffi::lua_settop(state, -2);
+                if kind != ffi::LUA_TNUMBER {
+                    return Err(format!(
+                        "{function}: limits[{}] must be a number, got {}",
+                        i + 1,
+                        CStr::from_ptr(ffi::lua_typename(state, kind)).to_string_lossy()
+                    ));
+                }
+                *slot = limit(n)?;
+            }
+            Ok(Some(len))
+        }
+        _ => Err(format!(
+            "{function}: limits must be nil, a number or a list of numbers, got {}",
+            describe(state, index)
+        )),
+    }
+}
+
+/// The decision, and the count of limit changes it was made after.
 unsafe fn decide_at(
     state: *mut lua_State,
     function: &str,
     cost_at: c_int,
     commit: bool,
-) -> Decision {
+    limits_at: Option<c_int>,
+) -> (Decision, u64) {
     with_self(state, function, |this| {
         let cost = cost(state, cost_at, function)?;
+        let mut limits = [0; MAX_WINDOWS];
+        let given = match limits_at {
+            Some(at) => limits_arg(state, at, function, &mut limits)?,
+            None => None,
+        };
         with_key(state, 2, function, |key| {
-            this.decide(key, cost, commit)
+            let d = this.decide(key, cost, commit, given.map(|n| &limits[..n]));
+            d.map(|d| (d, this.limits_version()))
                 .map_err(|e| format!("{function}: {e}"))
         })
     })
@@ -194,7 +250,7 @@ unsafe fn push_retry(state: *mut lua_State, d: &Decision) {
 /// (lua-resty-limit-traffic's contract; retry_after_ms nil when cost > limit).
 unsafe extern "C-unwind" fn incoming(state: *mut lua_State) -> c_int {
     let commit = ffi::lua_toboolean(state, 3) != 0;
-    let d = decide_at(state, "lim:incoming", 4, commit);
+    let (d, _) = decide_at(state, "lim:incoming", 4, commit, None);
     if d.allowed {
         ffi::lua_pushnumber(state, 0.0);
         ffi::lua_pushnumber(state, d.remaining as f64);
@@ -207,16 +263,22 @@ unsafe extern "C-unwind" fn incoming(state: *mut lua_State) -> c_int {
     }
 }
 
-/// `lim:decide(key, cost, commit)`: `allowed, remaining, retry_after_ms, reset_after_ms` (the
-/// store seam's form, used by resty.slidewin.store.local).
+/// `lim:decide(key, cost, commit, limits)`: `allowed, remaining, retry_after_ms,
+/// reset_after_ms, nil, window, limits_version` (the store seam's form: `window` is the
+/// 1-based window the answer describes; nil stands for "decided locally", which an in-memory
+/// store never is; `limits_version` counts live limit changes, so headers built from the
+/// limits are rebuilt when it moves).
 unsafe extern "C-unwind" fn decide(state: *mut lua_State) -> c_int {
     let commit = ffi::lua_toboolean(state, 4) != 0;
-    let d = decide_at(state, "lim:decide", 3, commit);
+    let (d, version) = decide_at(state, "lim:decide", 3, commit, Some(5));
     ffi::lua_pushboolean(state, d.allowed as c_int);
     ffi::lua_pushnumber(state, d.remaining as f64);
     push_retry(state, &d);
     ffi::lua_pushnumber(state, d.reset_after_ms as f64);
-    4
+    ffi::lua_pushnil(state);
+    ffi::lua_pushnumber(state, (d.window + 1) as f64);
+    ffi::lua_pushnumber(state, version as f64);
+    7
 }
 
 unsafe fn set_number(state: *mut lua_State, field: &CStr, value: u64) {
@@ -224,10 +286,11 @@ unsafe fn set_number(state: *mut lua_State, field: &CStr, value: u64) {
     ffi::lua_setfield(state, -2, field.as_ptr());
 }
 
-/// `lim:check(key, cost)`: `{ allowed, limit, remaining, retry_after_ms, reset_after_ms }`.
+/// `lim:check(key, cost, limits)`: `{ allowed, limit, remaining, retry_after_ms,
+/// reset_after_ms, window }`.
 unsafe extern "C-unwind" fn check(state: *mut lua_State) -> c_int {
-    let d = decide_at(state, "lim:check", 3, true);
-    ffi::lua_createtable(state, 0, 5);
+    let (d, _) = decide_at(state, "lim:check", 3, true, Some(4));
+    ffi::lua_createtable(state, 0, 6);
     ffi::lua_pushboolean(state, d.allowed as c_int);
     ffi::lua_setfield(state, -2, c"allowed".as_ptr());
     set_number(state, c"limit", d.limit);
@@ -235,6 +298,7 @@ unsafe extern "C-unwind" fn check(state: *mut lua_State) -> c_int {
     push_retry(state, &d);
     ffi::lua_setfield(state, -2, c"retry_after_ms".as_ptr());
     set_number(state, c"reset_after_ms", d.reset_after_ms);
+    set_number(state, c"window", d.window as u64 + 1);
     1
 }
 
@@ -277,10 +341,47 @@ unsafe extern "C-unwind" fn stats(state: *mut lua_State) -> c_int {
     1
 }
 
-/// `lim:limit()`: the configured limit.
+/// `lim:limit()`: the first window's live limit.
 unsafe extern "C-unwind" fn limit(state: *mut lua_State) -> c_int {
-    let limit = with_self(state, "lim:limit", |this| Ok(this.limit()));
+    let limit = with_self(state, "lim:limit", |this| Ok(this.limits()[0]));
     ffi::lua_pushnumber(state, limit as f64);
+    1
+}
+
+/// `lim:limits()`: the live limits, one per window.
+unsafe extern "C-unwind" fn limits(state: *mut lua_State) -> c_int {
+    let limits = with_self(state, "lim:limits", |this| Ok(this.limits()));
+    ffi::lua_createtable(state, limits.len() as c_int, 0);
+    for (i, &limit) in limits.iter().enumerate() {
+        ffi::lua_pushnumber(state, limit as f64);
+        ffi::lua_rawseti(state, -2, i as ffi::lua_Integer + 1);
+    }
+    1
+}
+
+/// `lim:set_limit(limit, window)`: sets the live limit of window `window` (1-based, default 1)
+/// for every process sharing the limiter; returns true.
+unsafe extern "C-unwind" fn set_limit(state: *mut lua_State) -> c_int {
+    let function = "lim:set_limit";
+    with_self(state, function, |this| {
+        let number = |index: c_int, name: &'static str| match ffi::lua_type(state, index) {
+            ffi::LUA_TNUMBER => arg::uint(name, ffi::lua_tonumber(state, index))
+                .map_err(|e| format!("{function}: {e}")),
+            _ => Err(format!(
+                "{function}: {name} must be a number, got {}",
+                describe(state, index)
+            )),
+        };
+        let limit = number(2, "limit")?;
+        let window = match ffi::lua_type(state, 3) {
+            ffi::LUA_TNIL | ffi::LUA_TNONE => 1,
+            _ => number(3, "window")?,
+        };
+        let window = usize::try_from(window).unwrap_or(usize::MAX).wrapping_sub(1);
+        this.set_limit(window, limit)
+            .map_err(|e| format!("{function}: {e}"))
+    });
+    ffi::lua_pushboolean(state, 1);
     1
 }
 

@@ -3,23 +3,33 @@
 //!
 //! Make it in `init_by_lua*`: that runs in the master before the workers fork, so they all
 //! inherit the same mapping. The master keeps each region here, by name, across
-//! `nginx -s reload` (this module stays loaded in it): a reload with the same algorithm,
-//! config, size and key length finds the region and keeps every window (old and new workers
-//! share it while the old ones drain); any other change maps a new region, and the call
-//! returns a note saying so.
+//! `nginx -s reload` (this module stays loaded in it): a reload with the same windows
+//! (algorithms, lengths, max_limit), size and key length finds the region and keeps every
+//! window (old and new workers share it while the old ones drain), and its live limits unless
+//! the config changed them; any other change maps a new region, and the call returns a note
+//! saying so.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
-use slidewin::shared::{SharedLimiter, Zone, ZoneStats};
+use slidewin::rule::Rule;
+use slidewin::shared::Zone;
 use slidewin::Error;
 
-use crate::limiter::{keyed_store, Store};
+use crate::limiter::Store;
 use crate::mapping::{Mapping, WorkerOwner};
+use crate::rules::WindowWords;
 
 /// A mapped region, shared by the zones that use it.
 #[derive(Clone)]
 pub struct Region(Arc<Mapping>);
+
+impl Region {
+    /// A region of its own, kept by no name.
+    pub fn new(bytes: usize) -> Result<Self, String> {
+        Ok(Region(Arc::new(Mapping::new(bytes)?)))
+    }
+}
 
 impl AsRef<[AtomicU64]> for Region {
     fn as_ref(&self) -> &[AtomicU64] {
@@ -31,8 +41,7 @@ impl AsRef<[AtomicU64]> for Region {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Spec {
     pub name: String,
-    pub algorithm: &'static str,
-    pub config: [u64; 3],
+    pub windows: Vec<WindowWords>,
     pub size: usize,
     pub max_key_bytes: usize,
 }
@@ -52,19 +61,17 @@ pub fn region(spec: &Spec) -> Result<(Region, Option<String>), String> {
             return Ok((regions[i].1.clone(), None));
         }
     }
-    let region = Region(Arc::new(Mapping::new(spec.size)?));
+    let region = Region::new(spec.size)?;
     let note = known.map(|i| {
         let (old, _) = regions.remove(i);
         format!(
-            "shared limiter \"{}\": its layout changed ({} {:?} size {} max_key_bytes {} -> \
-             {} {:?} size {} max_key_bytes {}), so it starts afresh with no keys",
+            "shared limiter \"{}\": its layout changed ({} size {} max_key_bytes {} -> \
+             {} size {} max_key_bytes {}), so it starts afresh with no keys",
             spec.name,
-            old.algorithm,
-            old.config,
+            describe(&old.windows),
             old.size,
             old.max_key_bytes,
-            spec.algorithm,
-            spec.config,
+            describe(&spec.windows),
             spec.size,
             spec.max_key_bytes
         )
@@ -81,19 +88,18 @@ fn seed() -> [u64; 2] {
     [random.hash_one(1_u8), random.hash_one(2_u8)]
 }
 
-/// A [`Zone`] behind the binding's [`Store`] seam.
-pub fn store<L: SharedLimiter + 'static>(
-    config: L::Config,
-    region: Region,
-    max_key_bytes: usize,
-) -> Result<Box<dyn Store>, Error> {
-    let (zone, _) =
-        Zone::<_, L, _>::attach(region, config, max_key_bytes, WorkerOwner::new(), seed())?;
-    Ok(Box::new(zone))
+/// Windows as a note shows them: `log max_limit 30 window_ms 5000, ...`.
+fn describe(windows: &[WindowWords]) -> String {
+    let window = |&[code, max_limit, window_ms, bucket_ms]: &WindowWords| match code {
+        1 => format!("log max_limit {max_limit} window_ms {window_ms}"),
+        2 => format!("buckets max_limit {max_limit} window_ms {window_ms} bucket_ms {bucket_ms}"),
+        _ => format!("counter max_limit {max_limit} window_ms {window_ms}"),
+    };
+    windows.iter().map(window).collect::<Vec<_>>().join(", ")
 }
 
-keyed_store!(
-    impl<L: SharedLimiter> for Zone<Region, L, WorkerOwner>,
-    check_at, peek_at, uncommit_at, reset,
-    stats: |zone| zone.stats()
-);
+/// A [`Zone`] behind the binding's [`Store`] seam.
+pub fn store(rule: Rule, region: Region, max_key_bytes: usize) -> Result<Box<dyn Store>, Error> {
+    let (zone, _) = Zone::attach(region, rule, max_key_bytes, WorkerOwner::new(), seed())?;
+    Ok(Box::new(zone))
+}

@@ -13,6 +13,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Thro
 mod governor_keyed;
 
 use governor_keyed::GovernorKeyed;
+use slidewin::rule::{Rule, RuleWindow};
 use slidewin::shared::{Owner, Zone};
 use slidewin::{Keyed, Quota, ShardedKeyed, SlidingCounter};
 use std::hint::black_box;
@@ -104,10 +105,11 @@ fn single_thread(c: &mut Criterion) {
     // The shared-memory store on a heap region sized for 1.5 M keys (8-way sets, so some
     // evict before the region is full), keys as their 8 bytes.
     let bytes = 3 * KEYS as usize / 2
-        * Zone::<&[AtomicU64], SlidingCounter, OneProcess>::bytes_per_key(&quota(), 16).unwrap();
+        * Zone::<&[AtomicU64], OneProcess>::bytes_per_key(&Rule::one(RuleWindow::counter(quota())), 16)
+            .unwrap();
     let region: Vec<AtomicU64> = (0..bytes / 8).map(|_| AtomicU64::new(0)).collect();
     let (zone, _) =
-        Zone::<_, SlidingCounter, _>::attach(&region[..], quota(), 16, OneProcess, [1, 2]).unwrap();
+        Zone::attach(&region[..], Rule::one(RuleWindow::counter(quota())), 16, OneProcess, [1, 2]).unwrap();
     bench_calls(
         &mut group,
         "slidewin shared::Zone<SlidingCounter>",

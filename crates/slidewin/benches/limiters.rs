@@ -76,6 +76,7 @@ fn limiters(c: &mut Criterion) {
             remaining: 0,
             retry_after_ms: Some(1),
             reset_after_ms: 1_000,
+            window: 0,
         })
     });
     steady(

@@ -17,4 +17,8 @@ pub struct Decision {
     pub retry_after_ms: Option<u64>,
     /// Milliseconds until the window holds nothing (0 when it is empty).
     pub reset_after_ms: u64,
+    /// Which window of a [`crate::rule::Rule`] the other fields describe (0-based; always 0
+    /// for a single-window limiter): when refused, the refusing window with the longest wait;
+    /// when admitted, the one with the least remaining.
+    pub window: usize,
 }

@@ -220,11 +220,50 @@ impl<L: Limiter, K: Hash + Eq, S: BuildHasher> Keyed<L, K, S> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
+        self.decide_hashed(hash, key, now_ms, true, |config, state, commit| {
+            L::decide(config, state, now_ms, cost, commit)
+        })
+    }
+
+    pub(crate) fn peek_hashed<Q>(
+        &mut self,
+        hash: u64,
+        key: &Q,
+        now_ms: i64,
+        cost: u64,
+    ) -> Result<Decision, Error>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.peek_hashed_by(hash, key, |config, state, commit| {
+            L::decide(config, state, now_ms, cost, commit)
+        })
+    }
+
+    /// A check (`commit`) or a peek whose decision `decide` makes over the key's state and its
+    /// `commit` (e.g. a [`crate::rule::Rule`] under a caller's limits).
+    #[inline]
+    pub(crate) fn decide_hashed<Q>(
+        &mut self,
+        hash: u64,
+        key: &Q,
+        now_ms: i64,
+        commit: bool,
+        decide: impl Fn(&L::Config, &mut L::State, bool) -> Result<Decision, Error>,
+    ) -> Result<Decision, Error>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        if !commit {
+            return self.peek_hashed_by(hash, key, decide);
+        }
         let decision = match self.slots.find(hash, key) {
-            Some(position) => self.decide_at(position, now_ms, cost, true)?,
+            Some(position) => self.update_state(position, |c, s| decide(c, s, true))?,
             None => {
                 let mut state = L::new_state(&self.config);
-                let decision = L::decide(&self.config, &mut state, now_ms, cost, true)?;
+                let decision = decide(&self.config, &mut state, true)?;
                 // An idle state is a fresh one: keep only states that recorded something.
                 if !L::is_idle(&self.config, &state, now_ms) {
                     self.insert(hash, key.to_owned(), state, now_ms);
@@ -240,26 +279,19 @@ impl<L: Limiter, K: Hash + Eq, S: BuildHasher> Keyed<L, K, S> {
         Ok(decision)
     }
 
-    pub(crate) fn peek_hashed<Q>(
+    fn peek_hashed_by<Q>(
         &mut self,
         hash: u64,
         key: &Q,
-        now_ms: i64,
-        cost: u64,
+        decide: impl Fn(&L::Config, &mut L::State, bool) -> Result<Decision, Error>,
     ) -> Result<Decision, Error>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
         match self.slots.find(hash, key) {
-            Some(position) => self.decide_at(position, now_ms, cost, false),
-            None => L::decide(
-                &self.config,
-                &mut L::new_state(&self.config),
-                now_ms,
-                cost,
-                false,
-            ),
+            Some(position) => self.update_state(position, |c, s| decide(c, s, false)),
+            None => decide(&self.config, &mut L::new_state(&self.config), false),
         }
     }
 
@@ -292,18 +324,6 @@ impl<L: Limiter, K: Hash + Eq, S: BuildHasher> Keyed<L, K, S> {
             let (_, state) = self.slots.remove(position, &self.hasher);
             self.state_heap_bytes -= L::heap_bytes(&state);
         }
-    }
-
-    fn decide_at(
-        &mut self,
-        position: usize,
-        now_ms: i64,
-        cost: u64,
-        commit: bool,
-    ) -> Result<Decision, Error> {
-        self.update_state(position, |config, state| {
-            L::decide(config, state, now_ms, cost, commit)
-        })
     }
 
     /// Run `change` on the state at `position`, keeping the heap total true.

@@ -50,6 +50,7 @@ pub mod keyed;
 pub mod limiter;
 pub mod log;
 pub mod quota;
+pub mod rule;
 pub mod shared;
 pub mod storage;
 pub mod stream;

@@ -3,6 +3,7 @@
 //! counts, records and expires cost ([`Window`]); the rules of a call live here, once.
 
 use crate::clock::check_time;
+use crate::rule::{self, States};
 use crate::{Decision, Error};
 
 /// The `newest_ms` of a state that has seen no call yet: earlier than every valid time.
@@ -46,15 +47,80 @@ pub(crate) trait Fresh: Window {
 /// seen, so what the window holds is never forgotten early.
 #[inline]
 fn advance<W: Window>(config: &W::Config, state: &mut W, now_ms: i64) -> Result<(), Error> {
-    let now_ms = check_time("now_ms", now_ms)?;
+    advance_checked(config, state, check_time("now_ms", now_ms)?);
+    Ok(())
+}
+
+/// [`advance`] for a time already checked.
+#[inline]
+fn advance_checked<W: Window>(config: &W::Config, state: &mut W, now_ms: i64) {
     // Same millisecond (most calls under load): nothing can have expired.
     if now_ms > state.newest_ms() {
         state.advance(config, now_ms);
     }
-    Ok(())
 }
 
-/// [`crate::Limiter::decide`] for every limiter.
+/// Whether `cost` fits one window under `limit`, before anything is recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Assessment {
+    pub(crate) allowed: bool,
+    /// Cost the window still admits.
+    pub(crate) room: u64,
+    /// As [`Decision::retry_after_ms`].
+    pub(crate) retry_after_ms: Option<u64>,
+}
+
+/// Move `state` to `now_ms` (already checked) and tell whether `cost` fits under `limit`.
+#[inline]
+pub(crate) fn assess<W: Window>(
+    config: &W::Config,
+    state: &mut W,
+    now_ms: i64,
+    cost: u64,
+    limit: u64,
+) -> Assessment {
+    advance_checked(config, state, now_ms);
+    let room = limit.saturating_sub(state.used(config));
+    let allowed = cost <= room;
+    let retry_after_ms = match (allowed, limit.checked_sub(cost)) {
+        (true, _) => Some(0),
+        (false, None) => None,
+        (false, Some(at_most)) => Some(state.wait_ms(config, at_most)),
+    };
+    Assessment {
+        allowed,
+        room,
+        retry_after_ms,
+    }
+}
+
+/// Record `cost` in a window [`assess`] found room in.
+#[inline]
+pub(crate) fn record<W: Window>(config: &W::Config, state: &mut W, cost: u64) {
+    if cost > 0 {
+        state.record(config, cost);
+    }
+}
+
+/// One window's state, for the decision every rule makes ([`crate::rule`]).
+struct One<'a, W: Window>(&'a W::Config, &'a mut W);
+
+impl<W: Window> States for One<'_, W> {
+    #[inline]
+    fn assess(&mut self, _: usize, now_ms: i64, cost: u64, limit: u64) -> Assessment {
+        assess(self.0, self.1, now_ms, cost, limit)
+    }
+    #[inline]
+    fn record(&mut self, _: usize, cost: u64) {
+        record(self.0, self.1, cost);
+    }
+    #[inline]
+    fn reset_after_ms(&self, _: usize) -> u64 {
+        self.1.reset_after_ms(self.0)
+    }
+}
+
+/// [`crate::Limiter::decide`] for every limiter: the one-window rule.
 #[inline]
 pub(crate) fn decide<W: Window>(
     config: &W::Config,
@@ -63,26 +129,9 @@ pub(crate) fn decide<W: Window>(
     cost: u64,
     commit: bool,
 ) -> Result<Decision, Error> {
-    advance(config, state, now_ms)?;
-    let limit = W::limit(config);
-    let room = limit.saturating_sub(state.used(config));
-    let allowed = cost <= room;
-    if allowed && commit && cost > 0 {
-        state.record(config, cost);
-    }
-    let retry_after_ms = match (allowed, limit.checked_sub(cost)) {
-        (true, _) => Some(0),
-        (false, None) => None,
-        (false, Some(at_most)) => Some(state.wait_ms(config, at_most)),
-    };
-    Ok(Decision {
-        allowed,
-        limit,
-        // A peek reports what would remain once the cost is recorded, like a committed call.
-        remaining: if allowed { room - cost } else { room },
-        retry_after_ms,
-        reset_after_ms: state.reset_after_ms(config),
-    })
+    let now_ms = check_time("now_ms", now_ms)?;
+    let limits = [W::limit(config)];
+    Ok(rule::decide(&mut One(config, state), &limits, now_ms, cost, commit))
 }
 
 /// [`crate::Limiter::refund`] for every limiter.

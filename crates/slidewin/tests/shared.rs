@@ -6,8 +6,9 @@ mod common;
 
 use common::{keyed_ops as ops, KeyedOp as Op};
 use proptest::prelude::*;
-use slidewin::shared::{Attached, Owner, ProcessOwner, SharedLimiter, Zone};
-use slidewin::{BucketQuota, BucketWindow, Quota, SlidingCounter, SlidingLog};
+use slidewin::rule::{Rule, RuleWindow};
+use slidewin::shared::{Attached, Owner, ProcessOwner, Zone};
+use slidewin::{BucketQuota, BucketWindow, Limiter, Quota, SlidingCounter, SlidingLog};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -40,12 +41,14 @@ fn key_bytes(key: u16) -> Vec<u8> {
 }
 
 /// Replay `ops` on a zone (room for every key) and on a map of single-key limiters.
-fn agrees_with_one_limiter_per_key<L: SharedLimiter>(
+fn agrees_with_one_limiter_per_key<L: Limiter>(
     config: L::Config,
+    window: fn(L::Config) -> RuleWindow,
     ops: &[(Op, i64)],
 ) -> Result<(), TestCaseError> {
     let words = region(4 << 20);
-    let (zone, attached) = Zone::<_, L, _>::attach(&words, config.clone(), 16, Thread(1), [9, 9])?;
+    let rule = Rule::one(window(config.clone()));
+    let (zone, attached) = Zone::attach(&words, rule, 16, Thread(1), [9, 9])?;
     prop_assert_eq!(attached, Attached::Fresh);
     let mut model: HashMap<u16, L> = HashMap::new();
     let new_limiter = || L::from_config(config.clone());
@@ -93,18 +96,18 @@ proptest! {
 
     #[test]
     fn log_agrees(ops in ops()) {
-        agrees_with_one_limiter_per_key::<SlidingLog>(Quota::new(10, 1_000).unwrap(), &ops)?;
+        agrees_with_one_limiter_per_key::<SlidingLog>(Quota::new(10, 1_000).unwrap(), RuleWindow::log, &ops)?;
     }
 
     #[test]
     fn buckets_agree(ops in ops()) {
         let config = BucketQuota::new(10, 1_000, 100).unwrap();
-        agrees_with_one_limiter_per_key::<BucketWindow>(config, &ops)?;
+        agrees_with_one_limiter_per_key::<BucketWindow>(config, RuleWindow::buckets, &ops)?;
     }
 
     #[test]
     fn counter_agrees(ops in ops()) {
-        agrees_with_one_limiter_per_key::<SlidingCounter>(Quota::new(10, 1_000).unwrap(), &ops)?;
+        agrees_with_one_limiter_per_key::<SlidingCounter>(Quota::new(10, 1_000).unwrap(), RuleWindow::counter, &ops)?;
     }
 }
 
@@ -112,13 +115,13 @@ proptest! {
 fn a_region_too_small_or_a_key_length_out_of_range_is_an_error_naming_it() {
     let words = region(4096);
     let quota = Quota::new(1_000, 60_000).unwrap();
-    let err = Zone::<_, SlidingLog, _>::attach(&words, quota, 64, Thread(1), [0, 0]).err();
+    let err = Zone::attach(&words, Rule::one(RuleWindow::log(quota)), 64, Thread(1), [0, 0]).err();
     assert_eq!(
         err.unwrap().to_string(),
-        "size must be at least 129152 bytes (8 keys of this limit, window and max_key_bytes), \
+        "size must be at least 129280 bytes (8 keys of this limit, window and max_key_bytes), \
          got 4096"
     );
-    let err = Zone::<_, SlidingLog, _>::attach(&words, quota, 8, Thread(1), [0, 0]).err();
+    let err = Zone::attach(&words, Rule::one(RuleWindow::log(quota)), 8, Thread(1), [0, 0]).err();
     assert_eq!(
         err.unwrap().to_string(),
         "max_key_bytes must be from 16 to 65536, got 8"
@@ -129,10 +132,10 @@ fn a_region_too_small_or_a_key_length_out_of_range_is_an_error_naming_it() {
 fn the_same_layout_is_reused_and_another_starts_afresh() {
     let words = region(1 << 20);
     let quota = Quota::new(5, 1_000).unwrap();
-    let (zone, _) = Zone::<_, SlidingLog, _>::attach(&words, quota, 64, Thread(1), [1, 2]).unwrap();
+    let (zone, _) = Zone::attach(&words, Rule::one(RuleWindow::log(quota)), 64, Thread(1), [1, 2]).unwrap();
     zone.check_at(b"k", 0, 5).unwrap();
     let (again, attached) =
-        Zone::<_, SlidingLog, _>::attach(&words, quota, 64, Thread(2), [3, 4]).unwrap();
+        Zone::attach(&words, Rule::one(RuleWindow::log(quota)), 64, Thread(2), [3, 4]).unwrap();
     assert_eq!(attached, Attached::Reused);
     assert!(
         !again.check_at(b"k", 1, 1).unwrap().allowed,
@@ -140,7 +143,7 @@ fn the_same_layout_is_reused_and_another_starts_afresh() {
     );
     let other = Quota::new(6, 1_000).unwrap();
     let (fresh, attached) =
-        Zone::<_, SlidingLog, _>::attach(&words, other, 64, Thread(2), [3, 4]).unwrap();
+        Zone::attach(&words, Rule::one(RuleWindow::log(other)), 64, Thread(2), [3, 4]).unwrap();
     assert_eq!(attached, Attached::Fresh);
     assert!(fresh.check_at(b"k", 1, 1).unwrap().allowed);
 }
@@ -149,7 +152,7 @@ fn the_same_layout_is_reused_and_another_starts_afresh() {
 fn a_full_region_reclaims_idle_keys_then_evicts_and_stays_bounded() {
     let words = region(64 << 10);
     let quota = Quota::new(3, 1_000).unwrap();
-    let (zone, _) = Zone::<_, SlidingLog, _>::attach(&words, quota, 16, Thread(1), [1, 2]).unwrap();
+    let (zone, _) = Zone::attach(&words, Rule::one(RuleWindow::log(quota)), 16, Thread(1), [1, 2]).unwrap();
     let capacity = zone.capacity() as u64;
     for i in 0..10 * capacity {
         let key = format!("key-{i}-{}", "x".repeat(i as usize % 50));
@@ -171,14 +174,14 @@ fn a_full_region_reclaims_idle_keys_then_evicts_and_stays_bounded() {
 fn threads_admit_exactly_the_limit() {
     let words = region(8 << 20);
     let quota = Quota::new(20, 1_000).unwrap();
-    let (zone, _) = Zone::<_, SlidingLog, _>::attach(&words, quota, 64, Thread(1), [1, 2]).unwrap();
+    let (zone, _) = Zone::attach(&words, Rule::one(RuleWindow::log(quota)), 64, Thread(1), [1, 2]).unwrap();
     let admitted: Vec<AtomicU64> = (0..65).map(|_| AtomicU64::new(0)).collect();
     std::thread::scope(|scope| {
         for t in 0..8u64 {
             let (words, admitted) = (&words, &admitted);
             scope.spawn(move || {
                 let (zone, attached) =
-                    Zone::<_, SlidingLog, _>::attach(words, quota, 64, Thread(t + 10), [0, 0])
+                    Zone::attach(words, Rule::one(RuleWindow::log(quota)), 64, Thread(t + 10), [0, 0])
                         .unwrap();
                 assert_eq!(attached, Attached::Reused);
                 for i in 0..1_000u64 {
@@ -261,7 +264,7 @@ fn processes_admit_exactly_the_limit() {
     let mapping = Mapping::new(4 << 20);
     let quota = Quota::new(100, 1_000).unwrap();
     let (zone, _) =
-        Zone::<_, SlidingLog, _>::attach(mapping.words(), quota, 64, ProcessOwner, [5, 6]).unwrap();
+        Zone::attach(mapping.words(), Rule::one(RuleWindow::log(quota)), 64, ProcessOwner, [5, 6]).unwrap();
     let children: Vec<_> = (0..4)
         .map(|_| {
             fork(|| {
@@ -286,10 +289,10 @@ fn processes_killed_at_any_instant_leave_no_lock_held() {
     let quota = Quota::new(1_000_000, 1_000).unwrap();
     let config = BucketQuota::new(1_000_000, 1_000, 10).unwrap();
     let (log, _) =
-        Zone::<_, SlidingLog, _>::attach(mapping.words(), quota, 64, ProcessOwner, [5, 6]).unwrap();
+        Zone::attach(mapping.words(), Rule::one(RuleWindow::log(quota)), 64, ProcessOwner, [5, 6]).unwrap();
     let buckets_map = Mapping::new(4 << 20);
     let (buckets, _) =
-        Zone::<_, BucketWindow, _>::attach(buckets_map.words(), config, 64, ProcessOwner, [7, 8])
+        Zone::attach(buckets_map.words(), Rule::one(RuleWindow::buckets(config)), 64, ProcessOwner, [7, 8])
             .unwrap();
     for round in 0..40u64 {
         let children: Vec<_> = (0..3)

@@ -68,6 +68,21 @@ impl<L: Limiter, S: BuildHasher> Keyed<L, Vec<u8>, S> {
         self.peek_at(key, now_ms, cost)
     }
 
+    /// A check (`commit`) or a peek of `key` (the bound applied) whose decision `decide` makes
+    /// over the key's state and `commit`: a [`crate::rule::Rule`] under a caller's limits.
+    pub fn decide_bytes_by(
+        &mut self,
+        key: &[u8],
+        now_ms: i64,
+        commit: bool,
+        decide: impl Fn(&L::Config, &mut L::State, bool) -> Result<Decision, Error>,
+    ) -> Result<Decision, Error> {
+        let mut digest = [0; DIGEST_BYTES];
+        let key = self.bounded(key, &mut digest);
+        let hash = self.hasher.hash_one(key);
+        self.decide_hashed(hash, key, now_ms, commit, decide)
+    }
+
     /// [`Keyed::uncommit_at`] with the key bound applied.
     pub fn uncommit_bytes_at(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
         let mut digest = [0; DIGEST_BYTES];

@@ -54,6 +54,7 @@ impl Limiter for Tally {
             remaining: config.limit() - state.used,
             retry_after_ms: Some(0),
             reset_after_ms: (state.start_ms + config.window_ms() - now_ms) as u64,
+            window: 0,
         })
     }
 

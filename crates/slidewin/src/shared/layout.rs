@@ -1,7 +1,8 @@
 //! How a region is cut for one limiter config: the header, then `sets` of [`WAYS`] ways, each
 //! way a key's length word, its last use, its bytes and the limiter's state.
 
-use super::{SharedLimiter, HEADER_WORDS, SET_HEADER, WAYS, W_KEY};
+use super::{state, HEADER_WORDS, SET_HEADER, WAYS, W_KEY};
+use crate::rule::{Rule, MAX_WINDOWS};
 use crate::{Error, Value};
 
 /// How a region is cut for one config.
@@ -12,15 +13,14 @@ pub(crate) struct Layout {
     pub(crate) way_words: usize,
     pub(crate) set_words: usize,
     pub(crate) sets: usize,
+    /// Where each window's state starts within the way's state (and where the last ends).
+    pub(crate) offsets: [usize; MAX_WINDOWS + 1],
 }
 
 impl Layout {
-    pub(crate) fn new<L: SharedLimiter>(
-        config: &L::Config,
-        max_key_bytes: usize,
-        region_words: usize,
-    ) -> Result<Self, Error> {
-        let (key_words, state_words) = Self::per_key::<L>(config, max_key_bytes)?;
+    pub(crate) fn new(rule: &Rule, max_key_bytes: usize, region_words: usize) -> Result<Self, Error> {
+        let (key_words, offsets) = Self::per_key(rule, max_key_bytes)?;
+        let state_words = offsets[rule.windows().len()];
         let way_words = W_KEY + key_words + state_words;
         // Sets start on 64-byte lines, so two sets never share one.
         let set_words = (SET_HEADER + WAYS + WAYS * way_words).next_multiple_of(8);
@@ -37,27 +37,37 @@ impl Layout {
             way_words,
             set_words,
             sets: sets.min(u32::MAX as usize),
+            offsets,
         })
     }
 
-    /// Words per key for the key and for the state.
-    pub(crate) fn per_key<L: SharedLimiter>(
-        config: &L::Config,
+    /// Words per key for the key, and where each window's state starts.
+    pub(crate) fn per_key(
+        rule: &Rule,
         max_key_bytes: usize,
-    ) -> Result<(usize, usize), Error> {
+    ) -> Result<(usize, [usize; MAX_WINDOWS + 1]), Error> {
         if !(16..=65_536).contains(&max_key_bytes) {
             let got = Value::UInt(max_key_bytes as u64);
             return Err(Error::invalid("max_key_bytes", "from 16 to 65536", got));
         }
-        Ok((max_key_bytes.div_ceil(8), L::state_words(config)?))
+        let mut offsets = [0_usize; MAX_WINDOWS + 1];
+        for (w, window) in rule.windows().iter().enumerate() {
+            let words = offsets[w].checked_add(state::state_words(window)?);
+            offsets[w + 1] = words.ok_or(Error::invalid(
+                "limit",
+                "at most 2^61 with a window that long",
+                Value::UInt(window.max_limit()),
+            ))?;
+        }
+        Ok((max_key_bytes.div_ceil(8), offsets))
     }
 
-    pub(crate) fn fingerprint<L: SharedLimiter>(
-        &self,
-        config: &L::Config,
-        region_words: usize,
-    ) -> u64 {
-        let words = L::fingerprint(config).into_iter().chain([
+    /// The rule's windows (by algorithm, max_limit and length: not their limits, which may
+    /// change while the region lives) and the cut, as one word.
+    pub(crate) fn fingerprint(&self, rule: &Rule, region_words: usize) -> u64 {
+        let windows = rule.windows().iter().flat_map(state::fingerprint);
+        let words = windows.chain([
+            rule.windows().len() as u64,
             self.key_words as u64,
             self.state_words as u64,
             self.sets as u64,

@@ -1,4 +1,4 @@
-//! A keyed limiter over one region of shared memory, for every process that maps it: the
+//! A keyed rule over one region of shared memory, for every process that maps it: the
 //! workers of one nginx count each key once, exactly as one in-process [`crate::Keyed`] would.
 //!
 //! The region is anything that reads as a slice of [`AtomicU64`] words (the host maps the
@@ -6,9 +6,14 @@
 //! a key's seeded hash picks its set, and each set has its own lock word, so calls on different
 //! keys rarely wait for each other and a hot key only holds up the keys of its set.
 //!
-//! - **Same answers as in process.** A key's state is the limiter's own state type, with its
-//!   arrays in the region ([`crate::storage`]); the algorithm is the one in-process limiters
-//!   run. A log keeps room for `min(limit, window_ms)` entries per key, the most it can hold.
+//! - **Same answers as in process.** A key's way holds the state of every window of the
+//!   [`Rule`], each the limiter's own state type with its arrays in the region
+//!   ([`crate::storage`]); one lock and one [`crate::rule`] decision cover all windows. A log
+//!   keeps room for `min(max_limit, window_ms)` entries per key, the most it can hold.
+//! - **Live limits.** Each window's limit is a word of the region's header: [`Zone::set_limit`]
+//!   changes it for every process at once, and windows keep their history (a lowered limit
+//!   refuses until the window drains, a raised one admits at once). [`Zone::decide_at`] takes
+//!   a caller's own limits (a plan) up to each window's `max_limit`.
 //! - **Bounded.** Everything lives in the region: its size fixes how many keys fit
 //!   ([`Zone::capacity`]). Keys of up to `max_key_bytes` are stored as they are; longer keys
 //!   as a 128-bit keyed digest (SipHash under the region's secret seed), never refused.
@@ -20,13 +25,15 @@
 //!   key does not match its tag are dropped, states the algorithm cannot have made are emptied
 //!   (a half-written log or bucket ring), derived totals are recounted. [`ZoneStats::repairs`]
 //!   counts such takeovers.
-//! - **Reusable.** A region made for the same layout (algorithm, config, key length, size) is
-//!   attached as it is ([`Attached::Reused`]): an nginx reload keeps every key's window.
+//! - **Reusable.** A region made for the same layout (windows, their `max_limit`, key length,
+//!   size) is attached as it is ([`Attached::Reused`]): an nginx reload keeps every key's
+//!   window, and its live limits unless the new config changed a window's limit.
 //!
 //! ```
 //! use core::sync::atomic::AtomicU64;
+//! use slidewin::rule::{Rule, RuleWindow};
 //! use slidewin::shared::{Owner, Zone};
-//! use slidewin::{Quota, SlidingLog};
+//! use slidewin::Quota;
 //!
 //! struct OneProcess;
 //! impl Owner for OneProcess {
@@ -35,31 +42,37 @@
 //! }
 //!
 //! let words: Vec<AtomicU64> = (0..4096).map(|_| AtomicU64::new(0)).collect();
-//! let (zone, _) = Zone::<_, SlidingLog, _>::attach(&words, Quota::new(2, 1_000)?, 64, OneProcess, [7, 9])?;
+//! let rule = Rule::one(RuleWindow::log(Quota::new(2, 1_000)?).with_max_limit(10)?);
+//! let (zone, _) = Zone::attach(&words, rule, 64, OneProcess, [7, 9])?;
 //! assert!(zone.check_at(b"alice", 0, 1)?.allowed);
 //! assert!(zone.check_at(b"alice", 10, 1)?.allowed);
 //! assert_eq!(zone.check_at(b"alice", 20, 1)?.retry_after_ms, Some(980));
 //! assert!(zone.check_at(b"bob", 20, 1)?.allowed);
 //! assert_eq!(zone.stats().keys, 2);
+//! zone.set_limit(0, 3)?; // raised for every process: alice fits once more at once
+//! assert!(zone.check_at(b"alice", 30, 1)?.allowed);
+//! assert!(!zone.check_at(b"alice", 40, 1)?.allowed);
 //! # Ok::<(), slidewin::Error>(())
 //! ```
 
 mod keys;
 mod layout;
+mod limits;
 mod lock;
 mod state;
 #[cfg(test)]
 mod tests;
 
+pub use limits::LiveLimits;
 pub use lock::Owner;
 #[cfg(feature = "std")]
 pub use lock::ProcessOwner;
-pub use state::SharedLimiter;
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::clock::check_time;
-use crate::{Decision, Error};
+use crate::rule::{Limits, Rule, RuleLimiter};
+use crate::{Decision, Error, Limiter};
 use keys::{Key, KeyCodec};
 use layout::Layout;
 use lock::Taken;
@@ -67,12 +80,14 @@ use lock::Taken;
 /// Keys per set.
 pub const WAYS: usize = 8;
 /// Header words of the region.
-const HEADER_WORDS: usize = 16;
-const MAGIC: u64 = u64::from_le_bytes(*b"slidewn1");
+const HEADER_WORDS: usize = 32;
+const MAGIC: u64 = u64::from_le_bytes(*b"slidewn2");
 // Header word indices.
 const H_MAGIC: usize = 0;
 const H_FINGERPRINT: usize = 1;
 const H_SEED: usize = 2; // two words
+/// The live limits ([`LiveLimits`]).
+const H_LIMITS: usize = 8;
 
 // Words of a set: a header, the ways' tags (0: empty), then the ways.
 const S_LOCK: usize = 0;
@@ -118,10 +133,10 @@ pub struct ZoneStats {
     pub rejected: u64,
 }
 
-/// A keyed limiter `L` over a shared region; see the [module docs](self).
-pub struct Zone<R, L: SharedLimiter, O: Owner> {
+/// A keyed [`Rule`] over a shared region; see the [module docs](self).
+pub struct Zone<R, O: Owner> {
     region: R,
-    config: L::Config,
+    rule: Rule,
     layout: Layout,
     codec: KeyCodec,
     owner: O,
@@ -150,11 +165,12 @@ impl Set<'_> {
     }
 }
 
-impl<R: AsRef<[AtomicU64]>, L: SharedLimiter, O: Owner> Zone<R, L, O> {
+impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     /// Bytes one key takes in a region (its share of a set), for sizing: a region of `size`
     /// bytes holds about `size / bytes_per_key` keys.
-    pub fn bytes_per_key(config: &L::Config, max_key_bytes: usize) -> Result<usize, Error> {
-        let (key_words, state_words) = Layout::per_key::<L>(config, max_key_bytes)?;
+    pub fn bytes_per_key(rule: &Rule, max_key_bytes: usize) -> Result<usize, Error> {
+        let (key_words, offsets) = Layout::per_key(rule, max_key_bytes)?;
+        let state_words = offsets[rule.windows().len()];
         let set_words =
             (SET_HEADER + WAYS + WAYS * (W_KEY + key_words + state_words)).next_multiple_of(8);
         Ok(set_words * 8 / WAYS)
@@ -162,29 +178,26 @@ impl<R: AsRef<[AtomicU64]>, L: SharedLimiter, O: Owner> Zone<R, L, O> {
 
     /// How many keys a region of `size_bytes` holds for `config`: an error naming `size`
     /// when not one set of keys fits, before any memory is mapped.
-    pub fn capacity_for(
-        config: &L::Config,
-        max_key_bytes: usize,
-        size_bytes: usize,
-    ) -> Result<usize, Error> {
-        Ok(Layout::new::<L>(config, max_key_bytes, size_bytes / 8)?.sets * WAYS)
+    pub fn capacity_for(rule: &Rule, max_key_bytes: usize, size_bytes: usize) -> Result<usize, Error> {
+        Ok(Layout::new(rule, max_key_bytes, size_bytes / 8)?.sets * WAYS)
     }
 
-    /// The limiter `config` over `words`, for keys of up to `max_key_bytes` stored as they are.
-    /// A region already laid out for the same layout is reused as it is; any other is laid out
-    /// anew with `seed` (secret and random: it keys the hashes). Attach before the region is
-    /// shared (nginx: in the master, before the workers fork), or from processes that all
-    /// attach with the same layout.
+    /// The rule over `words`, for keys of up to `max_key_bytes` stored as they are.
+    /// A region already laid out for the same layout is reused as it is (with its live
+    /// limits, but for windows whose configured limit differs from the last attach); any other
+    /// is laid out anew with `seed` (secret and random: it keys the hashes). Attach before the
+    /// region is shared (nginx: in the master, before the workers fork), or from processes
+    /// that all attach with the same rule.
     pub fn attach(
         region: R,
-        config: L::Config,
+        rule: Rule,
         max_key_bytes: usize,
         owner: O,
         seed: [u64; 2],
     ) -> Result<(Self, Attached), Error> {
         let words = region.as_ref();
-        let layout = Layout::new::<L>(&config, max_key_bytes, words.len())?;
-        let fingerprint = layout.fingerprint::<L>(&config, words.len());
+        let layout = Layout::new(&rule, max_key_bytes, words.len())?;
+        let fingerprint = layout.fingerprint(&rule, words.len());
         let header = |i: usize| &words[i];
         let reused = header(H_MAGIC).load(Ordering::Acquire) == MAGIC
             && header(H_FINGERPRINT).load(Ordering::Relaxed) == fingerprint;
@@ -198,11 +211,12 @@ impl<R: AsRef<[AtomicU64]>, L: SharedLimiter, O: Owner> Zone<R, L, O> {
             header(H_SEED + 1).store(seed[1], Ordering::Relaxed);
             header(H_MAGIC).store(MAGIC, Ordering::Release);
         }
+        LiveLimits::attach(&words[H_LIMITS..H_LIMITS + LiveLimits::<R>::WORDS], &rule);
         let seed = [0, 1].map(|i| header(H_SEED + i).load(Ordering::Relaxed));
         let codec = KeyCodec::new(seed, layout.key_words * 8);
         let zone = Self {
             region,
-            config,
+            rule,
             layout,
             codec,
             owner,
@@ -222,19 +236,41 @@ impl<R: AsRef<[AtomicU64]>, L: SharedLimiter, O: Owner> Zone<R, L, O> {
         self.layout.sets * WAYS
     }
 
-    /// The limiter's config.
-    pub fn config(&self) -> &L::Config {
-        &self.config
+    /// The rule (with its configured limits).
+    pub fn rule(&self) -> &Rule {
+        &self.rule
     }
 
-    /// Decide for `key` at `now_ms` and record `cost` when it fits.
+    /// The live limits, one per window: what every process decides with now.
+    pub fn limits(&self) -> Limits {
+        self.live().get(&self.rule)
+    }
+
+    /// Sets window `window`'s live limit (`1..=max_limit`) for every process of the region;
+    /// the next decision of each uses it, and every key keeps its window.
+    pub fn set_limit(&self, window: usize, limit: u64) -> Result<(), Error> {
+        self.live().set(&self.rule, window, limit)
+    }
+
+    /// How many times a live limit changed ([`LiveLimits::version`]).
+    pub fn limits_version(&self) -> u64 {
+        self.live().version()
+    }
+
+    fn live(&self) -> LiveLimits<&[AtomicU64]> {
+        LiveLimits {
+            words: &self.words()[H_LIMITS..H_LIMITS + LiveLimits::<R>::WORDS],
+        }
+    }
+
+    /// Decide for `key` at `now_ms` under the live limits and record `cost` when it fits.
     pub fn check_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<Decision, Error> {
-        self.decide(key, now_ms, cost, true)
+        self.decide_at(key, now_ms, cost, true, &self.limits())
     }
 
     /// Decide for `key` without recording anything (an unknown key is not stored).
     pub fn peek_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<Decision, Error> {
-        self.decide(key, now_ms, cost, false)
+        self.decide_at(key, now_ms, cost, false, &self.limits())
     }
 
     /// Give back `cost` recorded for `key` (nothing for an unknown key).
@@ -243,7 +279,7 @@ impl<R: AsRef<[AtomicU64]>, L: SharedLimiter, O: Owner> Zone<R, L, O> {
         let key = self.codec.key(key);
         let set = self.lock(&key);
         match self.find(&set, &key) {
-            Some(way) => L::refund_in(&self.config, self.state(&set, way), now_ms, cost),
+            Some(way) => self.state(&set, way).refund(now_ms, cost),
             None => Ok(()),
         }
     }
@@ -278,20 +314,30 @@ impl<R: AsRef<[AtomicU64]>, L: SharedLimiter, O: Owner> Zone<R, L, O> {
         stats
     }
 
-    fn decide(&self, key: &[u8], now_ms: i64, cost: u64, commit: bool) -> Result<Decision, Error> {
-        check_time("now_ms", now_ms)?;
+    /// Decide for `key` at `now_ms` under `limits` (the live ones, or a caller's from
+    /// [`Rule::check_limits`]), recording `cost` in every window when all admit it and
+    /// `commit` is true (an unknown key is stored only then).
+    pub fn decide_at(
+        &self,
+        key: &[u8],
+        now_ms: i64,
+        cost: u64,
+        commit: bool,
+        limits: &Limits,
+    ) -> Result<Decision, Error> {
+        let now_ms = check_time("now_ms", now_ms)?;
         let key = self.codec.key(key);
         let set = self.lock(&key);
         let way = match self.find(&set, &key) {
             Some(way) => way,
-            // A peek at an unknown key answers for an empty window and stores nothing.
+            // A peek at an unknown key answers for empty windows and stores nothing.
             None if !commit => {
-                let mut empty = L::new_state(&self.config);
-                return L::decide(&self.config, &mut empty, now_ms, cost, false);
+                let mut empty = RuleLimiter::new_state(&self.rule);
+                return self.rule.decide_with(&mut empty, now_ms, cost, false, limits);
             }
             None => self.insert(&set, &key, now_ms),
         };
-        let decision = L::decide_in(&self.config, self.state(&set, way), now_ms, cost, commit)?;
+        let decision = crate::rule::decide(&mut self.state(&set, way), limits, now_ms, cost, commit);
         set.set(self.way(way) + W_USED_MS, now_ms as u64);
         if commit {
             set.add(
@@ -328,9 +374,13 @@ impl<R: AsRef<[AtomicU64]>, L: SharedLimiter, O: Owner> Zone<R, L, O> {
         S_TAGS + WAYS + way * self.layout.way_words
     }
 
-    fn state<'s>(&self, set: &Set<'s>, way: usize) -> &'s [AtomicU64] {
+    fn state<'s>(&'s self, set: &Set<'s>, way: usize) -> state::Way<'s> {
         let at = self.way(way) + W_KEY + self.layout.key_words;
-        &set.words[at..at + self.layout.state_words]
+        state::Way {
+            windows: self.rule.windows(),
+            offsets: &self.layout.offsets,
+            words: &set.words[at..at + self.layout.state_words],
+        }
     }
 
     fn stored_key<'s>(&self, set: &Set<'s>, way: usize) -> &'s [AtomicU64] {
@@ -348,7 +398,7 @@ impl<R: AsRef<[AtomicU64]>, L: SharedLimiter, O: Owner> Zone<R, L, O> {
     fn insert(&self, set: &Set<'_>, key: &Key, now_ms: i64) -> usize {
         let empty = (0..WAYS).find(|&way| set.get(S_TAGS + way) == 0);
         let way = empty.unwrap_or_else(|| {
-            let idle = (0..WAYS).find(|&w| L::is_idle_in(&self.config, self.state(set, w), now_ms));
+            let idle = (0..WAYS).find(|&w| self.state(set, w).is_idle(now_ms));
             if let Some(way) = idle {
                 set.add(S_RECLAIMED, 1);
                 return way;
@@ -365,7 +415,7 @@ impl<R: AsRef<[AtomicU64]>, L: SharedLimiter, O: Owner> Zone<R, L, O> {
         set.set(S_TAGS + way, 0);
         key.store(self.stored_key(set, way));
         set.set(self.way(way) + W_USED_MS, now_ms as u64);
-        L::clear_in(&self.config, self.state(set, way));
+        self.state(set, way).clear();
         set.set(S_TAGS + way, key.tag());
         way
     }
@@ -383,9 +433,7 @@ impl<R: AsRef<[AtomicU64]>, L: SharedLimiter, O: Owner> Zone<R, L, O> {
                 set.set(S_TAGS + way, 0);
                 continue;
             }
-            if !L::repair_in(&self.config, self.state(set, way)) {
-                L::clear_in(&self.config, self.state(set, way));
-            }
+            self.state(set, way).repair();
             keys += 1;
         }
         set.set(S_KEYS, keys);

@@ -1,51 +1,29 @@
-//! A limiter's per-key state laid out in words of a shared region, read as the very state type
+//! A window's per-key state laid out in words of a shared region, read as the very state type
 //! the in-process limiter uses (its arrays through [`crate::storage`]), so the algorithm in
 //! shared memory is the one in `window.rs`, not a copy.
 
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::clock::check_time;
+use crate::rule::{RuleWindow, States, WindowConfig};
 use crate::storage::{Cells, Entries, Ring, SharedCells};
-use crate::window::{self, Window, NEVER};
-use crate::{BucketQuota, BucketState, CounterState, Decision, Error, Limiter, LogState, Quota};
-use crate::{BucketWindow, SlidingCounter, SlidingLog};
-
-/// A limiter whose per-key state can live in a fixed number of words of shared memory, for
-/// [`super::Zone`]. Implemented by [`SlidingLog`], [`BucketWindow`] and [`SlidingCounter`].
-pub trait SharedLimiter: Limiter {
-    /// Words one key's state takes for `config` (a log: room for `min(limit, window_ms)`
-    /// entries, the most it can hold).
-    fn state_words(config: &Self::Config) -> Result<usize, Error>;
-    /// The algorithm and config as words, so a region made for another config is not reused.
-    fn fingerprint(config: &Self::Config) -> [u64; 4];
-    /// [`Limiter::decide`] on the state in `words`.
-    fn decide_in(
-        config: &Self::Config,
-        words: &[AtomicU64],
-        now_ms: i64,
-        cost: u64,
-        commit: bool,
-    ) -> Result<Decision, Error>;
-    /// [`Limiter::refund`] on the state in `words`.
-    fn refund_in(
-        config: &Self::Config,
-        words: &[AtomicU64],
-        now_ms: i64,
-        cost: u64,
-    ) -> Result<(), Error>;
-    /// [`Limiter::is_idle`] of the state in `words`.
-    fn is_idle_in(config: &Self::Config, words: &[AtomicU64], now_ms: i64) -> bool;
-    /// Empties the state in `words`.
-    fn clear_in(config: &Self::Config, words: &[AtomicU64]);
-    /// Whether the state in `words` is one the algorithm can have made (checked after a
-    /// process died while writing it); derived fields are recomputed on the way.
-    fn repair_in(config: &Self::Config, words: &[AtomicU64]) -> bool;
-}
+use crate::window::{self, Assessment, Window, NEVER};
+use crate::{BucketQuota, BucketState, CounterState, Error, LogState, Quota};
 
 /// A state read from words: loaded before a call, stored after it.
 trait View<'a>: Window + Sized {
+    /// Words the state takes (a log: room for `min(max_limit, window_ms)` entries, the most
+    /// it can hold).
+    fn words(config: &Self::Config, max_limit: u64) -> Result<usize, Error>;
+    /// The algorithm and config as words, so a region made for another is not reused.
+    fn fingerprint(config: &Self::Config, max_limit: u64) -> [u64; 4];
     fn load(config: &Self::Config, words: &'a [AtomicU64]) -> Self;
     fn store(&self, words: &'a [AtomicU64]);
+    /// Empties the state.
+    fn clear(config: &Self::Config, words: &[AtomicU64]);
+    /// Whether the state is one the algorithm can have made (checked after a process died
+    /// while writing it); derived fields are recomputed on the way.
+    fn repair(config: &Self::Config, max_limit: u64, words: &'a [AtomicU64]) -> bool;
 }
 
 fn get(words: &[AtomicU64], i: usize) -> u64 {
@@ -56,20 +34,57 @@ fn set(words: &[AtomicU64], i: usize, value: u64) {
     words[i].store(value, Relaxed);
 }
 
-fn decide_view<'a, V: View<'a>>(
+/// Runs `$f::<View>(&config, args)` for the view type of `$window`'s algorithm.
+macro_rules! on_view {
+    ($window:expr, $f:ident($($arg:expr),*)) => {
+        match $window.config() {
+            WindowConfig::Log(c) => $f::<SharedLog<'_>>(&c, $($arg),*),
+            WindowConfig::Buckets(c) => $f::<SharedBuckets<'_>>(&c, $($arg),*),
+            WindowConfig::Counter(c) => $f::<CounterState>(&c, $($arg),*),
+        }
+    };
+}
+
+fn words_of<'a, V: View<'a>>(config: &V::Config, max_limit: u64) -> Result<usize, Error> {
+    V::words(config, max_limit)
+}
+
+fn fingerprint_of<'a, V: View<'a>>(config: &V::Config, max_limit: u64) -> [u64; 4] {
+    V::fingerprint(config, max_limit)
+}
+
+fn clear_of<'a, V: View<'a>>(config: &V::Config, words: &[AtomicU64]) {
+    V::clear(config, words)
+}
+
+fn repair_of<'a, V: View<'a>>(config: &V::Config, max_limit: u64, words: &'a [AtomicU64]) -> bool {
+    V::repair(config, max_limit, words)
+}
+
+fn assess_of<'a, V: View<'a>>(
     config: &V::Config,
     words: &'a [AtomicU64],
     now_ms: i64,
     cost: u64,
-    commit: bool,
-) -> Result<Decision, Error> {
+    limit: u64,
+) -> Assessment {
     let mut view = V::load(config, words);
-    let decision = window::decide(config, &mut view, now_ms, cost, commit)?;
+    let found = window::assess(config, &mut view, now_ms, cost, limit);
     view.store(words);
-    Ok(decision)
+    found
 }
 
-fn refund_view<'a, V: View<'a>>(
+fn record_of<'a, V: View<'a>>(config: &V::Config, words: &'a [AtomicU64], cost: u64) {
+    let mut view = V::load(config, words);
+    window::record(config, &mut view, cost);
+    view.store(words);
+}
+
+fn reset_after_of<'a, V: View<'a>>(config: &V::Config, words: &'a [AtomicU64]) -> u64 {
+    V::load(config, words).reset_after_ms(config)
+}
+
+fn refund_of<'a, V: View<'a>>(
     config: &V::Config,
     words: &'a [AtomicU64],
     now_ms: i64,
@@ -81,8 +96,80 @@ fn refund_view<'a, V: View<'a>>(
     Ok(())
 }
 
-fn idle_view<'a, V: View<'a>>(config: &V::Config, words: &'a [AtomicU64], now_ms: i64) -> bool {
+fn idle_of<'a, V: View<'a>>(config: &V::Config, words: &'a [AtomicU64], now_ms: i64) -> bool {
     window::is_idle(config, &V::load(config, words), now_ms)
+}
+
+/// Words one window's state takes.
+pub(crate) fn state_words(window: &RuleWindow) -> Result<usize, Error> {
+    on_view!(window, words_of(window.max_limit()))
+}
+
+/// A window as words for a region's fingerprint.
+pub(crate) fn fingerprint(window: &RuleWindow) -> [u64; 4] {
+    on_view!(window, fingerprint_of(window.max_limit()))
+}
+
+/// The states of one key's windows in a way of the region, window `w` at `words[offsets[w]..offsets[w + 1]]`.
+pub(crate) struct Way<'a> {
+    pub(crate) windows: &'a [RuleWindow],
+    pub(crate) offsets: &'a [usize],
+    pub(crate) words: &'a [AtomicU64],
+}
+
+impl<'a> Way<'a> {
+    fn of(&self, w: usize) -> &'a [AtomicU64] {
+        &self.words[self.offsets[w]..self.offsets[w + 1]]
+    }
+
+    /// Empties every window.
+    pub(crate) fn clear(&self) {
+        for (w, window) in self.windows.iter().enumerate() {
+            on_view!(window, clear_of(self.of(w)));
+        }
+    }
+
+    /// Whether every window holds a state its algorithm can have made; a window that does
+    /// not is emptied, and the answer is false.
+    pub(crate) fn repair(&self) -> bool {
+        let mut sound = true;
+        for (w, window) in self.windows.iter().enumerate() {
+            if !on_view!(window, repair_of(window.max_limit(), self.of(w))) {
+                on_view!(window, clear_of(self.of(w)));
+                sound = false;
+            }
+        }
+        sound
+    }
+
+    /// Gives `cost` back in every window.
+    pub(crate) fn refund(&self, now_ms: i64, cost: u64) -> Result<(), Error> {
+        for (w, window) in self.windows.iter().enumerate() {
+            on_view!(window, refund_of(self.of(w), now_ms, cost))?;
+        }
+        Ok(())
+    }
+
+    /// Whether every window is empty at `now_ms`.
+    pub(crate) fn is_idle(&self, now_ms: i64) -> bool {
+        let idle = |(w, window): (usize, &RuleWindow)| on_view!(window, idle_of(self.of(w), now_ms));
+        self.windows.iter().enumerate().all(idle)
+    }
+}
+
+impl States for Way<'_> {
+    #[inline]
+    fn assess(&mut self, w: usize, now_ms: i64, cost: u64, limit: u64) -> Assessment {
+        on_view!(self.windows[w], assess_of(self.of(w), now_ms, cost, limit))
+    }
+    #[inline]
+    fn record(&mut self, w: usize, cost: u64) {
+        on_view!(self.windows[w], record_of(self.of(w), cost))
+    }
+    #[inline]
+    fn reset_after_ms(&self, w: usize) -> u64 {
+        on_view!(self.windows[w], reset_after_of(self.of(w)))
+    }
 }
 
 /// A `newest_ms` word that a call can have written: [`NEVER`] or a valid time.
@@ -90,65 +177,14 @@ fn valid_time(word: u64) -> bool {
     word as i64 == NEVER || check_time("newest_ms", word as i64).is_ok()
 }
 
-/// Implements [`SharedLimiter`] for `$limiter` over its state's [`View`].
-macro_rules! shared_limiter {
-    ($limiter:ty, $config:ty, $view:ty) => {
-        impl SharedLimiter for $limiter {
-            fn state_words(config: &$config) -> Result<usize, Error> {
-                <$view>::words(config)
-            }
-            fn fingerprint(config: &$config) -> [u64; 4] {
-                <$view>::fingerprint(config)
-            }
-            fn decide_in(
-                config: &$config,
-                words: &[AtomicU64],
-                now_ms: i64,
-                cost: u64,
-                commit: bool,
-            ) -> Result<Decision, Error> {
-                decide_view::<$view>(config, words, now_ms, cost, commit)
-            }
-            fn refund_in(
-                config: &$config,
-                words: &[AtomicU64],
-                now_ms: i64,
-                cost: u64,
-            ) -> Result<(), Error> {
-                refund_view::<$view>(config, words, now_ms, cost)
-            }
-            fn is_idle_in(config: &$config, words: &[AtomicU64], now_ms: i64) -> bool {
-                idle_view::<$view>(config, words, now_ms)
-            }
-            fn clear_in(config: &$config, words: &[AtomicU64]) {
-                <$view>::clear(config, words)
-            }
-            fn repair_in(config: &$config, words: &[AtomicU64]) -> bool {
-                <$view>::repair(config, words)
-            }
-        }
-    };
-}
-
 // Counter: [newest_ms, previous, current].
-impl CounterState {
-    fn words(_: &Quota) -> Result<usize, Error> {
+impl<'a> View<'a> for CounterState {
+    fn words(_: &Quota, _: u64) -> Result<usize, Error> {
         Ok(3)
     }
-    fn fingerprint(quota: &Quota) -> [u64; 4] {
-        [1, quota.limit(), quota.window_ms() as u64, 0]
+    fn fingerprint(quota: &Quota, max_limit: u64) -> [u64; 4] {
+        [1, max_limit, quota.window_ms() as u64, 0]
     }
-    fn clear(_: &Quota, words: &[AtomicU64]) {
-        set(words, 0, NEVER as u64);
-        set(words, 1, 0);
-        set(words, 2, 0);
-    }
-    fn repair(_: &Quota, words: &[AtomicU64]) -> bool {
-        valid_time(get(words, 0))
-    }
-}
-
-impl<'a> View<'a> for CounterState {
     fn load(_: &Quota, words: &'a [AtomicU64]) -> Self {
         Self {
             newest_ms: get(words, 0) as i64,
@@ -161,53 +197,35 @@ impl<'a> View<'a> for CounterState {
         set(words, 1, self.previous);
         set(words, 2, self.current);
     }
+    fn clear(_: &Quota, words: &[AtomicU64]) {
+        set(words, 0, NEVER as u64);
+        set(words, 1, 0);
+        set(words, 2, 0);
+    }
+    fn repair(_: &Quota, _: u64, words: &[AtomicU64]) -> bool {
+        valid_time(get(words, 0))
+    }
 }
-shared_limiter!(SlidingCounter, Quota, CounterState);
 
-// Log: [newest_ms, expired, head, len], then a ring of `min(limit, window_ms)` entries.
+// Log: [newest_ms, expired, head, len], then a ring of `min(max_limit, window_ms)` entries.
 type SharedLog<'a> = LogState<Ring<SharedCells<'a>>>;
 const LOG_HEADER: usize = 4;
 
-impl SharedLog<'_> {
-    fn words(quota: &Quota) -> Result<usize, Error> {
-        let entries = quota.limit().min(quota.window_ms() as u64);
+impl<'a> View<'a> for SharedLog<'a> {
+    fn words(quota: &Quota, max_limit: u64) -> Result<usize, Error> {
+        let entries = max_limit.min(quota.window_ms() as u64);
         let words = entries
             .checked_mul(2)
             .and_then(|w| usize::try_from(w + LOG_HEADER as u64).ok());
         words.ok_or(Error::invalid(
             "limit",
             "at most 2^61 with a window that long",
-            crate::Value::UInt(quota.limit()),
+            crate::Value::UInt(max_limit),
         ))
     }
-    fn fingerprint(quota: &Quota) -> [u64; 4] {
-        [2, quota.limit(), quota.window_ms() as u64, 0]
+    fn fingerprint(quota: &Quota, max_limit: u64) -> [u64; 4] {
+        [2, max_limit, quota.window_ms() as u64, 0]
     }
-    fn clear(_: &Quota, words: &[AtomicU64]) {
-        set(words, 0, NEVER as u64);
-        for i in 1..LOG_HEADER {
-            set(words, i, 0);
-        }
-    }
-    fn repair(quota: &Quota, words: &[AtomicU64]) -> bool {
-        let cap = (words.len() - LOG_HEADER) / 2;
-        let (head, len) = (get(words, 2), get(words, 3));
-        if !valid_time(get(words, 0)) || head >= cap as u64 || len > cap as u64 {
-            return false;
-        }
-        let log = SharedLog::load(quota, words);
-        let (mut after, mut before) = (i64::MIN, log.expired);
-        (0..log.entries.len()).all(|i| {
-            let entry = log.entries.get(i);
-            let cost = entry.through.wrapping_sub(before);
-            let ok = entry.ms > after && entry.ms <= log.newest_ms && cost > 0;
-            (after, before) = (entry.ms, entry.through);
-            ok && entry.through.wrapping_sub(log.expired) <= quota.limit()
-        })
-    }
-}
-
-impl<'a> View<'a> for SharedLog<'a> {
     fn load(_: &Quota, words: &'a [AtomicU64]) -> Self {
         LogState {
             entries: Ring {
@@ -225,20 +243,59 @@ impl<'a> View<'a> for SharedLog<'a> {
         set(words, 2, self.entries.head as u64);
         set(words, 3, self.entries.len as u64);
     }
+    fn clear(_: &Quota, words: &[AtomicU64]) {
+        set(words, 0, NEVER as u64);
+        for i in 1..LOG_HEADER {
+            set(words, i, 0);
+        }
+    }
+    fn repair(quota: &Quota, max_limit: u64, words: &'a [AtomicU64]) -> bool {
+        let cap = (words.len() - LOG_HEADER) / 2;
+        let (head, len) = (get(words, 2), get(words, 3));
+        if !valid_time(get(words, 0)) || head >= cap as u64 || len > cap as u64 {
+            return false;
+        }
+        let log = SharedLog::load(quota, words);
+        let (mut after, mut before) = (i64::MIN, log.expired);
+        (0..log.entries.len()).all(|i| {
+            let entry = log.entries.get(i);
+            let cost = entry.through.wrapping_sub(before);
+            let ok = entry.ms > after && entry.ms <= log.newest_ms && cost > 0;
+            (after, before) = (entry.ms, entry.through);
+            // A limit lowered at run time leaves what the higher one admitted: at most max_limit.
+            ok && entry.through.wrapping_sub(log.expired) <= max_limit
+        })
+    }
 }
-shared_limiter!(SlidingLog, Quota, SharedLog<'_>);
 
 // Buckets: [newest_ms, head_start_ms, head, newest_used, total], then the ring of counters.
 type SharedBuckets<'a> = BucketState<SharedCells<'a>>;
 const BUCKETS_HEADER: usize = 5;
 
-impl SharedBuckets<'_> {
-    fn words(config: &BucketQuota) -> Result<usize, Error> {
+impl<'a> View<'a> for SharedBuckets<'a> {
+    fn words(config: &BucketQuota, _: u64) -> Result<usize, Error> {
         Ok(BUCKETS_HEADER + config.buckets() as usize + 1)
     }
-    fn fingerprint(config: &BucketQuota) -> [u64; 4] {
-        let (limit, window_ms) = (config.limit(), config.window_ms() as u64);
-        [3, limit, window_ms, config.bucket_ms() as u64]
+    fn fingerprint(config: &BucketQuota, max_limit: u64) -> [u64; 4] {
+        let window_ms = config.window_ms() as u64;
+        [3, max_limit, window_ms, config.bucket_ms() as u64]
+    }
+    fn load(_: &BucketQuota, words: &'a [AtomicU64]) -> Self {
+        BucketState {
+            counts: SharedCells(&words[BUCKETS_HEADER..]),
+            head: get(words, 2) as usize,
+            newest_used: get(words, 3) as usize,
+            total: get(words, 4),
+            head_start_ms: get(words, 1) as i64,
+            newest_ms: get(words, 0) as i64,
+        }
+    }
+    fn store(&self, words: &'a [AtomicU64]) {
+        set(words, 0, self.newest_ms as u64);
+        set(words, 1, self.head_start_ms as u64);
+        set(words, 2, self.head as u64);
+        set(words, 3, self.newest_used as u64);
+        set(words, 4, self.total);
     }
     fn clear(_: &BucketQuota, words: &[AtomicU64]) {
         set(words, 0, NEVER as u64);
@@ -247,7 +304,7 @@ impl SharedBuckets<'_> {
             set(words, i, 0);
         }
     }
-    fn repair(config: &BucketQuota, words: &[AtomicU64]) -> bool {
+    fn repair(config: &BucketQuota, _: u64, words: &'a [AtomicU64]) -> bool {
         let slots = (words.len() - BUCKETS_HEADER) as u64;
         let (newest_ms, head_start_ms) = (get(words, 0), get(words, 1));
         let placed = head_start_ms as i64 <= newest_ms as i64;
@@ -266,24 +323,3 @@ impl SharedBuckets<'_> {
         true
     }
 }
-
-impl<'a> View<'a> for SharedBuckets<'a> {
-    fn load(_: &BucketQuota, words: &'a [AtomicU64]) -> Self {
-        BucketState {
-            counts: SharedCells(&words[BUCKETS_HEADER..]),
-            head: get(words, 2) as usize,
-            newest_used: get(words, 3) as usize,
-            total: get(words, 4),
-            head_start_ms: get(words, 1) as i64,
-            newest_ms: get(words, 0) as i64,
-        }
-    }
-    fn store(&self, words: &'a [AtomicU64]) {
-        set(words, 0, self.newest_ms as u64);
-        set(words, 1, self.head_start_ms as u64);
-        set(words, 2, self.head as u64);
-        set(words, 3, self.newest_used as u64);
-        set(words, 4, self.total);
-    }
-}
-shared_limiter!(BucketWindow, BucketQuota, SharedBuckets<'_>);

@@ -4,7 +4,8 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use super::*;
-use crate::{BucketQuota, BucketWindow, Quota, SlidingLog};
+use crate::rule::{Rule, RuleWindow};
+use crate::{BucketQuota, Quota};
 
 /// Owner 1 is us; owner 2 died.
 struct Survivor;
@@ -22,7 +23,7 @@ fn region(words: usize) -> Vec<AtomicU64> {
 }
 
 /// The set `key` lives in, as the zone computes it.
-fn set_base<L: SharedLimiter>(zone: &Zone<&Vec<AtomicU64>, L, Survivor>, key: &[u8]) -> usize {
+fn set_base(zone: &Zone<&Vec<AtomicU64>, Survivor>, key: &[u8]) -> usize {
     let hash = zone.codec.key(key).hash;
     let set = (((hash >> 32) * zone.layout.sets as u64) >> 32) as usize;
     HEADER_WORDS + set * zone.layout.set_words
@@ -32,7 +33,7 @@ fn set_base<L: SharedLimiter>(zone: &Zone<&Vec<AtomicU64>, L, Survivor>, key: &[
 fn a_lock_left_by_a_dead_owner_is_taken_over_and_the_set_repaired() {
     let words = region(1 << 14);
     let quota = Quota::new(3, 1_000).unwrap();
-    let (zone, _) = Zone::<_, SlidingLog, _>::attach(&words, quota, 16, Survivor, [1, 2]).unwrap();
+    let (zone, _) = Zone::attach(&words, Rule::one(RuleWindow::log(quota)), 16, Survivor, [1, 2]).unwrap();
     assert!(zone.check_at(b"alice", 0, 2).unwrap().allowed);
     let base = set_base(&zone, b"alice");
     // Owner 2 took the lock and died mid-call.
@@ -50,7 +51,7 @@ fn repair_drops_a_half_written_key_and_empties_an_impossible_state() {
     let words = region(1 << 14);
     let config = BucketQuota::new(10, 1_000, 100).unwrap();
     let (zone, _) =
-        Zone::<_, BucketWindow, _>::attach(&words, config, 16, Survivor, [3, 4]).unwrap();
+        Zone::attach(&words, Rule::one(RuleWindow::buckets(config)), 16, Survivor, [3, 4]).unwrap();
     for key in [&b"a"[..], b"b"] {
         zone.check_at(key, 0, 4).unwrap();
     }
@@ -81,7 +82,7 @@ fn a_repaired_bucket_total_is_recounted() {
     let words = region(1 << 14);
     let config = BucketQuota::new(10, 1_000, 100).unwrap();
     let (zone, _) =
-        Zone::<_, BucketWindow, _>::attach(&words, config, 16, Survivor, [5, 6]).unwrap();
+        Zone::attach(&words, Rule::one(RuleWindow::buckets(config)), 16, Survivor, [5, 6]).unwrap();
     zone.check_at(b"k", 0, 6).unwrap();
     let base = set_base(&zone, b"k");
     let k = zone.codec.key(b"k");

@@ -100,6 +100,7 @@ impl Model {
             remaining: if allowed { room - cost } else { room },
             retry_after_ms,
             reset_after_ms: self.reset_after_ms(),
+            window: 0,
         }
     }
 
