@@ -23,122 +23,68 @@
 --
 -- The store seam (for new stores, e.g. resty.slidewin.store.redis):
 --   store_module.new(conf) -> store | nil, err        conf: the validated table below
---   store:incoming(key, cost, commit) -> allowed, remaining, retry_after_ms, reset_after_ms,
---                                        decided_locally
+--   store:incoming(key, cost, commit, limits) -> allowed, remaining, retry_after_ms,
+--                                        reset_after_ms, decided_locally, window
 --                                      | nil, err    (a store failure: the layer counts it in
 --                                                      metrics and applies conf.on_store_error)
+--     limits: nil (the live limits) or one limit per window of conf.windows
+--     every window decided as one step: admitted only when all admit, a refusal records
+--     nothing; remaining: the least over the windows; window: the 1-based window the answer
+--     describes (refused: the refusing one with the longest wait; admitted: the one with the
+--     least remaining), whose reset_after_ms it gives
 --     retry_after_ms: 0 when allowed; nil when never (cost > limit)
 --     decided_locally: true when a remote store answered without a round trip (counted)
 --   store:uncommit(key, cost) -> true | nil, err
 --   store:keys() -> number | nil                     (nil: the store cannot tell)
 --   store.counts_decisions: true when the store counts allowed/rejected itself (shm), and
 --   store:stats() -> { keys, capacity, evictions, ... } then gives them
---   store.lim: a slidewin.limiter object whose lim:decide(key, cost, commit) answers exactly
---   as store:incoming (local, shm): enforce calls it directly, one Lua call less per request
+--   store.lim: a slidewin.limiter object whose lim:decide(key, cost, commit, limits) answers
+--   exactly as store:incoming, then the live limits' version (local, shm): enforce calls it
+--   directly, one Lua call less per request; lim:set_limit / lim:limits hold the live limits
+--   store:set_limits(limits), store:poll_limits(now_ms) -> limits | nil: optional, for stores
+--   that share live limits between nodes (redis)
 --
 -- Config: name (letters, digits, _ . -), algorithm ("log" | "buckets" | "counter"), limit,
--- window_ms, bucket_ms (buckets), max_keys (100000, local), max_key_bytes (64: longer keys are
--- kept as a digest of a seeded hash), size (shm, "10m"), store ("shm"), dict (shdict),
--- metrics_dict (a lua_shared_dict for node-wide metrics; default conf.dict; without one,
--- metrics are per worker), status (429), body, on_store_error ("allow" | "deny": the answer
--- while the store fails; one error.log line per error_log_interval_ms (10000) per worker),
--- redis and local_refusal_cache (store "redis", see resty.slidewin.store.redis).
+-- window_ms, bucket_ms (buckets), max_limit (the most set_limit or a call may raise the limit
+-- to; default limit), or instead windows = { { algorithm, limit, window_ms, bucket_ms,
+-- max_limit, name }, ... } (a rule: up to 8 windows decided as one step, see README "Rules"),
+-- tiers ({ pro = { limit per window } }), max_keys (100000, local), max_key_bytes (64: longer
+-- keys are kept as a digest of a seeded hash), size (shm, "10m"), store ("shm"), dict
+-- (shdict), metrics_dict (a lua_shared_dict for node-wide metrics; default conf.dict; without
+-- one, metrics are per worker), status (429), body, on_store_error ("allow" | "deny": the
+-- answer while the store fails; one error.log line per error_log_interval_ms (10000) per
+-- worker), redis and local_refusal_cache (store "redis", see resty.slidewin.store.redis).
+--
+-- Limits that change: sw:set_limit(limit [, window]) (window: 1-based index or name; default
+-- 1) changes a window's limit for every worker at once (store "redis": for every node within
+-- a second) and keeps every key's window; sw:limits() lists the live limits. A call may bring
+-- its own: sw:enforce(key, cost, { limit = N }) (one window), { limits = { ... } } or
+-- { tier = "pro" }, each limit at most its window's max_limit.
 
+local config = require "resty.slidewin.config"
 local metrics = require "resty.slidewin.metrics"
+local policy = require "resty.slidewin.policy"
 local now_ms = require("slidewin").now_ms
 
-local ceil = math.ceil
-local concat = table.concat
 local format = string.format
 local huge = math.huge
+local max = math.max
 local ngx = ngx
+local type = type
 
-local _M = { _VERSION = "0.1.0" }
+local _M = { _VERSION = "0.2.0" }
 local mt = { __index = _M }
 
-local ALGORITHMS = { log = true, buckets = true, counter = true }
-local ON_STORE_ERROR = { allow = true, deny = true }
+local show = config.show
+local seconds = policy.seconds
+local digits = policy.digits
 
-local function show(v)
-    if type(v) == "string" then
-        return '"' .. v .. '"'
-    end
-    return tostring(v)
-end
-
-local function invalid(field, expected, v)
-    return nil, field .. " must be " .. expected .. ", got " .. show(v)
-end
-
--- A whole number as header digits: concatenation writes 1e14 and above in exponent form
--- ("1e+14"), which is no structured-field integer.
-local function digits(n)
-    if n < 1e14 then
-        return n
-    end
-    return format("%d", n)
-end
-
-local function positive_integer(v)
-    return type(v) == "number" and v >= 1 and v % 1 == 0 and v < 2 ^ 53
-end
-
--- A copy of opts with defaults filled in, or nil, err naming the field and the value.
-local function validate(opts)
-    if type(opts) ~= "table" then
-        return invalid("config", "a table", opts)
-    end
-    local conf = {}
-    for k, v in pairs(opts) do
-        conf[k] = v
-    end
-    conf.algorithm = conf.algorithm or "log"
-    conf.store = conf.store or "shm"
-    conf.max_keys = conf.max_keys or 100000
-    conf.max_key_bytes = conf.max_key_bytes or 64
-    conf.status = conf.status or 429
-    conf.body = conf.body or "Too Many Requests\n"
-    conf.on_store_error = conf.on_store_error or "allow"
-    conf.error_log_interval_ms = conf.error_log_interval_ms or 10000
-
-    if type(conf.name) ~= "string" or not conf.name:find("^[%w_.-]+$") then
-        return invalid("name", "a string of letters, digits, _ . -", conf.name)
-    end
-    if not ALGORITHMS[conf.algorithm] then
-        return invalid("algorithm", '"log", "buckets" or "counter"', conf.algorithm)
-    end
-    for _, field in ipairs { "limit", "window_ms", "max_keys", "max_key_bytes" } do
-        if not positive_integer(conf[field]) then
-            return invalid(field, "a positive integer", conf[field])
-        end
-    end
-    if conf.algorithm == "buckets" and not positive_integer(conf.bucket_ms) then
-        return invalid("bucket_ms", "a positive integer", conf.bucket_ms)
-    end
-    if type(conf.store) ~= "string" or not conf.store:find("^[%w_]+$") then
-        return invalid("store", "a store module name", conf.store)
-    end
-    if not (positive_integer(conf.status) and conf.status >= 400 and conf.status <= 599) then
-        return invalid("status", "an HTTP error status", conf.status)
-    end
-    if type(conf.body) ~= "string" then
-        return invalid("body", "a string", conf.body)
-    end
-    if not ON_STORE_ERROR[conf.on_store_error] then
-        return invalid("on_store_error", '"allow" or "deny"', conf.on_store_error)
-    end
-    if not positive_integer(conf.error_log_interval_ms) then
-        return invalid("error_log_interval_ms", "a positive integer", conf.error_log_interval_ms)
-    end
-    if conf.local_refusal_cache ~= nil and type(conf.local_refusal_cache) ~= "boolean" then
-        return invalid("local_refusal_cache", "a boolean", conf.local_refusal_cache)
-    end
-    return conf
-end
+-- How often a worker asks a store shared by several nodes for limits set elsewhere.
+local POLL_LIMITS_MS = 1000
 
 -- A limiter from a config table, or nil, err (bad config, unknown store, missing dict).
 function _M.new(opts)
-    local conf, err = validate(opts)
+    local conf, err = config.validate(opts)
     if not conf then
         return nil, err
     end
@@ -158,24 +104,30 @@ function _M.new(opts)
     if not counters then
         return nil, err
     end
-    return setmetatable({
+    local configured, max_limit = {}, 0
+    for i, w in ipairs(conf.windows) do
+        configured[i], max_limit = w.limit, max(max_limit, w.max_limit)
+    end
+    local self = setmetatable({
         conf = conf,
         name = conf.name,
         store = store,
         counters = counters,
-        policy = concat { '"', conf.name, '";q=', digits(conf.limit), ";w=", digits(ceil(conf.window_ms / 1000)) },
+        windows = conf.windows,
+        max_limit = max_limit,
+        rate_prefixes = policy.rate_prefixes(conf.windows),
+        tier_policies = {},
         fail_open = conf.on_store_error == "allow",
         counts_in_layer = not store.counts_decisions, -- else the store counts (shm)
-        decide = store.lim and store.lim.decide or store.incoming,
+        decide_in = store.lim and store.lim.decide or store.incoming,
         decider = store.lim or store,
-        rate_prefix = '"' .. conf.name .. '";r=',
         errors_unlogged = 0,
-        error_logged_at = -math.huge,
+        error_logged_at = -huge,
+        polled_at = -huge,
     }, mt)
-end
-
-local function seconds(ms)
-    return digits(ceil(ms / 1000))
+    self.live = store.lim and store.lim:limits() or configured
+    self.policy = policy.policy(conf.windows, self.live)
+    return self
 end
 
 -- Methods called with `.` get `self` wrong: say so, not "attempt to index a nil value".
@@ -186,10 +138,113 @@ local function check_self(self, method)
     end
 end
 
-local function set_headers(self, remaining, t_ms)
+-- The limits `opts` asks for (nil: the live ones) and their RateLimit-Policy, or raises.
+local function call_limits(self, opts, method)
+    if opts == nil then
+        return nil
+    end
+    if type(opts) ~= "table" then
+        error(format("sw:%s: opts must be a table ({ limit = N }, { limits = {...} } or { tier = name }), got %s",
+            method, show(opts)), 4)
+    end
+    local tier = opts.tier
+    if tier ~= nil then
+        local limits = self.conf.tiers and self.conf.tiers[tier]
+        if not limits then
+            error(format("sw:%s: tier must be a tier of the config, got %s", method, show(tier)), 4)
+        end
+        local cached = self.tier_policies[tier]
+        if not cached then
+            cached = policy.policy(self.windows, limits)
+            self.tier_policies[tier] = cached
+        end
+        return limits, cached
+    end
+    local limits = opts.limits
+    if limits == nil and opts.limit ~= nil then
+        if #self.windows ~= 1 then
+            error(format("sw:%s: limit is for a rule of one window; this one has %d (give limits = {...})",
+                method, #self.windows), 4)
+        end
+        limits = { opts.limit }
+    end
+    if limits == nil then
+        return nil
+    end
+    local ok, err = config.check_limits(self.conf, limits, "limits")
+    if not ok then
+        error(format("sw:%s: %s", method, err), 4)
+    end
+    return limits, policy.policy(self.windows, limits)
+end
+
+-- Limits set on another node, at most once a second (stores shared by nodes).
+local function poll_limits(self)
+    local store = self.store
+    if not store.poll_limits then
+        return
+    end
+    local now = now_ms()
+    if now - self.polled_at < POLL_LIMITS_MS then
+        return
+    end
+    self.polled_at = now
+    local limits = store:poll_limits(now)
+    if limits then
+        self.live, self.policy = limits, policy.policy(self.windows, limits)
+    end
+end
+
+local function check_key(key, method)
+    local key_type = type(key)
+    if not (key_type == "string" or key_type == "number" and key == key and key ~= huge and key ~= -huge) then
+        error(format("sw:%s: key must be a string or a finite number, got %s", method, show(key)), 4)
+    end
+end
+
+local function check_cost(self, cost, method)
+    if cost == nil then
+        return 1
+    end
+    if not (type(cost) == "number" and cost >= 0 and cost % 1 == 0) then
+        error(format("sw:%s: cost must be a non-negative integer, got %s", method, show(cost)), 4)
+    end
+    if cost > self.max_limit then
+        -- Never fits, whatever the store or the limits: every store answers max_limit + 1 with
+        -- the same refusal, and its arithmetic stays exact (1e17 would not).
+        return self.max_limit + 1
+    end
+    return cost
+end
+
+-- The store's answer under the call's limits, and the policy to advertise.
+local function decide(self, key, cost, commit, opts, method)
+    check_key(key, method)
+    cost = check_cost(self, cost, method)
+    local limits, call_policy = call_limits(self, opts, method)
+    poll_limits(self)
+    local allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window, version =
+        self.decide_in(self.decider, key, cost, commit, limits or self.store.poll_limits and self.live)
+    if version and version ~= self.limits_version then
+        self.limits_version, self.live = version, self.decider:limits()
+        self.policy = policy.policy(self.windows, self.live)
+    end
+    return allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window or 1,
+        call_policy or self.policy
+end
+
+-- sw:decide(key, cost, commit, opts): the store's answer (allowed, remaining, retry_after_ms,
+-- reset_after_ms, decided_locally, window, policy), with no header, no count and no exit: for
+-- modules that wrap enforce. nil, err is a store failure.
+function _M.decide(self, key, cost, commit, opts)
+    check_self(self, "decide")
+    return decide(self, key, cost, commit, opts, "decide")
+end
+
+local function set_headers(self, rate_policy, window, remaining, t_ms)
     local header = ngx.header
-    header["RateLimit-Policy"] = self.policy
-    header["RateLimit"] = self.rate_prefix .. digits(remaining) .. ";t=" .. seconds(t_ms)
+    header["RateLimit-Policy"] = rate_policy
+    header["RateLimit"] = self.rate_prefixes[window] .. digits(remaining) .. ";t=" .. seconds(t_ms)
 end
 
 local function refuse(self)
@@ -215,23 +270,11 @@ local function log_store_error(self, err)
 end
 
 -- Admit (set headers, return true) or refuse (answer conf.status and end the request).
-function _M.enforce(self, key, cost)
+-- opts: nil, { limit = N }, { limits = { ... } } or { tier = "name" }.
+function _M.enforce(self, key, cost, opts)
     check_self(self, "enforce")
-    local key_type = type(key)
-    if not (key_type == "string" or key_type == "number" and key == key and key ~= huge and key ~= -huge) then
-        error("sw:enforce: key must be a string or a finite number, got " .. show(key), 2)
-    end
-    if cost == nil then
-        cost = 1
-    elseif not (type(cost) == "number" and cost >= 0 and cost % 1 == 0) then
-        error("sw:enforce: cost must be a non-negative integer, got " .. show(cost), 2)
-    elseif cost > self.conf.limit then
-        -- Never fits, whatever the store: every store answers limit + 1 with the same refusal,
-        -- and its arithmetic stays exact (1e17 would not).
-        cost = self.conf.limit + 1
-    end
-    local allowed, remaining, retry_after_ms, reset_after_ms, decided_locally =
-        self.decide(self.decider, key, cost, true)
+    local allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window, rate_policy =
+        decide(self, key, cost, true, opts, "enforce")
     local counters = self.counters
     if allowed == nil then
         counters:incr("store_errors")
@@ -245,7 +288,7 @@ function _M.enforce(self, key, cost)
         if self.counts_in_layer then
             counters:incr("allowed")
         end
-        set_headers(self, remaining, reset_after_ms)
+        set_headers(self, rate_policy, window, remaining, reset_after_ms)
         return true
     end
     if self.counts_in_layer then
@@ -256,11 +299,72 @@ function _M.enforce(self, key, cost)
     end
     if retry_after_ms then
         ngx.header["Retry-After"] = seconds(retry_after_ms)
-        set_headers(self, remaining, retry_after_ms)
+        set_headers(self, rate_policy, window, remaining, retry_after_ms)
     else
-        set_headers(self, remaining, reset_after_ms)
+        set_headers(self, rate_policy, window, remaining, reset_after_ms)
     end
     return refuse(self)
+end
+
+-- The 1-based index of window `window` (an index or a window's name), or nil, err.
+local function window_index(self, window)
+    if window == nil then
+        return 1
+    end
+    for i, w in ipairs(self.windows) do
+        if window == i or window == w.name then
+            return i
+        end
+    end
+    return nil, "window must be a window's index (1 to " .. #self.windows .. ") or name, got " .. show(window)
+end
+
+-- sw:set_limit(limit [, window]): true, or nil, err. Every worker (and, store "redis", every
+-- node) decides with it from its next request; every key keeps its window.
+function _M.set_limit(self, limit, window)
+    check_self(self, "set_limit")
+    local i, err = window_index(self, window)
+    if not i then
+        return nil, err
+    end
+    local w = self.windows[i]
+    if not (config.positive_integer(limit) and limit <= w.max_limit) then
+        return nil, format("limit must be a positive integer at most max_limit (%d), got %s", w.max_limit, show(limit))
+    end
+    local store = self.store
+    if store.lim then
+        store.lim:set_limit(limit, i)
+        return true
+    end
+    if not store.set_limits then
+        return nil, "store " .. show(self.conf.store) .. " keeps no live limits (use shm, local or redis)"
+    end
+    local limits = {}
+    for j, l in ipairs(self.live) do
+        limits[j] = l
+    end
+    limits[i] = limit
+    local ok
+    ok, err = store:set_limits(limits)
+    if not ok then
+        return nil, err
+    end
+    self.live, self.policy = limits, policy.policy(self.windows, limits)
+    return true
+end
+
+-- sw:limits(): the live limits, one per window.
+function _M.limits(self)
+    check_self(self, "limits")
+    if self.store.lim then
+        return self.store.lim:limits()
+    end
+    poll_limits(self)
+    local limits = {}
+    for i, l in ipairs(self.live) do
+        limits[i] = l
+    end
+    return limits
 end
 
 -- { allowed, rejected, store_errors, local_refusals, keys } for this limiter (node-wide with a metrics dict).

@@ -68,7 +68,9 @@ impl Store for Local {
         commit: bool,
         limits: Option<&Limits>,
     ) -> Result<Decision, Error> {
-        let limits = limits.copied().unwrap_or_else(|| self.live.get(self.keyed.config()));
+        let limits = limits
+            .copied()
+            .unwrap_or_else(|| self.live.get(self.keyed.config()));
         self.keyed
             .decide_bytes_by(key, now_ms, commit, |rule, state, commit| {
                 rule.decide_with(state, now_ms, cost, commit, &limits)
@@ -156,7 +158,8 @@ impl LuaLimiter {
         match limits {
             Some(limits) => {
                 let limits = self.rule.check_limits(limits)?;
-                self.store.decide(key, now_ms(), cost, commit, Some(&limits))
+                self.store
+                    .decide(key, now_ms(), cost, commit, Some(&limits))
             }
             None => self.store.decide(key, now_ms(), cost, commit, None),
         }
@@ -233,7 +236,10 @@ pub fn new(lua: &Lua, opts: Value) -> LuaResult<(Value, Option<String>)> {
             let max_keys = usize::try_from(max_keys).unwrap_or(usize::MAX);
             // Named: the live limits are kept by that name across reloads.
             let limits_spec = name("name")?.map(|n| spec(format!("{n} (limits)"), LIMITS_BYTES));
-            (local(rule.clone(), max_keys, max_key_bytes, limits_spec)?, None)
+            (
+                local(rule.clone(), max_keys, max_key_bytes, limits_spec)?,
+                None,
+            )
         }
         Some(shared_name) => {
             if !opts.raw_get::<Value>("max_keys")?.is_nil() {

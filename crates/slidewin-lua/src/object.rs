@@ -377,7 +377,9 @@ unsafe extern "C-unwind" fn set_limit(state: *mut lua_State) -> c_int {
             ffi::LUA_TNIL | ffi::LUA_TNONE => 1,
             _ => number(3, "window")?,
         };
-        let window = usize::try_from(window).unwrap_or(usize::MAX).wrapping_sub(1);
+        let window = usize::try_from(window)
+            .unwrap_or(usize::MAX)
+            .wrapping_sub(1);
         this.set_limit(window, limit)
             .map_err(|e| format!("{function}: {e}"))
     });

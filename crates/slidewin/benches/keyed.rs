@@ -105,11 +105,20 @@ fn single_thread(c: &mut Criterion) {
     // The shared-memory store on a heap region sized for 1.5 M keys (8-way sets, so some
     // evict before the region is full), keys as their 8 bytes.
     let bytes = 3 * KEYS as usize / 2
-        * Zone::<&[AtomicU64], OneProcess>::bytes_per_key(&Rule::one(RuleWindow::counter(quota())), 16)
-            .unwrap();
+        * Zone::<&[AtomicU64], OneProcess>::bytes_per_key(
+            &Rule::one(RuleWindow::counter(quota())),
+            16,
+        )
+        .unwrap();
     let region: Vec<AtomicU64> = (0..bytes / 8).map(|_| AtomicU64::new(0)).collect();
-    let (zone, _) =
-        Zone::attach(&region[..], Rule::one(RuleWindow::counter(quota())), 16, OneProcess, [1, 2]).unwrap();
+    let (zone, _) = Zone::attach(
+        &region[..],
+        Rule::one(RuleWindow::counter(quota())),
+        16,
+        OneProcess,
+        [1, 2],
+    )
+    .unwrap();
     bench_calls(
         &mut group,
         "slidewin shared::Zone<SlidingCounter>",

@@ -35,8 +35,8 @@ use alloc::vec::Vec;
 
 use crate::clock::check_time;
 use crate::window::{self, Assessment, Fresh, Window};
-use crate::{BucketQuota, BucketState, CounterState, Decision, Error, Limiter, LogState, Quota};
 use crate::Value;
+use crate::{BucketQuota, BucketState, CounterState, Decision, Error, Limiter, LogState, Quota};
 #[cfg(doc)]
 use crate::{BucketWindow, SlidingCounter, SlidingLog};
 
@@ -93,7 +93,11 @@ impl RuleWindow {
     pub fn with_max_limit(self, max_limit: u64) -> Result<Self, Error> {
         if max_limit < self.limit() {
             let got = Value::UInt(max_limit);
-            return Err(Error::invalid("max_limit", "at least the window's limit", got));
+            return Err(Error::invalid(
+                "max_limit",
+                "at least the window's limit",
+                got,
+            ));
         }
         Ok(Self { max_limit, ..self })
     }
@@ -201,7 +205,11 @@ impl Rule {
     pub fn check_limits(&self, limits: &[u64]) -> Result<Limits, Error> {
         if limits.len() != self.windows.len() {
             let got = Value::UInt(limits.len() as u64);
-            return Err(Error::invalid("limits", "one limit per window of the rule", got));
+            return Err(Error::invalid(
+                "limits",
+                "one limit per window of the rule",
+                got,
+            ));
         }
         for (window, &limit) in self.windows.iter().zip(limits) {
             window.check_limit(limit)?;

@@ -131,7 +131,13 @@ pub(crate) fn decide<W: Window>(
 ) -> Result<Decision, Error> {
     let now_ms = check_time("now_ms", now_ms)?;
     let limits = [W::limit(config)];
-    Ok(rule::decide(&mut One(config, state), &limits, now_ms, cost, commit))
+    Ok(rule::decide(
+        &mut One(config, state),
+        &limits,
+        now_ms,
+        cost,
+        commit,
+    ))
 }
 
 /// [`crate::Limiter::refund`] for every limiter.

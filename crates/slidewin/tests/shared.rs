@@ -115,13 +115,27 @@ proptest! {
 fn a_region_too_small_or_a_key_length_out_of_range_is_an_error_naming_it() {
     let words = region(4096);
     let quota = Quota::new(1_000, 60_000).unwrap();
-    let err = Zone::attach(&words, Rule::one(RuleWindow::log(quota)), 64, Thread(1), [0, 0]).err();
+    let err = Zone::attach(
+        &words,
+        Rule::one(RuleWindow::log(quota)),
+        64,
+        Thread(1),
+        [0, 0],
+    )
+    .err();
     assert_eq!(
         err.unwrap().to_string(),
         "size must be at least 129280 bytes (8 keys of this limit, window and max_key_bytes), \
          got 4096"
     );
-    let err = Zone::attach(&words, Rule::one(RuleWindow::log(quota)), 8, Thread(1), [0, 0]).err();
+    let err = Zone::attach(
+        &words,
+        Rule::one(RuleWindow::log(quota)),
+        8,
+        Thread(1),
+        [0, 0],
+    )
+    .err();
     assert_eq!(
         err.unwrap().to_string(),
         "max_key_bytes must be from 16 to 65536, got 8"
@@ -132,18 +146,37 @@ fn a_region_too_small_or_a_key_length_out_of_range_is_an_error_naming_it() {
 fn the_same_layout_is_reused_and_another_starts_afresh() {
     let words = region(1 << 20);
     let quota = Quota::new(5, 1_000).unwrap();
-    let (zone, _) = Zone::attach(&words, Rule::one(RuleWindow::log(quota)), 64, Thread(1), [1, 2]).unwrap();
+    let (zone, _) = Zone::attach(
+        &words,
+        Rule::one(RuleWindow::log(quota)),
+        64,
+        Thread(1),
+        [1, 2],
+    )
+    .unwrap();
     zone.check_at(b"k", 0, 5).unwrap();
-    let (again, attached) =
-        Zone::attach(&words, Rule::one(RuleWindow::log(quota)), 64, Thread(2), [3, 4]).unwrap();
+    let (again, attached) = Zone::attach(
+        &words,
+        Rule::one(RuleWindow::log(quota)),
+        64,
+        Thread(2),
+        [3, 4],
+    )
+    .unwrap();
     assert_eq!(attached, Attached::Reused);
     assert!(
         !again.check_at(b"k", 1, 1).unwrap().allowed,
         "the window is kept"
     );
     let other = Quota::new(6, 1_000).unwrap();
-    let (fresh, attached) =
-        Zone::attach(&words, Rule::one(RuleWindow::log(other)), 64, Thread(2), [3, 4]).unwrap();
+    let (fresh, attached) = Zone::attach(
+        &words,
+        Rule::one(RuleWindow::log(other)),
+        64,
+        Thread(2),
+        [3, 4],
+    )
+    .unwrap();
     assert_eq!(attached, Attached::Fresh);
     assert!(fresh.check_at(b"k", 1, 1).unwrap().allowed);
 }
@@ -152,7 +185,14 @@ fn the_same_layout_is_reused_and_another_starts_afresh() {
 fn a_full_region_reclaims_idle_keys_then_evicts_and_stays_bounded() {
     let words = region(64 << 10);
     let quota = Quota::new(3, 1_000).unwrap();
-    let (zone, _) = Zone::attach(&words, Rule::one(RuleWindow::log(quota)), 16, Thread(1), [1, 2]).unwrap();
+    let (zone, _) = Zone::attach(
+        &words,
+        Rule::one(RuleWindow::log(quota)),
+        16,
+        Thread(1),
+        [1, 2],
+    )
+    .unwrap();
     let capacity = zone.capacity() as u64;
     for i in 0..10 * capacity {
         let key = format!("key-{i}-{}", "x".repeat(i as usize % 50));
@@ -174,15 +214,27 @@ fn a_full_region_reclaims_idle_keys_then_evicts_and_stays_bounded() {
 fn threads_admit_exactly_the_limit() {
     let words = region(8 << 20);
     let quota = Quota::new(20, 1_000).unwrap();
-    let (zone, _) = Zone::attach(&words, Rule::one(RuleWindow::log(quota)), 64, Thread(1), [1, 2]).unwrap();
+    let (zone, _) = Zone::attach(
+        &words,
+        Rule::one(RuleWindow::log(quota)),
+        64,
+        Thread(1),
+        [1, 2],
+    )
+    .unwrap();
     let admitted: Vec<AtomicU64> = (0..65).map(|_| AtomicU64::new(0)).collect();
     std::thread::scope(|scope| {
         for t in 0..8u64 {
             let (words, admitted) = (&words, &admitted);
             scope.spawn(move || {
-                let (zone, attached) =
-                    Zone::attach(words, Rule::one(RuleWindow::log(quota)), 64, Thread(t + 10), [0, 0])
-                        .unwrap();
+                let (zone, attached) = Zone::attach(
+                    words,
+                    Rule::one(RuleWindow::log(quota)),
+                    64,
+                    Thread(t + 10),
+                    [0, 0],
+                )
+                .unwrap();
                 assert_eq!(attached, Attached::Reused);
                 for i in 0..1_000u64 {
                     let key = if i % 2 == 0 { 64 } else { (i / 2 + t) % 64 };
@@ -263,8 +315,14 @@ fn wait(pid: libc::pid_t) -> libc::c_int {
 fn processes_admit_exactly_the_limit() {
     let mapping = Mapping::new(4 << 20);
     let quota = Quota::new(100, 1_000).unwrap();
-    let (zone, _) =
-        Zone::attach(mapping.words(), Rule::one(RuleWindow::log(quota)), 64, ProcessOwner, [5, 6]).unwrap();
+    let (zone, _) = Zone::attach(
+        mapping.words(),
+        Rule::one(RuleWindow::log(quota)),
+        64,
+        ProcessOwner,
+        [5, 6],
+    )
+    .unwrap();
     let children: Vec<_> = (0..4)
         .map(|_| {
             fork(|| {
@@ -288,12 +346,23 @@ fn processes_killed_at_any_instant_leave_no_lock_held() {
     let mapping = Mapping::new(4 << 20);
     let quota = Quota::new(1_000_000, 1_000).unwrap();
     let config = BucketQuota::new(1_000_000, 1_000, 10).unwrap();
-    let (log, _) =
-        Zone::attach(mapping.words(), Rule::one(RuleWindow::log(quota)), 64, ProcessOwner, [5, 6]).unwrap();
+    let (log, _) = Zone::attach(
+        mapping.words(),
+        Rule::one(RuleWindow::log(quota)),
+        64,
+        ProcessOwner,
+        [5, 6],
+    )
+    .unwrap();
     let buckets_map = Mapping::new(4 << 20);
-    let (buckets, _) =
-        Zone::attach(buckets_map.words(), Rule::one(RuleWindow::buckets(config)), 64, ProcessOwner, [7, 8])
-            .unwrap();
+    let (buckets, _) = Zone::attach(
+        buckets_map.words(),
+        Rule::one(RuleWindow::buckets(config)),
+        64,
+        ProcessOwner,
+        [7, 8],
+    )
+    .unwrap();
     for round in 0..40u64 {
         let children: Vec<_> = (0..3)
             .map(|c| {

@@ -18,7 +18,11 @@ pub(crate) struct Layout {
 }
 
 impl Layout {
-    pub(crate) fn new(rule: &Rule, max_key_bytes: usize, region_words: usize) -> Result<Self, Error> {
+    pub(crate) fn new(
+        rule: &Rule,
+        max_key_bytes: usize,
+        region_words: usize,
+    ) -> Result<Self, Error> {
         let (key_words, offsets) = Self::per_key(rule, max_key_bytes)?;
         let state_words = offsets[rule.windows().len()];
         let way_words = W_KEY + key_words + state_words;

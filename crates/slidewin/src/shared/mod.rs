@@ -178,7 +178,11 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
 
     /// How many keys a region of `size_bytes` holds for `config`: an error naming `size`
     /// when not one set of keys fits, before any memory is mapped.
-    pub fn capacity_for(rule: &Rule, max_key_bytes: usize, size_bytes: usize) -> Result<usize, Error> {
+    pub fn capacity_for(
+        rule: &Rule,
+        max_key_bytes: usize,
+        size_bytes: usize,
+    ) -> Result<usize, Error> {
         Ok(Layout::new(rule, max_key_bytes, size_bytes / 8)?.sets * WAYS)
     }
 
@@ -333,11 +337,14 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
             // A peek at an unknown key answers for empty windows and stores nothing.
             None if !commit => {
                 let mut empty = RuleLimiter::new_state(&self.rule);
-                return self.rule.decide_with(&mut empty, now_ms, cost, false, limits);
+                return self
+                    .rule
+                    .decide_with(&mut empty, now_ms, cost, false, limits);
             }
             None => self.insert(&set, &key, now_ms),
         };
-        let decision = crate::rule::decide(&mut self.state(&set, way), limits, now_ms, cost, commit);
+        let decision =
+            crate::rule::decide(&mut self.state(&set, way), limits, now_ms, cost, commit);
         set.set(self.way(way) + W_USED_MS, now_ms as u64);
         if commit {
             set.add(

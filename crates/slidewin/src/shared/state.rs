@@ -152,7 +152,8 @@ impl<'a> Way<'a> {
 
     /// Whether every window is empty at `now_ms`.
     pub(crate) fn is_idle(&self, now_ms: i64) -> bool {
-        let idle = |(w, window): (usize, &RuleWindow)| on_view!(window, idle_of(self.of(w), now_ms));
+        let idle =
+            |(w, window): (usize, &RuleWindow)| on_view!(window, idle_of(self.of(w), now_ms));
         self.windows.iter().enumerate().all(idle)
     }
 }

@@ -33,7 +33,14 @@ fn set_base(zone: &Zone<&Vec<AtomicU64>, Survivor>, key: &[u8]) -> usize {
 fn a_lock_left_by_a_dead_owner_is_taken_over_and_the_set_repaired() {
     let words = region(1 << 14);
     let quota = Quota::new(3, 1_000).unwrap();
-    let (zone, _) = Zone::attach(&words, Rule::one(RuleWindow::log(quota)), 16, Survivor, [1, 2]).unwrap();
+    let (zone, _) = Zone::attach(
+        &words,
+        Rule::one(RuleWindow::log(quota)),
+        16,
+        Survivor,
+        [1, 2],
+    )
+    .unwrap();
     assert!(zone.check_at(b"alice", 0, 2).unwrap().allowed);
     let base = set_base(&zone, b"alice");
     // Owner 2 took the lock and died mid-call.
@@ -50,8 +57,14 @@ fn a_lock_left_by_a_dead_owner_is_taken_over_and_the_set_repaired() {
 fn repair_drops_a_half_written_key_and_empties_an_impossible_state() {
     let words = region(1 << 14);
     let config = BucketQuota::new(10, 1_000, 100).unwrap();
-    let (zone, _) =
-        Zone::attach(&words, Rule::one(RuleWindow::buckets(config)), 16, Survivor, [3, 4]).unwrap();
+    let (zone, _) = Zone::attach(
+        &words,
+        Rule::one(RuleWindow::buckets(config)),
+        16,
+        Survivor,
+        [3, 4],
+    )
+    .unwrap();
     for key in [&b"a"[..], b"b"] {
         zone.check_at(key, 0, 4).unwrap();
     }
@@ -81,8 +94,14 @@ fn repair_drops_a_half_written_key_and_empties_an_impossible_state() {
 fn a_repaired_bucket_total_is_recounted() {
     let words = region(1 << 14);
     let config = BucketQuota::new(10, 1_000, 100).unwrap();
-    let (zone, _) =
-        Zone::attach(&words, Rule::one(RuleWindow::buckets(config)), 16, Survivor, [5, 6]).unwrap();
+    let (zone, _) = Zone::attach(
+        &words,
+        Rule::one(RuleWindow::buckets(config)),
+        16,
+        Survivor,
+        [5, 6],
+    )
+    .unwrap();
     zone.check_at(b"k", 0, 6).unwrap();
     let base = set_base(&zone, b"k");
     let k = zone.codec.key(b"k");

@@ -20,19 +20,19 @@ function _M.over(options, fields)
     return setmetatable(fields, mt), note
 end
 
+-- The live limits are kept by conf.name across reloads, shared by the workers when the store
+-- is made in init_by_lua* (the keys stay per worker).
 function _M.new(conf)
     return _M.over({
-        algorithm = conf.algorithm,
-        limit = conf.limit,
-        window_ms = conf.window_ms,
-        bucket_ms = conf.bucket_ms,
+        windows = conf.windows,
+        name = conf.name,
         max_keys = conf.max_keys,
         max_key_bytes = conf.max_key_bytes,
     }, { keys_per_worker = true })
 end
 
-function _M.incoming(self, key, cost, commit)
-    return self.lim:decide(key, cost, commit)
+function _M.incoming(self, key, cost, commit, limits)
+    return self.lim:decide(key, cost, commit, limits)
 end
 
 function _M.uncommit(self, key, cost)

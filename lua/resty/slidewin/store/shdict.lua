@@ -61,6 +61,10 @@ local function shared_seed(dict, name)
 end
 
 function _M.new(conf)
+    if #conf.windows ~= 1 then
+        return nil, "windows must hold one window with store \"shdict\" (use store \"shm\" for rules), got "
+            .. #conf.windows .. " windows"
+    end
     if conf.algorithm ~= "counter" then
         return nil, 'algorithm must be "counter" with store "shdict", got "' .. tostring(conf.algorithm) .. '"'
     end
@@ -68,9 +72,10 @@ function _M.new(conf)
     if not dict then
         return nil, 'dict must name a lua_shared_dict, got "' .. tostring(conf.dict) .. '"'
     end
-    if conf.limit * conf.window_ms > MAX_PRODUCT then
-        return nil, "limit x window_ms must be at most 2^50 with store shdict (exact counts), got "
-            .. conf.limit .. " x " .. conf.window_ms
+    local max_limit = conf.windows[1].max_limit
+    if max_limit * conf.window_ms > MAX_PRODUCT then
+        return nil, "max_limit x window_ms must be at most 2^50 with store shdict (exact counts), got "
+            .. max_limit .. " x " .. conf.window_ms
     end
     local seed, err = shared_seed(dict, conf.name)
     if not seed then
@@ -111,8 +116,8 @@ local function elapsed_until(window, count, at_most)
 end
 
 -- Milliseconds until `cost` fits if nothing else arrives; nil when it never can.
-local function wait_ms(self, previous, current, elapsed, cost)
-    local window, at_most = self.window_ms, self.limit - cost
+local function wait_ms(self, limit, previous, current, elapsed, cost)
+    local window, at_most = self.window_ms, limit - cost
     if at_most < 0 then
         return nil
     end
@@ -134,9 +139,9 @@ local function reset_ms(self, previous, current, elapsed)
     return 0
 end
 
-local function refusal(self, previous, current, elapsed, cost)
-    local room = max(self.limit - used(self, previous, current, elapsed), 0)
-    return false, room, wait_ms(self, previous, current, elapsed, cost), reset_ms(self, previous, current, elapsed)
+local function refusal(self, limit, previous, current, elapsed, cost)
+    local room = max(limit - used(self, previous, current, elapsed), 0)
+    return false, room, wait_ms(self, limit, previous, current, elapsed, cost), reset_ms(self, previous, current, elapsed)
 end
 
 -- Methods called with `.` get `self` wrong: say so, not "attempt to index a number value".
@@ -167,11 +172,12 @@ local function check_cost(cost, method)
     end
 end
 
-function _M.incoming(self, key, cost, commit)
+-- limits: nil (conf's limit) or { limit } (one window).
+function _M.incoming(self, key, cost, commit, limits)
     check_self(self, "incoming")
     local tail = key_tail(self, key, "incoming")
     check_cost(cost, "incoming")
-    local dict, limit = self.dict, self.limit
+    local dict, limit = self.dict, limits and limits[1] or self.limit
     local index, elapsed = position(self, now_ms())
     local current_key = self.prefix .. index .. tail
     local previous = dict:get(self.prefix .. (index - 1) .. tail) or 0
@@ -182,7 +188,7 @@ function _M.incoming(self, key, cost, commit)
         if cost <= room then
             return true, room - cost, 0, reset_ms(self, previous, current, elapsed)
         end
-        return refusal(self, previous, current, elapsed, cost)
+        return refusal(self, limit, previous, current, elapsed, cost)
     end
     local current, err = dict:incr(current_key, cost, 0, self.ttl_s)
     if not current then
@@ -200,7 +206,7 @@ function _M.incoming(self, key, cost, commit)
     if not current then
         return nil, err
     end
-    return refusal(self, previous, current, elapsed, cost)
+    return refusal(self, limit, previous, current, elapsed, cost)
 end
 
 -- Gives back `cost` from the current window, then from the previous one (as SlidingCounter).

@@ -39,10 +39,7 @@ function _M.new(conf)
         return nil, 'size must be a number of bytes or a size like "10m", got ' .. tostring(conf.size)
     end
     local store, note = base.over({
-        algorithm = conf.algorithm,
-        limit = conf.limit,
-        window_ms = conf.window_ms,
-        bucket_ms = conf.bucket_ms,
+        windows = conf.windows,
         shared = conf.name,
         size = size,
         max_key_bytes = conf.max_key_bytes,

@@ -1,0 +1,190 @@
+-- resty.slidewin.config: a limiter's config checked and completed, or nil, err naming the
+-- field and the value. The windows of a rule are always in conf.windows (one window for a
+-- config that names algorithm, limit and window_ms at its top level), each with algorithm,
+-- limit, window_ms, bucket_ms, max_limit and name (its RateLimit-Policy item).
+
+local format = string.format
+
+local _M = {}
+
+local ALGORITHMS = { log = true, buckets = true, counter = true }
+local ON_STORE_ERROR = { allow = true, deny = true }
+local MAX_WINDOWS = 8
+
+local function show(v)
+    if type(v) == "string" then
+        return '"' .. v .. '"'
+    end
+    return tostring(v)
+end
+_M.show = show
+
+local function invalid(field, expected, v)
+    return nil, field .. " must be " .. expected .. ", got " .. show(v)
+end
+
+local function positive_integer(v)
+    return type(v) == "number" and v >= 1 and v % 1 == 0 and v < 2 ^ 53
+end
+_M.positive_integer = positive_integer
+
+-- A window's length as a policy name suffix: 1h, 10s, 1500ms.
+local function span(ms)
+    for _, unit in ipairs { { 86400000, "d" }, { 3600000, "h" }, { 60000, "m" }, { 1000, "s" } } do
+        if ms % unit[1] == 0 then
+            return format("%d%s", ms / unit[1], unit[2])
+        end
+    end
+    return format("%dms", ms)
+end
+
+-- Window `i` of `conf` (its table `w`) checked, with defaults; `at` names it in errors.
+local function window_of(conf, w, i, at)
+    local window = {
+        algorithm = w.algorithm or "log",
+        limit = w.limit,
+        window_ms = w.window_ms,
+        bucket_ms = w.bucket_ms,
+        max_limit = w.max_limit or w.limit,
+        name = w.name or (i == 1 and conf.name) or conf.name .. "-" .. span(w.window_ms or 0),
+    }
+    if not ALGORITHMS[window.algorithm] then
+        return invalid(at .. "algorithm", '"log", "buckets" or "counter"', window.algorithm)
+    end
+    for _, field in ipairs { "limit", "window_ms", "max_limit" } do
+        if not positive_integer(window[field]) then
+            return invalid(at .. field, "a positive integer", window[field])
+        end
+    end
+    if window.max_limit < window.limit then
+        return invalid(at .. "max_limit", format("at least the limit (%d)", window.limit), window.max_limit)
+    end
+    if window.algorithm == "buckets" and not positive_integer(window.bucket_ms) then
+        return invalid(at .. "bucket_ms", "a positive integer", window.bucket_ms)
+    end
+    if type(window.name) ~= "string" or not window.name:find("^[%w_.-]+$") then
+        return invalid(at .. "name", "a string of letters, digits, _ . -", window.name)
+    end
+    return window
+end
+
+-- conf.windows from conf.windows or from the top-level fields.
+local function windows_of(conf)
+    local list = conf.windows
+    if list == nil then
+        local window, err = window_of(conf, conf, 1, "")
+        return window and { window }, err
+    end
+    if type(list) ~= "table" or #list == 0 or #list > MAX_WINDOWS then
+        return invalid("windows", "a list of 1 to 8 window tables", list)
+    end
+    local windows, names = {}, {}
+    for i, w in ipairs(list) do
+        if type(w) ~= "table" then
+            return invalid(format("windows[%d]", i), "a table", w)
+        end
+        local window, err = window_of(conf, w, i, format("windows[%d].", i))
+        if not window then
+            return nil, err
+        end
+        if names[window.name] then
+            return invalid(format("windows[%d].name", i), "unique in the rule", window.name)
+        end
+        names[window.name] = true
+        windows[i] = window
+    end
+    return windows
+end
+
+-- conf.tiers: { name = { limit per window } }, each limit within its window's max_limit.
+local function check_tiers(conf)
+    if conf.tiers == nil then
+        return true
+    end
+    if type(conf.tiers) ~= "table" then
+        return invalid("tiers", "a table of tier name = { limit per window }", conf.tiers)
+    end
+    for tier, limits in pairs(conf.tiers) do
+        local ok, err = _M.check_limits(conf, limits, format("tiers.%s", tostring(tier)))
+        if not ok then
+            return nil, err
+        end
+    end
+    return true
+end
+
+-- `limits` (one per window of conf) checked: true, or nil, err naming `field`.
+function _M.check_limits(conf, limits, field)
+    local windows = conf.windows
+    if type(limits) ~= "table" or #limits ~= #windows then
+        return invalid(field, format("a list of %d limit(s), one per window", #windows), limits)
+    end
+    for i, limit in ipairs(limits) do
+        if not (positive_integer(limit) and limit <= windows[i].max_limit) then
+            return invalid(format("%s[%d]", field, i),
+                format("a positive integer at most max_limit (%d)", windows[i].max_limit), limit)
+        end
+    end
+    return true
+end
+
+-- A copy of opts with defaults filled in, or nil, err naming the field and the value.
+function _M.validate(opts)
+    if type(opts) ~= "table" then
+        return invalid("config", "a table", opts)
+    end
+    local conf = {}
+    for k, v in pairs(opts) do
+        conf[k] = v
+    end
+    conf.store = conf.store or "shm"
+    conf.max_keys = conf.max_keys or 100000
+    conf.max_key_bytes = conf.max_key_bytes or 64
+    conf.status = conf.status or 429
+    conf.body = conf.body or "Too Many Requests\n"
+    conf.on_store_error = conf.on_store_error or "allow"
+    conf.error_log_interval_ms = conf.error_log_interval_ms or 10000
+
+    if type(conf.name) ~= "string" or not conf.name:find("^[%w_.-]+$") then
+        return invalid("name", "a string of letters, digits, _ . -", conf.name)
+    end
+    local windows, err = windows_of(conf)
+    if not windows then
+        return nil, err
+    end
+    conf.windows = windows
+    -- The first window's fields stay at the top level for stores of one window (shdict).
+    conf.algorithm, conf.limit, conf.window_ms, conf.bucket_ms =
+        windows[1].algorithm, windows[1].limit, windows[1].window_ms, windows[1].bucket_ms
+    for _, field in ipairs { "max_keys", "max_key_bytes" } do
+        if not positive_integer(conf[field]) then
+            return invalid(field, "a positive integer", conf[field])
+        end
+    end
+    local ok
+    ok, err = check_tiers(conf)
+    if not ok then
+        return nil, err
+    end
+    if type(conf.store) ~= "string" or not conf.store:find("^[%w_]+$") then
+        return invalid("store", "a store module name", conf.store)
+    end
+    if not (positive_integer(conf.status) and conf.status >= 400 and conf.status <= 599) then
+        return invalid("status", "an HTTP error status", conf.status)
+    end
+    if type(conf.body) ~= "string" then
+        return invalid("body", "a string", conf.body)
+    end
+    if not ON_STORE_ERROR[conf.on_store_error] then
+        return invalid("on_store_error", '"allow" or "deny"', conf.on_store_error)
+    end
+    if not positive_integer(conf.error_log_interval_ms) then
+        return invalid("error_log_interval_ms", "a positive integer", conf.error_log_interval_ms)
+    end
+    if conf.local_refusal_cache ~= nil and type(conf.local_refusal_cache) ~= "boolean" then
+        return invalid("local_refusal_cache", "a boolean", conf.local_refusal_cache)
+    end
+    return conf
+end
+
+return _M
