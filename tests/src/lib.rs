@@ -1,6 +1,7 @@
 //! The end-to-end harness: starts real servers on loopback ports it picks, owns them, stops them.
 
 pub mod http;
+pub mod load;
 pub mod nginx;
 pub mod process;
 pub mod redis;

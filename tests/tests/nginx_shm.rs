@@ -9,59 +9,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use slidewin_tests::http::Response;
+use slidewin_tests::load::{admitted_times, busiest_window, hammer, reload};
 use slidewin_tests::nginx::Nginx;
-
-/// When the server decided an admitted request: between X-T0 and X-T1 (its now_ms).
-fn decided(r: &Response) -> (i64, i64) {
-    let t = |h| r.header(h).expect("X-T0/X-T1 on a 200").parse().unwrap();
-    (t("X-T0"), t("X-T1"))
-}
-
-/// `clients` threads sending GET `path` back to back for `for_ms`; every response.
-fn hammer(nginx: &Nginx, path: &str, clients: usize, for_ms: u64) -> Vec<Response> {
-    let deadline = Instant::now() + Duration::from_millis(for_ms);
-    thread::scope(|s| {
-        let handles: Vec<_> = (0..clients)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut out = Vec::new();
-                    while Instant::now() < deadline {
-                        out.push(nginx.get(path));
-                    }
-                    out
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap())
-            .collect()
-    })
-}
-
-/// The most admitted requests certainly inside one window of `window_ms` (both their times
-/// in it), over every window that ends at an admission; and the same count for requests that
-/// may be inside (either time in it).
-fn busiest_window(mut admitted: Vec<(i64, i64)>, window_ms: i64) -> (usize, usize) {
-    admitted.sort();
-    let (mut certain, mut possible) = (0, 0);
-    for &(_, end) in &admitted {
-        let start = end - window_ms; // the window (start, end]
-        let inside = |&&(t0, t1): &&(i64, i64)| t0 > start && t1 <= end;
-        let touches = |&&(t0, t1): &&(i64, i64)| t1 > start && t0 <= end;
-        certain = certain.max(admitted.iter().filter(inside).count());
-        possible = possible.max(admitted.iter().filter(touches).count());
-    }
-    (certain, possible)
-}
-
-fn admitted_times(responses: &[Response]) -> Vec<(i64, i64)> {
-    responses
-        .iter()
-        .filter(|r| r.status == 200)
-        .map(decided)
-        .collect()
-}
 
 #[test]
 fn four_workers_admit_exactly_the_limit_in_every_window() {
@@ -208,15 +157,6 @@ fn workers_killed_under_load_leave_no_deadlock_and_the_limits_hold() {
     for crash in ["signal 11", "signal 6", "signal 7"] {
         assert!(!log.contains(crash), "a worker crashed by itself: {log}");
     }
-}
-
-fn reload(nginx: &Nginx) {
-    let master = std::fs::read_to_string(nginx.prefix.dir.join("logs/nginx.pid")).unwrap();
-    let status = Command::new("kill")
-        .args(["-HUP", master.trim()])
-        .status()
-        .unwrap();
-    assert!(status.success());
 }
 
 #[test]

@@ -58,15 +58,16 @@ function _M.get(self, name)
     return nil, self.errors[name] or "no limiter called " .. tostring(name)
 end
 
--- sw:enforce(key, cost) on limiter `name`; 500 (message in error.log) when it has no limiter.
-function _M.enforce(self, name, key, cost)
+-- sw:enforce(key, cost, opts) on limiter `name`; 500 (message in error.log) when it has no
+-- limiter.
+function _M.enforce(self, name, key, cost, opts)
     check_self(self, "enforce")
     local sw, err = self:get(name)
     if not sw then
         ngx.log(ngx.ERR, 'slidewin limiter "', tostring(name), '": ', err)
         return ngx.exit(500)
     end
-    return sw:enforce(key, cost)
+    return sw:enforce(key, cost, opts)
 end
 
 local function all(self)
