@@ -58,6 +58,15 @@ pub enum Error {
         /// The region's size in bytes.
         got: u64,
     },
+    /// A region of rules ([`crate::shared::Directory`]) with no free run of pages that large.
+    NoRoom {
+        /// Bytes the rule needs.
+        needed: u64,
+        /// The largest free run of pages, in bytes.
+        largest_free: u64,
+        /// Bytes of pages in all.
+        size: u64,
+    },
     /// An operation that needs a sample (`replace_last`) on an empty stream aggregate.
     NoSample {
         /// The operation's name.
@@ -98,6 +107,15 @@ impl fmt::Display for Error {
                 f,
                 "size must be at least {needed} bytes (8 keys of this limit, window and \
                  max_key_bytes), got {got}"
+            ),
+            Error::NoRoom {
+                needed,
+                largest_free,
+                size,
+            } => write!(
+                f,
+                "size must be at most the zone's largest free space ({largest_free} of {size} \
+                 bytes) for this rule, got {needed}: remove rules or make the zone larger"
             ),
             Error::NoSample { name } => write!(f, "{name} needs a sample, the window is empty"),
         }

@@ -19,6 +19,18 @@ pub trait Owner {
     }
 }
 
+impl<O: Owner> Owner for &O {
+    fn id(&self) -> u64 {
+        (**self).id()
+    }
+    fn is_alive(&self, id: u64) -> bool {
+        (**self).is_alive(id)
+    }
+    fn pause(&self) {
+        (**self).pause()
+    }
+}
+
 /// Spins before the first pause: a lock is held for a call's length.
 const SPINS: u32 = 64;
 /// Pauses between two questions whether the owner lives.

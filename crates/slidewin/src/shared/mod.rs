@@ -55,6 +55,7 @@
 //! # Ok::<(), slidewin::Error>(())
 //! ```
 
+mod directory;
 mod keys;
 mod layout;
 mod limits;
@@ -63,6 +64,7 @@ mod state;
 #[cfg(test)]
 mod tests;
 
+pub use directory::{Directory, DirectoryStats, Found, Part, GRACE_MS, PAGE_BYTES};
 pub use limits::LiveLimits;
 pub use lock::Owner;
 #[cfg(feature = "std")]
