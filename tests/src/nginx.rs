@@ -199,6 +199,11 @@ impl Nginx {
         self.prefix.port
     }
 
+    /// The master's process id.
+    pub fn pid(&self) -> u32 {
+        self.process.child.id()
+    }
+
     pub fn get(&self, path: &str) -> Response {
         http::get(self.port(), path)
     }

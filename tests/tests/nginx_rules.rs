@@ -251,3 +251,104 @@ fn the_demo_rules_location_refuses_by_either_window() {
         .unwrap()
         .starts_with("\"rules-10s\";r=0;t="));
 }
+
+/// The workers' private memory (RssAnon: the zone itself is shared memory, RssShmem).
+fn workers_private_kb(nginx: &Nginx) -> u64 {
+    let pids = std::process::Command::new("pgrep")
+        .args(["-P", &nginx.pid().to_string()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&pids.stdout)
+        .split_whitespace()
+        .map(|pid| {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            status
+                .lines()
+                .find(|l| l.starts_with("RssAnon:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse().ok())
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
+#[test]
+fn rules_made_and_removed_at_run_time_share_one_bounded_zone() {
+    let nginx = Nginx::start("rules.conf", 4);
+    // Made by whichever worker first serves it, found by the others: one window for all.
+    assert_eq!(
+        statuses(&nginx, "/zone/rt?user=u", 20)
+            .iter()
+            .filter(|&&s| s == 200)
+            .count(),
+        3
+    );
+    // 1,000 rules put and removed (10 per call, about 200 a second: the zone holds a removed
+    // rule's pages for a second), in two rounds while clients use rule "hot"; the workers'
+    // memory after the first round is what it is after the second.
+    let churn = r#"
+        local zone = require("resty.slidewin.zone").get("gateway")
+        for i = 1, 10 do
+            local name = ("churn-%d-%d"):format(ngx.worker.pid(), ngx.now() * 1000 + i)
+            local lim = zone:put(name, { limit = 3, window_ms = 60000, size = 4096 })
+            assert(lim:incoming("k", true) == 0)
+            assert(zone:remove(name))
+        end
+        return "done"
+    "#;
+    let mut private_kb = Vec::new();
+    let hot = thread::scope(|s| {
+        let clients = s.spawn(|| hammer(&nginx, "/zone-hot?user=x", 4, 6_000));
+        for round in 0..2 {
+            for _ in 0..50 {
+                let r = nginx.eval(churn);
+                assert_eq!((r.status, r.body.as_str()), (200, "done"), "{}", r.body);
+                thread::sleep(Duration::from_millis(40));
+            }
+            if round == 0 {
+                thread::sleep(Duration::from_millis(200));
+            }
+            private_kb.push(workers_private_kb(&nginx));
+        }
+        clients.join().unwrap()
+    });
+    assert_eq!(
+        admitted(&hot),
+        5,
+        "rule hot kept its window through the churn"
+    );
+    assert!(hot.iter().all(|r| r.status == 200 || r.status == 429));
+    thread::sleep(Duration::from_millis(1_100)); // the last removed rules' grace
+    let stats = nginx.eval(
+        r#"local s = require("resty.slidewin.zone").get("gateway"):stats()
+           return ("%d %d"):format(s.rules, s.pages_used)"#,
+    );
+    assert_eq!(
+        stats.body, "2 8",
+        "rules hot and rt, 4 pages each, are all that is left"
+    );
+    let growth = private_kb[1].saturating_sub(private_kb[0]);
+    assert!(
+        growth < 1_024,
+        "workers' private memory grew by {growth} kB in the second round: {private_kb:?}"
+    );
+    // A rule larger than the zone's free space is refused with the size it needs.
+    let refused = nginx.eval(
+        r#"local ok, err = pcall(function()
+               return require("resty.slidewin.zone").get("gateway"):put("big", { limit = 3, window_ms = 60000, size = 4194304 })
+           end)
+           return err"#,
+    );
+    assert!(
+        refused
+            .body
+            .starts_with("zone:put: size must be at most the zone's largest free space (")
+            && refused
+                .body
+                .ends_with("for this rule, got 4194304: remove rules or make the zone larger"),
+        "{}",
+        refused.body
+    );
+    let log = nginx.error_log();
+    assert!(!log.contains("signal"), "no worker crashed: {log}");
+}

@@ -14,6 +14,7 @@ mod object;
 mod rules;
 mod shared;
 mod stream;
+mod zone;
 
 use mlua::prelude::*;
 use slidewin::{Clock, SystemClock};
@@ -29,6 +30,7 @@ fn slidewin(lua: &Lua) -> LuaResult<LuaTable> {
     module.set("now_ms", object::now_ms_function(lua)?)?;
     object::register(lua)?;
     module.set("limiter", lua.create_function(limiter::new)?)?;
+    module.set("zone", lua.create_function(zone::new)?)?;
     stream::register(lua, &module)?;
     lua.load(include_str!("prelude.lua"))
         .set_name("=slidewin")

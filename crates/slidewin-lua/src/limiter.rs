@@ -10,6 +10,8 @@
 //! `nil, "rejected", retry_after_ms` when refused), so these objects compose with
 //! `resty.limit.traffic.combine`. `retry_after_ms` is nil when `cost` exceeds the limit (never).
 
+use std::sync::atomic::AtomicU64;
+
 use mlua::{Lua, Result as LuaResult, Value};
 use slidewin::rule::{Limits, Rule, RuleLimiter};
 use slidewin::shared::{LiveLimits, Zone, ZoneStats};
@@ -32,14 +34,14 @@ const DEFAULT_MAX_KEY_BYTES: u64 = 64;
 /// The operations the Lua object needs over a rule's keys, in this worker ([`Keyed`]) or in
 /// shared memory ([`crate::shared`]).
 pub trait Store {
-    /// Decide under `limits` (checked against the rule), or the live limits when `None`.
+    /// Decide under a caller's `limits` (checked against the rule), or the live limits.
     fn decide(
         &mut self,
         key: &[u8],
         now_ms: i64,
         cost: u64,
         commit: bool,
-        limits: Option<&Limits>,
+        limits: Option<&[u64]>,
     ) -> Result<Decision, Error>;
     fn uncommit(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error>;
     fn reset(&mut self, key: &[u8]);
@@ -66,11 +68,13 @@ impl Store for Local {
         now_ms: i64,
         cost: u64,
         commit: bool,
-        limits: Option<&Limits>,
+        limits: Option<&[u64]>,
     ) -> Result<Decision, Error> {
-        let limits = limits
-            .copied()
-            .unwrap_or_else(|| self.live.get(self.keyed.config()));
+        let rule = self.keyed.config();
+        let limits = match limits {
+            Some(limits) => rule.check_limits(limits)?,
+            None => self.live.get(rule),
+        };
         self.keyed
             .decide_bytes_by(key, now_ms, commit, |rule, state, commit| {
                 rule.decide_with(state, now_ms, cost, commit, &limits)
@@ -105,19 +109,20 @@ impl Store for Local {
     }
 }
 
-impl Store for Zone<Region, WorkerOwner> {
+impl<R: AsRef<[AtomicU64]>> Store for Zone<R, WorkerOwner> {
     fn decide(
         &mut self,
         key: &[u8],
         now_ms: i64,
         cost: u64,
         commit: bool,
-        limits: Option<&Limits>,
+        limits: Option<&[u64]>,
     ) -> Result<Decision, Error> {
-        match limits {
-            Some(limits) => self.decide_at(key, now_ms, cost, commit, limits),
-            None => self.decide_at(key, now_ms, cost, commit, &Zone::limits(self)),
-        }
+        let limits = match limits {
+            Some(limits) => self.rule().check_limits(limits)?,
+            None => Zone::limits(self),
+        };
+        self.decide_at(key, now_ms, cost, commit, &limits)
     }
     fn uncommit(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
         self.uncommit_at(key, now_ms, cost)
@@ -142,10 +147,13 @@ impl Store for Zone<Region, WorkerOwner> {
 /// What a `slidewin.limiter{...}` object holds (its Lua side is in [`crate::object`]).
 pub struct LuaLimiter {
     store: Box<dyn Store>,
-    rule: Rule,
 }
 
 impl LuaLimiter {
+    pub fn new(store: Box<dyn Store>) -> Self {
+        Self { store }
+    }
+
     /// Decide at the module's clock under `limits` (a caller's, unchecked) or the live ones;
     /// record `cost` when it fits and `commit` is true.
     pub fn decide(
@@ -155,14 +163,7 @@ impl LuaLimiter {
         commit: bool,
         limits: Option<&[u64]>,
     ) -> Result<Decision, Error> {
-        match limits {
-            Some(limits) => {
-                let limits = self.rule.check_limits(limits)?;
-                self.store
-                    .decide(key, now_ms(), cost, commit, Some(&limits))
-            }
-            None => self.store.decide(key, now_ms(), cost, commit, None),
-        }
+        self.store.decide(key, now_ms(), cost, commit, limits)
     }
 
     pub fn uncommit(&mut self, key: &[u8], cost: u64) -> Result<(), Error> {
@@ -236,10 +237,7 @@ pub fn new(lua: &Lua, opts: Value) -> LuaResult<(Value, Option<String>)> {
             let max_keys = usize::try_from(max_keys).unwrap_or(usize::MAX);
             // Named: the live limits are kept by that name across reloads.
             let limits_spec = name("name")?.map(|n| spec(format!("{n} (limits)"), LIMITS_BYTES));
-            (
-                local(rule.clone(), max_keys, max_key_bytes, limits_spec)?,
-                None,
-            )
+            (local(rule, max_keys, max_key_bytes, limits_spec)?, None)
         }
         Some(shared_name) => {
             if !opts.raw_get::<Value>("max_keys")?.is_nil() {
@@ -255,13 +253,10 @@ pub fn new(lua: &Lua, opts: Value) -> LuaResult<(Value, Option<String>)> {
                 args::field_positive(NEW, &opts, "size")?,
             )?;
             let spec = spec(shared_name, usize::try_from(size).unwrap_or(usize::MAX));
-            in_region(&spec, rule.clone())?
+            in_region(&spec, rule)?
         }
     };
-    let limiter = LuaLimiter {
-        store: store.map_err(args::core(NEW))?,
-        rule,
-    };
+    let limiter = LuaLimiter::new(store.map_err(args::core(NEW))?);
     Ok((crate::object::push(lua, limiter)?, note))
 }
 

@@ -54,4 +54,21 @@ for _, name in ipairs {
     end
 end
 
+-- Zones of rules made at run time: a table holding the Rust object, with the same methods.
+local Zone = {}
+Zone.__index = Zone
+for _, method in ipairs { "put", "get", "remove", "names", "stats" } do
+    Zone[method] = function(self, ...)
+        if getmetatable(self) ~= Zone then
+            error(("zone:%s: self must be a slidewin zone (call zone:%s(...) with ':'), got %s")
+                :format(method, method, type(self) == "string" and '"' .. self .. '"' or tostring(self)), 2)
+        end
+        local inner = self[1]
+        return rethrow(pcall(inner[method], inner, ...))
+    end
+end
+function module.zone(opts)
+    return setmetatable({ rethrow(pcall(raw.zone, opts)) }, Zone)
+end
+
 return module

@@ -82,7 +82,7 @@ pub fn region(spec: &Spec) -> Result<(Region, Option<String>), String> {
 }
 
 /// A fresh secret seed for a new region's hashes.
-fn seed() -> [u64; 2] {
+pub fn seed() -> [u64; 2] {
     use std::hash::BuildHasher;
     let random = std::collections::hash_map::RandomState::new();
     [random.hash_one(1_u8), random.hash_one(2_u8)]

@@ -67,6 +67,8 @@ pub enum Error {
         /// Bytes of pages in all.
         size: u64,
     },
+    /// A rule of a [`crate::shared::Directory`] that was removed while a process still used it.
+    RuleRemoved,
     /// An operation that needs a sample (`replace_last`) on an empty stream aggregate.
     NoSample {
         /// The operation's name.
@@ -117,6 +119,7 @@ impl fmt::Display for Error {
                 "size must be at most the zone's largest free space ({largest_free} of {size} \
                  bytes) for this rule, got {needed}: remove rules or make the zone larger"
             ),
+            Error::RuleRemoved => write!(f, "the rule was removed from its zone"),
             Error::NoSample { name } => write!(f, "{name} needs a sample, the window is empty"),
         }
     }

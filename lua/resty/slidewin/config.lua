@@ -28,6 +28,22 @@ local function positive_integer(v)
 end
 _M.positive_integer = positive_integer
 
+local UNITS = { [""] = 1, k = 1024, m = 1024 * 1024, g = 1024 * 1024 * 1024 }
+
+-- A size as bytes: a positive integer, or digits with k/m/g (as nginx sizes); nil otherwise.
+function _M.bytes(size)
+    if type(size) == "number" then
+        return size
+    end
+    if type(size) == "string" then
+        local digits, unit = size:lower():match("^(%d+)([kmg]?)$")
+        if digits then
+            return tonumber(digits) * UNITS[unit]
+        end
+    end
+    return nil
+end
+
 -- A window's length as a policy name suffix: 1h, 10s, 1500ms.
 local function span(ms)
     for _, unit in ipairs { { 86400000, "d" }, { 3600000, "h" }, { 60000, "m" }, { 1000, "s" } } do

@@ -190,7 +190,14 @@ impl<R: AsRef<[AtomicU64]> + Clone, O: Owner> Directory<R, O> {
                 && found.bytes == pages * PAGE_BYTES
             {
                 // Only limits changed: the zone takes them as its live limits, keeping its keys.
-                self.write_entry(found.entry, name, rule, max_key_bytes, found.first_page, pages);
+                self.write_entry(
+                    found.entry,
+                    name,
+                    rule,
+                    max_key_bytes,
+                    found.first_page,
+                    pages,
+                );
                 let found = Found {
                     rule: rule.clone(),
                     ..found
@@ -275,10 +282,13 @@ impl<R: AsRef<[AtomicU64]> + Clone, O: Owner> Directory<R, O> {
     /// Rules and pages in use.
     pub fn stats(&self, now_ms: i64) -> DirectoryStats {
         let _locked = self.lock();
-        let used = (0..self.entries).filter(|&e| self.get(e, E_GENERATION) != 0 || self.held(e, now_ms));
+        let used =
+            (0..self.entries).filter(|&e| self.get(e, E_GENERATION) != 0 || self.held(e, now_ms));
         let pages_used = used.map(|e| self.get(e, E_PAGES)).sum();
         DirectoryStats {
-            rules: (0..self.entries).filter(|&e| self.get(e, E_GENERATION) != 0).count() as u64,
+            rules: (0..self.entries)
+                .filter(|&e| self.get(e, E_GENERATION) != 0)
+                .count() as u64,
             pages_used,
             pages: self.pages as u64,
         }
@@ -334,8 +344,8 @@ impl<R: AsRef<[AtomicU64]> + Clone, O: Owner> Directory<R, O> {
     }
 
     fn find_locked(&self, name: &[u8]) -> Option<Found> {
-        let entry = (0..self.entries)
-            .find(|&e| self.get(e, E_GENERATION) != 0 && self.name(e) == name)?;
+        let entry =
+            (0..self.entries).find(|&e| self.get(e, E_GENERATION) != 0 && self.name(e) == name)?;
         let windows = (0..self.get(entry, E_WINDOWS) as usize).map(|w| {
             let at = E_RULE + w * WINDOW_WORDS;
             window_from(core::array::from_fn(|i| self.get(entry, at + i)))
@@ -412,7 +422,10 @@ fn same_layout(a: &Rule, b: &Rule) -> bool {
         words
     };
     a.windows().len() == b.windows().len()
-        && a.windows().iter().zip(b.windows()).all(|(x, y)| shape(x) == shape(y))
+        && a.windows()
+            .iter()
+            .zip(b.windows())
+            .all(|(x, y)| shape(x) == shape(y))
 }
 
 fn check_name(name: &[u8]) -> Result<(), Error> {
@@ -434,7 +447,9 @@ fn window_words(window: &RuleWindow) -> [u64; WINDOW_WORDS] {
     [code, limit, window_ms, bucket_ms, window.max_limit()]
 }
 
-fn window_from([code, limit, window_ms, bucket_ms, max_limit]: [u64; WINDOW_WORDS]) -> Option<RuleWindow> {
+fn window_from(
+    [code, limit, window_ms, bucket_ms, max_limit]: [u64; WINDOW_WORDS],
+) -> Option<RuleWindow> {
     let window = match code {
         1 => RuleWindow::log(Quota::new(limit, window_ms as i64).ok()?),
         2 => RuleWindow::buckets(BucketQuota::new(limit, window_ms as i64, bucket_ms as i64).ok()?),

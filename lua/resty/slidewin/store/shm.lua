@@ -9,24 +9,9 @@
 -- error.log. The store counts its own decisions (allowed, rejected, evictions) in the region.
 
 local base = require "resty.slidewin.store.local"
+local bytes = require("resty.slidewin.config").bytes
 
 local _M = {}
-
-local UNITS = { [""] = 1, k = 1024, m = 1024 * 1024, g = 1024 * 1024 * 1024 }
-
--- conf.size as bytes: a positive integer, or digits with k/m/g (as nginx sizes).
-local function bytes(size)
-    if type(size) == "number" then
-        return size
-    end
-    if type(size) == "string" then
-        local digits, unit = size:lower():match("^(%d+)([kmg]?)$")
-        if digits then
-            return tonumber(digits) * UNITS[unit]
-        end
-    end
-    return nil
-end
 
 function _M.new(conf)
     local phase = ngx and ngx.get_phase and ngx.get_phase()
