@@ -45,14 +45,18 @@ if curl -sf "127.0.0.1:$FRONT_PORT/adaptive" >/dev/null 2>&1; then
 fi
 
 admin() { curl -sf "127.0.0.1:$UPSTREAM_PORT/admin?$1"; }
-# Waits (up to 120 s) until the upstream has nothing in service or queued: work whose clients
-# left is still done, and must not slow the next run down.
+# Waits (up to 180 s) until the upstream has had nothing in service or queued, and served
+# nothing more, for 2 s: work whose clients left is still done (also what sat in its accept
+# queue while its connections were all in use), and must not slow the next run down.
 drain() {
-  for _ in $(seq 1200); do
-    admin "" | grep -q '"busy":0,"queued":0' && return
-    sleep 0.1
+  local state previous=""
+  for _ in $(seq 90); do
+    state=$(admin "")
+    if grep -q '"busy":0,"queued":0' <<<"$state" && [ "$state" = "$previous" ]; then return; fi
+    previous=$state
+    sleep 2
   done
-  echo "upstream not drained after 120 s: $(admin "")" >&2
+  echo "upstream not drained after 180 s: $state" >&2
 }
 
 # run SCENARIO NAME PATH METRIC RATE SECONDS MEASURE JITTER REFERENCE [--at ...]: one run, its
@@ -68,12 +72,14 @@ run() {
   echo "== $scenario / $name: $rate req/s for $seconds s, capacity $CAPACITY req/s, load $(cut -d' ' -f1-3 /proc/loadavg)"
   target/release/slidewin-load --port "$FRONT_PORT" --path "$path" --rate "$rate" \
     --seconds "$seconds" --timeout-ms "$TIMEOUT_MS" --clients "$CLIENTS" --measure "$measure" \
-    "${probe[@]}" "$@" | tee /dev/stderr | grep '^summary' | sed "s|^summary|$scenario $name reference=$reference|" >>"$results"
+    "${probe[@]}" "$@" >"$results.run"
+  cat "$results.run"
+  grep '^summary' "$results.run" | sed "s|^summary|$scenario $name reference=$reference|" >>"$results"
 }
 
 echo "== $(date -u +%FT%TZ), $(nproc) cores, $(uptime)"
 echo "== capacity $CAPACITY req/s (c=$C, S=$S_MS ms), client timeout $TIMEOUT_MS ms, $CLIENTS clients, $WORKERS limiter workers"
-run noload none /none - $((CAPACITY / 5)) 10 2:10 0 $((CAPACITY / 5)) 2>&1
+run noload none /none - $((CAPACITY / 5)) 10 2:10 0 $((CAPACITY / 5))
 base_p99=$(awk '$1 == "noload" { for (i = 3; i <= NF; i++) if ($i ~ /^p99=/) print substr($i, 5) }' "$results")
 
 for scenario in "${SCENARIOS[@]}"; do
@@ -94,7 +100,7 @@ for scenario in "${SCENARIOS[@]}"; do
   for variant in "${ALL_VARIANTS[@]}"; do
     read -r name path metric <<<"$variant"
     if [ -n "${VARIANTS:-}" ] && ! grep -qw -- "$name" <<<"$VARIANTS"; then continue; fi
-    run "$scenario" "$name" "$path" "$metric" "$rate" "$seconds" "$measure" "$jitter" "$reference" "${at[@]}" 2>&1
+    run "$scenario" "$name" "$path" "$metric" "$rate" "$seconds" "$measure" "$jitter" "$reference" "${at[@]}"
   done
 done
 
@@ -109,4 +115,4 @@ awk -v base="$base_p99" '$1 != "noload" {
     $1, $2, v["from"], v["to"], v["offered"], v["admitted"], v["goodput"], v["goodput"] / v["reference"],
     v["p99"], ratio, 100 * v["refused_ratio"], v["limit_min"], v["limit_max"]
 }' "$results"
-rm -f "$results"
+rm -f "$results" "$results.run"
