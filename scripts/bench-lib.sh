@@ -1,7 +1,18 @@
 # Sourced by the nginx benchmarks: start_nginx CONFIG READY_PATH renders nginx/CONFIG into a
 # temporary prefix ($prefix) on $PORT with $WORKERS workers, runs it in the background
-# ($nginx_pid, stopped and removed on exit) and waits until READY_PATH answers.
-# workers: the worker PIDs, sorted.
+# ($nginx_pid) and waits until READY_PATH answers. Called again (with another PORT) it starts
+# one more; every one is stopped and its prefix removed on exit.
+# workers: the worker PIDs of the last one started, sorted.
+
+started_nginx=()
+stop_started_nginx() {
+  local entry
+  for entry in "${started_nginx[@]}"; do
+    kill -TERM "${entry%%:*}" 2>/dev/null
+    wait "${entry%%:*}" 2>/dev/null
+    rm -rf "${entry#*:}"
+  done
+}
 
 start_nginx() {
   scripts/deps.sh nginx
@@ -10,7 +21,8 @@ start_nginx() {
   prefix=$(mktemp -d /tmp/slidewin-bench-XXXXXX)
   target/release/slidewin-nginx "$1" --port "$PORT" --workers "$WORKERS" --prefix "$prefix" 2>/dev/null &
   nginx_pid=$!
-  trap 'kill -TERM $nginx_pid 2>/dev/null; wait $nginx_pid 2>/dev/null; rm -rf "$prefix"' EXIT
+  started_nginx+=("$nginx_pid:$prefix")
+  trap stop_started_nginx EXIT
   for _ in $(seq 100); do curl -sf "127.0.0.1:$PORT$2" >/dev/null && break; sleep 0.1; done
 }
 

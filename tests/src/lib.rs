@@ -3,6 +3,7 @@
 pub mod http;
 pub mod load;
 pub mod nginx;
+pub mod openloop;
 pub mod process;
 pub mod redis;
 pub mod resp;

@@ -49,6 +49,7 @@ pub mod error;
 pub mod keyed;
 pub mod limiter;
 pub mod log;
+pub mod queue;
 pub mod quota;
 pub mod rule;
 pub mod shared;
