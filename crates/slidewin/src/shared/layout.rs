@@ -77,9 +77,13 @@ impl Layout {
             self.sets as u64,
             region_words as u64,
         ]);
-        // FNV-1a over the words: a fixed function, so every process computes the same value.
-        words.fold(0xcbf2_9ce4_8422_2325, |h: u64, w| {
-            (h ^ w).wrapping_mul(0x0100_0000_01b3)
-        })
+        fingerprint(words)
     }
+}
+
+/// FNV-1a over `words`: a fixed function, so every process computes the same value.
+pub(crate) fn fingerprint(words: impl IntoIterator<Item = u64>) -> u64 {
+    words.into_iter().fold(0xcbf2_9ce4_8422_2325, |h: u64, w| {
+        (h ^ w).wrapping_mul(0x0100_0000_01b3)
+    })
 }

@@ -56,6 +56,7 @@
 //! ```
 
 mod directory;
+mod inflight;
 mod keys;
 mod layout;
 mod limits;
@@ -65,6 +66,7 @@ mod state;
 mod tests;
 
 pub use directory::{Directory, DirectoryStats, Found, Part, GRACE_MS, PAGE_BYTES};
+pub use inflight::{Entry, Inflight, InflightConfig, InflightStats, LIVENESS_CHECK_MS};
 pub use limits::LiveLimits;
 pub use lock::Owner;
 #[cfg(feature = "std")]
@@ -144,6 +146,68 @@ pub struct Zone<R, O: Owner> {
     owner: O,
 }
 
+/// The header of a region: laid out afresh for `magic` and `fingerprint` (every word of the
+/// region zeroed, `seed` stored) unless it holds them already; how, and the region's seed.
+fn attach_header(
+    words: &[AtomicU64],
+    magic: u64,
+    fingerprint: u64,
+    seed: [u64; 2],
+) -> (Attached, [u64; 2]) {
+    let reused = words[H_MAGIC].load(Ordering::Acquire) == magic
+        && words[H_FINGERPRINT].load(Ordering::Relaxed) == fingerprint;
+    if !reused {
+        words[H_MAGIC].store(0, Ordering::Relaxed);
+        for word in &words[1..] {
+            word.store(0, Ordering::Relaxed);
+        }
+        words[H_FINGERPRINT].store(fingerprint, Ordering::Relaxed);
+        words[H_SEED].store(seed[0], Ordering::Relaxed);
+        words[H_SEED + 1].store(seed[1], Ordering::Relaxed);
+        words[H_MAGIC].store(magic, Ordering::Release);
+    }
+    let seed = [0, 1].map(|i| words[H_SEED + i].load(Ordering::Relaxed));
+    let attached = if reused {
+        Attached::Reused
+    } else {
+        Attached::Fresh
+    };
+    (attached, seed)
+}
+
+/// Counters `fields` of every set, summed (read without locks: each is exact, the sum is a
+/// moment's view); sets of `set_words` follow `header` words.
+fn set_totals<const N: usize>(
+    words: &[AtomicU64],
+    header: usize,
+    set_words: usize,
+    sets: usize,
+    fields: [usize; N],
+) -> [u64; N] {
+    let mut totals = [0; N];
+    for set in 0..sets {
+        let base = header + set * set_words;
+        for (total, field) in totals.iter_mut().zip(fields) {
+            *total += words[base + field].load(Ordering::Relaxed);
+        }
+    }
+    totals
+}
+
+/// Locks the set of `set_words` at `base` of `words` for `owner`, and how it was taken.
+fn lock_set<'w>(
+    words: &'w [AtomicU64],
+    base: usize,
+    set_words: usize,
+    owner: &impl Owner,
+) -> (Set<'w>, Taken) {
+    let set = Set {
+        words: &words[base..base + set_words],
+    };
+    let taken = lock::lock(&set.words[S_LOCK], owner);
+    (set, taken)
+}
+
 /// One set, locked.
 struct Set<'z> {
     words: &'z [AtomicU64],
@@ -155,7 +219,7 @@ impl Drop for Set<'_> {
     }
 }
 
-impl Set<'_> {
+impl<'z> Set<'z> {
     fn get(&self, i: usize) -> u64 {
         self.words[i].load(Ordering::Relaxed)
     }
@@ -164,6 +228,31 @@ impl Set<'_> {
     }
     fn add(&self, i: usize, n: u64) {
         self.set(i, self.get(i).wrapping_add(n));
+    }
+    /// The stored key (length word, last use, key words) of `way`, in ways of `way_words`
+    /// with room for `key_words`.
+    fn stored_key(&self, way: usize, way_words: usize, key_words: usize) -> &'z [AtomicU64] {
+        let at = S_TAGS + WAYS + way * way_words;
+        &self.words[at..at + W_KEY + key_words]
+    }
+    /// Drops the ways whose key does not match its tag (a key half written by a process that
+    /// died): which ways hold a key now.
+    fn drop_torn_keys(&self, codec: &KeyCodec, way_words: usize, key_words: usize) -> [bool; WAYS] {
+        core::array::from_fn(|way| {
+            let tag = self.get(S_TAGS + way);
+            let torn = codec.stored_tag(self.stored_key(way, way_words, key_words)) != Some(tag);
+            if tag != 0 && torn {
+                self.set(S_TAGS + way, 0);
+            }
+            tag != 0 && !torn
+        })
+    }
+    /// The way holding `key`, in ways of `way_words` with room for `key_words`.
+    fn find(&self, key: &Key, way_words: usize, key_words: usize) -> Option<usize> {
+        (0..WAYS).find(|&way| {
+            self.get(S_TAGS + way) == key.tag()
+                && key.matches(self.stored_key(way, way_words, key_words))
+        })
     }
 }
 
@@ -204,21 +293,8 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         let words = region.as_ref();
         let layout = Layout::new(&rule, max_key_bytes, words.len())?;
         let fingerprint = layout.fingerprint(&rule, words.len());
-        let header = |i: usize| &words[i];
-        let reused = header(H_MAGIC).load(Ordering::Acquire) == MAGIC
-            && header(H_FINGERPRINT).load(Ordering::Relaxed) == fingerprint;
-        if !reused {
-            header(H_MAGIC).store(0, Ordering::Relaxed);
-            for word in &words[1..] {
-                word.store(0, Ordering::Relaxed);
-            }
-            header(H_FINGERPRINT).store(fingerprint, Ordering::Relaxed);
-            header(H_SEED).store(seed[0], Ordering::Relaxed);
-            header(H_SEED + 1).store(seed[1], Ordering::Relaxed);
-            header(H_MAGIC).store(MAGIC, Ordering::Release);
-        }
+        let (attached, seed) = attach_header(words, MAGIC, fingerprint, seed);
         LiveLimits::attach(&words[H_LIMITS..H_LIMITS + LiveLimits::<R>::WORDS], &rule);
-        let seed = [0, 1].map(|i| header(H_SEED + i).load(Ordering::Relaxed));
         let codec = KeyCodec::new(seed, layout.key_words * 8);
         let zone = Self {
             region,
@@ -227,14 +303,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
             codec,
             owner,
         };
-        Ok((
-            zone,
-            if reused {
-                Attached::Reused
-            } else {
-                Attached::Fresh
-            },
-        ))
+        Ok((zone, attached))
     }
 
     /// Keys the region holds at most.
@@ -307,16 +376,29 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
             capacity: self.capacity() as u64,
             ..ZoneStats::default()
         };
-        for set in 0..self.layout.sets {
-            let base = HEADER_WORDS + set * self.layout.set_words;
-            let get = |i: usize| self.words()[base + i].load(Ordering::Relaxed);
-            stats.keys += get(S_KEYS);
-            stats.evictions += get(S_EVICTIONS);
-            stats.reclaimed += get(S_RECLAIMED);
-            stats.repairs += get(S_REPAIRS);
-            stats.allowed += get(S_ALLOWED);
-            stats.rejected += get(S_REJECTED);
-        }
+        let fields = [
+            S_KEYS,
+            S_EVICTIONS,
+            S_RECLAIMED,
+            S_REPAIRS,
+            S_ALLOWED,
+            S_REJECTED,
+        ];
+        let words = self.words();
+        [
+            stats.keys,
+            stats.evictions,
+            stats.reclaimed,
+            stats.repairs,
+            stats.allowed,
+            stats.rejected,
+        ] = set_totals(
+            words,
+            HEADER_WORDS,
+            self.layout.set_words,
+            self.layout.sets,
+            fields,
+        );
         stats
     }
 
@@ -369,10 +451,8 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     fn lock(&self, key: &Key) -> Set<'_> {
         let set = (((key.hash >> 32) * self.layout.sets as u64) >> 32) as usize;
         let base = HEADER_WORDS + set * self.layout.set_words;
-        let set = Set {
-            words: &self.words()[base..base + self.layout.set_words],
-        };
-        if lock::lock(&set.words[S_LOCK], &self.owner) == Taken::FromDead {
+        let (set, taken) = lock_set(self.words(), base, self.layout.set_words, &self.owner);
+        if taken == Taken::FromDead {
             self.repair(&set);
         }
         set
@@ -393,14 +473,11 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     }
 
     fn stored_key<'s>(&self, set: &Set<'s>, way: usize) -> &'s [AtomicU64] {
-        let at = self.way(way);
-        &set.words[at..at + W_KEY + self.layout.key_words]
+        set.stored_key(way, self.layout.way_words, self.layout.key_words)
     }
 
     fn find(&self, set: &Set<'_>, key: &Key) -> Option<usize> {
-        (0..WAYS).find(|&way| {
-            set.get(S_TAGS + way) == key.tag() && key.matches(self.stored_key(set, way))
-        })
+        set.find(key, self.layout.way_words, self.layout.key_words)
     }
 
     /// A way for `key`: an empty one, else an idle one, else the least recently used.
@@ -433,15 +510,8 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     /// states the algorithm cannot have made, recount the keys.
     fn repair(&self, set: &Set<'_>) {
         let mut keys = 0;
-        for way in 0..WAYS {
-            let tag = set.get(S_TAGS + way);
-            if tag == 0 {
-                continue;
-            }
-            if self.codec.stored_tag(self.stored_key(set, way)) != Some(tag) {
-                set.set(S_TAGS + way, 0);
-                continue;
-            }
+        let held = set.drop_torn_keys(&self.codec, self.layout.way_words, self.layout.key_words);
+        for way in (0..WAYS).filter(|&way| held[way]) {
             self.state(set, way).repair();
             keys += 1;
         }

@@ -1,0 +1,571 @@
+//! Concurrency limits over a shared region: at most `limit` calls of a key in flight across
+//! every process that maps it (the workers of one nginx), crash safe.
+//!
+//! Each held slot is a record of its owner ([`Owner`], a process id) and its lease deadline
+//! (`now + max_hold_ms`). A slot is given back by [`Inflight::leave_at`]; one whose leave
+//! never comes is freed once its lease ends, and one whose owner died (SIGKILL: no cleanup
+//! runs) as soon as a caller needs the room: when a key is full, its records are swept,
+//! expired ones always, those of dead owners at most every [`LIVENESS_CHECK_MS`] (asking
+//! whether a process lives costs a system call). [`Inflight::sweep_at`] sweeps every key.
+//!
+//! The region is cut like [`super::Zone`]'s: `sets` of [`WAYS`] keys, each set behind a lock
+//! word naming its owner (a process killed holding it is found dead and the set repaired:
+//! records recounted, half-written keys dropped). A key's way holds its count, when its
+//! owners were last checked, and room for `max_limit` records (the held ones first), so the
+//! live limit can move anywhere up to `max_limit` ([`Inflight::set_limit`]) without a new
+//! layout. A key whose way has no record is idle and gives its way to a new key; a new key
+//! whose set has no idle way is refused (counted in [`InflightStats::full`]): a way with
+//! slots in flight is never evicted, or its count would be lost and over-admit.
+//!
+//! ```
+//! use core::sync::atomic::AtomicU64;
+//! use slidewin::shared::{Inflight, InflightConfig, Owner};
+//!
+//! struct OneProcess;
+//! impl Owner for OneProcess {
+//!     fn id(&self) -> u64 { 1 }
+//!     fn is_alive(&self, _: u64) -> bool { true }
+//! }
+//!
+//! let words: Vec<AtomicU64> = (0..8192).map(|_| AtomicU64::new(0)).collect();
+//! let config = InflightConfig::new(2, 10, 30_000)?; // 2 in flight (up to 10 live), 30 s lease
+//! let (slots, _) = Inflight::attach(&words, config, 64, OneProcess, [7, 9])?;
+//! let a = slots.enter_at(b"api", 0)?;
+//! let b = slots.enter_at(b"api", 5)?;
+//! assert!(a.admitted && b.admitted);
+//! assert!(!slots.enter_at(b"api", 6)?.admitted); // full
+//! assert!(slots.leave_at(b"api", a.token)?);
+//! assert!(slots.enter_at(b"api", 7)?.admitted);
+//! assert!(slots.enter_at(b"api", 30_005)?.admitted); // the leases of a and b ran out
+//! # Ok::<(), slidewin::Error>(())
+//! ```
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use super::keys::{Key, KeyCodec};
+use super::lock::Taken;
+use super::{
+    attach_header, layout, lock_set, set_totals, Attached, Owner, Set, WAYS, W_KEY, W_USED_MS,
+};
+use super::{SET_HEADER, S_TAGS};
+use crate::clock::check_time;
+use crate::{Error, Value};
+
+/// How often a full key asks whether its slots' owners still live (a system call each).
+pub const LIVENESS_CHECK_MS: i64 = 200;
+/// The most slots one key can hold: a way keeps room for `max_limit` records.
+pub const MAX_LIMIT: u64 = 1 << 16;
+
+const HEADER_WORDS: usize = 16;
+const MAGIC: u64 = u64::from_le_bytes(*b"slidewc1");
+// Header words after the magic, fingerprint and seed (as in a Zone's).
+const H_LIMIT: usize = 4;
+const H_CONFIG_LIMIT: usize = 5;
+
+// Words of a set's header after its lock (the tags and ways follow, as in a Zone's).
+const S_ADMITTED: usize = 1;
+const S_REFUSED: usize = 2;
+const S_EXPIRED: usize = 3;
+const S_DEAD: usize = 4;
+const S_REPAIRS: usize = 5;
+const S_FULL: usize = 6;
+const S_INFLIGHT: usize = 7;
+
+// After a way's key: its count, when its owners were last asked whether they live, records.
+const R_OWNER: usize = 0;
+const R_DEADLINE: usize = 1;
+const RECORD_WORDS: usize = 2;
+
+/// A concurrency limit: `limit` in flight per key now, up to `max_limit` when changed live,
+/// each slot held at most `max_hold_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InflightConfig {
+    limit: u64,
+    max_limit: u64,
+    max_hold_ms: i64,
+}
+
+impl InflightConfig {
+    /// `limit` from 1 to `max_limit`, `max_limit` at most [`MAX_LIMIT`], `max_hold_ms` from 1
+    /// to 2^40 (35 years).
+    pub fn new(limit: u64, max_limit: u64, max_hold_ms: u64) -> Result<Self, Error> {
+        if !(1..=MAX_LIMIT).contains(&max_limit) {
+            let expected = "a positive integer at most 65536";
+            return Err(Error::invalid(
+                "max_limit",
+                expected,
+                Value::UInt(max_limit),
+            ));
+        }
+        if !(1..=max_limit).contains(&limit) {
+            let expected = "a positive integer at most max_limit";
+            return Err(Error::invalid("limit", expected, Value::UInt(limit)));
+        }
+        if !(1..=1 << 40).contains(&max_hold_ms) {
+            let expected = "a positive integer at most 2^40";
+            return Err(Error::invalid(
+                "max_hold_ms",
+                expected,
+                Value::UInt(max_hold_ms),
+            ));
+        }
+        Ok(Self {
+            limit,
+            max_limit,
+            max_hold_ms: max_hold_ms as i64,
+        })
+    }
+
+    /// The configured limit (the live one may differ: [`Inflight::limit`]).
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// The most the live limit can be set to.
+    pub fn max_limit(&self) -> u64 {
+        self.max_limit
+    }
+}
+
+/// The answer to [`Inflight::enter_at`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    /// Whether a slot was taken.
+    pub admitted: bool,
+    /// The key's slots in flight after the call (with this one when admitted).
+    pub inflight: u64,
+    /// The live limit the call was decided against.
+    pub limit: u64,
+    /// What [`Inflight::leave_at`] needs to give the slot back: its lease deadline.
+    pub token: i64,
+}
+
+/// Counters of a region, summed over its sets (for every process that shares it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct InflightStats {
+    /// Slots held now (expired or orphaned ones count until a sweep frees them).
+    pub inflight: u64,
+    /// Calls admitted.
+    pub admitted: u64,
+    /// Calls refused at the limit.
+    pub refused: u64,
+    /// Calls refused because their key's set had no idle way for a new key.
+    pub full: u64,
+    /// Slots freed because their lease ran out (a leave that never came).
+    pub expired: u64,
+    /// Slots freed because their owner died.
+    pub dead_owner: u64,
+    /// Locks taken over from a dead process (its set repaired).
+    pub repairs: u64,
+}
+
+/// Concurrency limits over a shared region; see the [module docs](self).
+pub struct Inflight<R, O: Owner> {
+    region: R,
+    config: InflightConfig,
+    codec: KeyCodec,
+    owner: O,
+    key_words: usize,
+    way_words: usize,
+    set_words: usize,
+    sets: usize,
+}
+
+impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
+    /// The limits of `config` over `words`, keys of up to `max_key_bytes` stored as they are
+    /// (longer ones as a keyed digest). A region laid out before for the same `max_limit`,
+    /// key length and size is reused with every slot it holds (an nginx reload); its live
+    /// limit is kept unless `config.limit` differs from the limit it was attached with.
+    pub fn attach(
+        region: R,
+        config: InflightConfig,
+        max_key_bytes: usize,
+        owner: O,
+        seed: [u64; 2],
+    ) -> Result<(Self, Attached), Error> {
+        if !(16..=65_536).contains(&max_key_bytes) {
+            let got = Value::UInt(max_key_bytes as u64);
+            return Err(Error::invalid("max_key_bytes", "from 16 to 65536", got));
+        }
+        let words = region.as_ref();
+        let key_words = max_key_bytes.div_ceil(8);
+        let way_words = Self::way_words(key_words, config.max_limit);
+        let set_words = (SET_HEADER + WAYS + WAYS * way_words).next_multiple_of(8);
+        let sets = words.len().saturating_sub(HEADER_WORDS) / set_words;
+        if sets == 0 {
+            return Err(Error::RegionTooSmall {
+                needed: ((HEADER_WORDS + set_words) * 8) as u64,
+                got: (words.len() * 8) as u64,
+            });
+        }
+        let sets = sets.min(u32::MAX as usize);
+        let fingerprint = layout::fingerprint([
+            config.max_limit,
+            key_words as u64,
+            sets as u64,
+            words.len() as u64,
+        ]);
+        let (attached, seed) = attach_header(words, MAGIC, fingerprint, seed);
+        if words[H_CONFIG_LIMIT].load(Ordering::Relaxed) != config.limit {
+            words[H_CONFIG_LIMIT].store(config.limit, Ordering::Relaxed);
+            words[H_LIMIT].store(config.limit, Ordering::Relaxed);
+        }
+        let codec = KeyCodec::new(seed, key_words * 8);
+        let inflight = Self {
+            region,
+            config,
+            codec,
+            owner,
+            key_words,
+            way_words,
+            set_words,
+            sets,
+        };
+        Ok((inflight, attached))
+    }
+
+    fn way_words(key_words: usize, max_limit: u64) -> usize {
+        W_KEY + key_words + 2 + RECORD_WORDS * max_limit as usize
+    }
+
+    /// Bytes a region needs for `config` to hold at least `keys` keys at once.
+    pub fn bytes_for(config: &InflightConfig, max_key_bytes: usize, keys: usize) -> usize {
+        let way_words = Self::way_words(max_key_bytes.div_ceil(8), config.max_limit);
+        let set_words = (SET_HEADER + WAYS + WAYS * way_words).next_multiple_of(8);
+        (HEADER_WORDS + keys.div_ceil(WAYS).max(1) * set_words) * 8
+    }
+
+    /// Keys the region holds at once.
+    pub fn capacity(&self) -> usize {
+        self.sets * WAYS
+    }
+
+    /// The config it was attached with.
+    pub fn config(&self) -> &InflightConfig {
+        &self.config
+    }
+
+    /// The live limit, the same for every process.
+    pub fn limit(&self) -> u64 {
+        self.words()[H_LIMIT].load(Ordering::Relaxed)
+    }
+
+    /// Sets the live limit for every process at once: slots already held stay held (a lower
+    /// limit refuses until enough are left).
+    pub fn set_limit(&self, limit: u64) -> Result<(), Error> {
+        if !(1..=self.config.max_limit).contains(&limit) {
+            let expected = "a positive integer at most max_limit";
+            return Err(Error::invalid("limit", expected, Value::UInt(limit)));
+        }
+        self.words()[H_LIMIT].store(limit, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Takes a slot of `key` at `now_ms` when fewer than the live limit are held.
+    pub fn enter_at(&self, key: &[u8], now_ms: i64) -> Result<Entry, Error> {
+        check_time("now_ms", now_ms)?;
+        let limit = self.limit();
+        let token = now_ms.saturating_add(self.config.max_hold_ms);
+        let key = self.codec.key(key);
+        let set = self.lock(&key);
+        let way = match self.find(&set, &key) {
+            Some(way) => way,
+            None => match self.insert(&set, &key, now_ms) {
+                Some(way) => way,
+                None => {
+                    set.add(S_FULL, 1);
+                    return Ok(Entry {
+                        admitted: false,
+                        inflight: 0,
+                        limit,
+                        token,
+                    });
+                }
+            },
+        };
+        let at = self.way(way) + W_KEY + self.key_words;
+        set.set(self.way(way) + W_USED_MS, now_ms as u64);
+        let mut count = set.get(at);
+        if count >= limit {
+            count = self.sweep_way(&set, way, now_ms, false);
+        }
+        if count >= limit {
+            set.add(S_REFUSED, 1);
+            return Ok(Entry {
+                admitted: false,
+                inflight: count,
+                limit,
+                token,
+            });
+        }
+        // The record first, the count last: a process that dies in between leaves a record
+        // past the count, which the repair counts again.
+        let record = self.record(way, count as usize);
+        set.set(record + R_DEADLINE, token as u64);
+        set.set(record + R_OWNER, self.owner.id());
+        set.set(at, count + 1);
+        set.add(S_INFLIGHT, 1);
+        set.add(S_ADMITTED, 1);
+        Ok(Entry {
+            admitted: true,
+            inflight: count + 1,
+            limit,
+            token,
+        })
+    }
+
+    /// Gives back a slot of `key` this process took with `token` (from [`Entry::token`]):
+    /// false when it is no longer held (its lease ran out and a sweep freed it).
+    pub fn leave_at(&self, key: &[u8], token: i64) -> Result<bool, Error> {
+        check_time("token", token)?;
+        let key = self.codec.key(key);
+        let set = self.lock(&key);
+        let Some(way) = self.find(&set, &key) else {
+            return Ok(false);
+        };
+        let me = self.owner.id();
+        let count = set.get(self.way(way) + W_KEY + self.key_words) as usize;
+        let held = (0..count).rev().find(|&i| {
+            let record = self.record(way, i);
+            set.get(record + R_OWNER) == me && set.get(record + R_DEADLINE) == token as u64
+        });
+        match held {
+            Some(i) => {
+                self.remove(&set, way, i);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Slots of `key` held now (expired or orphaned ones included until swept).
+    pub fn inflight_of(&self, key: &[u8]) -> u64 {
+        let key = self.codec.key(key);
+        let set = self.lock(&key);
+        self.find(&set, &key)
+            .map_or(0, |way| set.get(self.way(way) + W_KEY + self.key_words))
+    }
+
+    /// Frees every expired slot, and every slot whose owner died, in the whole region.
+    pub fn sweep_at(&self, now_ms: i64) -> Result<(), Error> {
+        check_time("now_ms", now_ms)?;
+        for set in 0..self.sets {
+            let set = self.lock_set(set);
+            for way in 0..WAYS {
+                if set.get(S_TAGS + way) != 0 {
+                    self.sweep_way(&set, way, now_ms, true);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Counters summed over every set (read without locks: each is exact, the sum is a
+    /// moment's view).
+    pub fn stats(&self) -> InflightStats {
+        let mut stats = InflightStats::default();
+        let fields = [
+            S_INFLIGHT, S_ADMITTED, S_REFUSED, S_FULL, S_EXPIRED, S_DEAD, S_REPAIRS,
+        ];
+        [
+            stats.inflight,
+            stats.admitted,
+            stats.refused,
+            stats.full,
+            stats.expired,
+            stats.dead_owner,
+            stats.repairs,
+        ] = set_totals(
+            self.words(),
+            HEADER_WORDS,
+            self.set_words,
+            self.sets,
+            fields,
+        );
+        stats
+    }
+
+    fn words(&self) -> &[AtomicU64] {
+        self.region.as_ref()
+    }
+
+    fn lock(&self, key: &Key) -> Set<'_> {
+        self.lock_set((((key.hash >> 32) * self.sets as u64) >> 32) as usize)
+    }
+
+    /// Locks set `set`, repairing it first when its last owner died holding it.
+    fn lock_set(&self, set: usize) -> Set<'_> {
+        let base = HEADER_WORDS + set * self.set_words;
+        let (set, taken) = lock_set(self.words(), base, self.set_words, &self.owner);
+        if taken == Taken::FromDead {
+            self.repair(&set);
+        }
+        set
+    }
+
+    fn way(&self, way: usize) -> usize {
+        S_TAGS + WAYS + way * self.way_words
+    }
+
+    fn record(&self, way: usize, i: usize) -> usize {
+        self.way(way) + W_KEY + self.key_words + 2 + i * RECORD_WORDS
+    }
+
+    fn stored_key<'s>(&self, set: &Set<'s>, way: usize) -> &'s [AtomicU64] {
+        set.stored_key(way, self.way_words, self.key_words)
+    }
+
+    fn find(&self, set: &Set<'_>, key: &Key) -> Option<usize> {
+        set.find(key, self.way_words, self.key_words)
+    }
+
+    /// A way for `key`: an empty or idle one (no slot held, after a sweep), else none.
+    fn insert(&self, set: &Set<'_>, key: &Key, now_ms: i64) -> Option<usize> {
+        let count = |way: usize| set.get(self.way(way) + W_KEY + self.key_words);
+        let free = |way: usize| set.get(S_TAGS + way) == 0 || count(way) == 0;
+        let way = (0..WAYS).find(|&w| free(w)).or_else(|| {
+            (0..WAYS).find(|&w| self.sweep_way(set, w, now_ms, false) == 0 || free(w))
+        })?;
+        // The tag goes last: a process that dies half way leaves a way whose key does not
+        // match its tag, which the repair drops.
+        set.set(S_TAGS + way, 0);
+        key.store(self.stored_key(set, way));
+        let at = self.way(way) + W_KEY + self.key_words;
+        set.set(at, 0);
+        // Its first sweep asks about owners.
+        set.set(at + 1, now_ms.saturating_sub(LIVENESS_CHECK_MS) as u64);
+        set.set(S_TAGS + way, key.tag());
+        Some(way)
+    }
+
+    /// Frees the expired slots of `way` and, when `check_owners` or the last check is
+    /// [`LIVENESS_CHECK_MS`] old, those whose owner died; the count left.
+    fn sweep_way(&self, set: &Set<'_>, way: usize, now_ms: i64, check_owners: bool) -> u64 {
+        let at = self.way(way) + W_KEY + self.key_words;
+        let checked_ms = set.get(at + 1) as i64;
+        let check_owners = check_owners || now_ms.saturating_sub(checked_ms) >= LIVENESS_CHECK_MS;
+        if check_owners {
+            set.set(at + 1, now_ms as u64);
+        }
+        // Owners asked about in this sweep: (id, alive), a few at most (one per worker).
+        let mut asked = [(0u64, false); 8];
+        let mut i = 0;
+        while i < set.get(at) as usize {
+            let record = self.record(way, i);
+            let (owner, deadline) = (set.get(record + R_OWNER), set.get(record + R_DEADLINE));
+            let expired = deadline as i64 <= now_ms;
+            let dead = !expired && check_owners && !self.alive(&mut asked, owner);
+            if expired || dead {
+                set.add(if expired { S_EXPIRED } else { S_DEAD }, 1);
+                self.remove(set, way, i);
+            } else {
+                i += 1;
+            }
+        }
+        set.get(at)
+    }
+
+    fn alive(&self, asked: &mut [(u64, bool); 8], owner: u64) -> bool {
+        if let Some(&(_, alive)) = asked.iter().find(|(id, _)| *id == owner) {
+            return alive;
+        }
+        let alive = owner == self.owner.id() || self.owner.is_alive(owner);
+        if let Some(slot) = asked.iter_mut().find(|(id, _)| *id == 0) {
+            *slot = (owner, alive);
+        }
+        alive
+    }
+
+    /// Removes record `i` of `way`: the last record takes its place.
+    fn remove(&self, set: &Set<'_>, way: usize, i: usize) {
+        let at = self.way(way) + W_KEY + self.key_words;
+        let last = set.get(at) as usize - 1;
+        let (from, to) = (self.record(way, last), self.record(way, i));
+        set.set(to + R_DEADLINE, set.get(from + R_DEADLINE));
+        set.set(to + R_OWNER, set.get(from + R_OWNER));
+        set.set(from + R_OWNER, 0);
+        set.set(at, last as u64);
+        set.add(S_INFLIGHT, u64::MAX);
+    }
+
+    /// After a takeover from a dead owner: drop ways whose key does not match its tag, gather
+    /// each way's records at its front (a record written past its count is counted; one
+    /// copied twice by a remove cut short counts twice until it leaves or expires).
+    fn repair(&self, set: &Set<'_>) {
+        let mut inflight = 0;
+        let held = set.drop_torn_keys(&self.codec, self.way_words, self.key_words);
+        for (way, &held) in held.iter().enumerate() {
+            if !held {
+                // No key, so no record: a new key finds its way empty.
+                for i in 0..self.config.max_limit as usize {
+                    set.set(self.record(way, i) + R_OWNER, 0);
+                }
+                continue;
+            }
+            let mut count = 0;
+            for i in 0..self.config.max_limit as usize {
+                let from = self.record(way, i);
+                let owner = set.get(from + R_OWNER);
+                if owner == 0 {
+                    continue;
+                }
+                let to = self.record(way, count);
+                if to != from {
+                    set.set(to + R_DEADLINE, set.get(from + R_DEADLINE));
+                    set.set(to + R_OWNER, owner);
+                    set.set(from + R_OWNER, 0);
+                }
+                count += 1;
+            }
+            set.set(self.way(way) + W_KEY + self.key_words, count as u64);
+            inflight += count as u64;
+        }
+        set.set(S_INFLIGHT, inflight);
+        set.add(S_REPAIRS, 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloc::vec::Vec;
+
+    use super::super::S_LOCK;
+    use super::*;
+
+    struct Survivor;
+    impl Owner for Survivor {
+        fn id(&self) -> u64 {
+            1
+        }
+        fn is_alive(&self, id: u64) -> bool {
+            id == 1
+        }
+    }
+
+    #[test]
+    fn a_lock_left_by_a_dead_owner_is_taken_over_and_records_past_the_count_recounted() {
+        let config = InflightConfig::new(3, 4, 60_000).unwrap();
+        let bytes = Inflight::<&[AtomicU64], Survivor>::bytes_for(&config, 16, 8);
+        let words: Vec<AtomicU64> = (0..bytes / 8).map(|_| AtomicU64::new(0)).collect();
+        let (slots, _) = Inflight::attach(&words[..], config, 16, Survivor, [1, 2]).unwrap();
+        assert_eq!(slots.capacity(), 8, "one set");
+        let a = slots.enter_at(b"k", 0).unwrap();
+        assert!(a.admitted);
+        // Owner 2... died after writing a record, before counting it, holding the lock.
+        let record = slots.record(0, 1);
+        let base = HEADER_WORDS;
+        words[base + record + R_DEADLINE].store(60_000, Ordering::Relaxed);
+        words[base + record + R_OWNER].store(1, Ordering::Relaxed);
+        words[base + S_LOCK].store(2, Ordering::Relaxed);
+        assert_eq!(
+            slots.inflight_of(b"k"),
+            2,
+            "the record past the count counts"
+        );
+        assert_eq!(slots.stats().repairs, 1);
+        assert!(slots.enter_at(b"k", 1).unwrap().admitted);
+        assert!(!slots.enter_at(b"k", 2).unwrap().admitted, "3 held");
+        assert!(slots.leave_at(b"k", a.token).unwrap());
+        assert_eq!(slots.stats().inflight, 2);
+    }
+}
