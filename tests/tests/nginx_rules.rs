@@ -352,3 +352,27 @@ fn rules_made_and_removed_at_run_time_share_one_bounded_zone() {
     let log = nginx.error_log();
     assert!(!log.contains("signal"), "no worker crashed: {log}");
 }
+
+#[test]
+fn stores_that_decide_one_window_refuse_a_rule_naming_why() {
+    let nginx = Nginx::start("rules.conf", 1);
+    let made = |store: &str| {
+        nginx
+            .eval(&format!(
+                r#"local sw, err = require("resty.slidewin").new{{ name = "r", store = "{store}",
+                       dict = "none", windows = {{ {{ algorithm = "counter", limit = 1, window_ms = 1000 }},
+                                                 {{ algorithm = "counter", limit = 2, window_ms = 2000 }} }} }}
+                   return tostring(err)"#
+            ))
+            .body
+    };
+    assert_eq!(
+        made("redis"),
+        "windows must hold one window, and max_limit equal its limit, with store \"redis\" \
+         (rules and live limits in Redis are not built yet), got 2 window(s), max_limit 1"
+    );
+    assert_eq!(
+        made("shdict"),
+        "windows must hold one window with store \"shdict\" (use store \"shm\" for rules), got 2 windows"
+    );
+}

@@ -171,6 +171,12 @@ local function topology_of(opts, dict_name)
 end
 
 function _M.new(conf)
+    -- One script decides one window today: a rule of several would be decided by its first.
+    if #conf.windows ~= 1 or conf.windows[1].max_limit ~= conf.limit then
+        return nil, "windows must hold one window, and max_limit equal its limit, with store "
+            .. "\"redis\" (rules and live limits in Redis are not built yet), got "
+            .. #conf.windows .. " window(s), max_limit " .. conf.windows[1].max_limit
+    end
     local opts, err = redis_options(conf.redis)
     if not opts then
         return nil, err
@@ -269,7 +275,10 @@ local function remembered(self, key, cost)
 end
 
 -- allowed, remaining, retry_after_ms (nil: never), reset_after_ms, decided_locally | nil, err
-function _M.incoming(self, key, cost, commit)
+function _M.incoming(self, key, cost, commit, limits)
+    if limits then
+        error("store redis takes no per-call limits yet (limit, limits, tier)", 3)
+    end
     local refusals = self.refusals
     if refusals then
         local refusal, now_ms = remembered(self, key, cost)
