@@ -237,7 +237,15 @@ impl Rule {
         limits: &Limits,
     ) -> Result<Decision, Error> {
         let now_ms = check_time("now_ms", now_ms)?;
-        Ok(decide(&mut Heap(self, state), limits, now_ms, cost, commit))
+        // Limits made for another rule would leave windows unchecked, or index past them.
+        let limits = self.check_limits(limits)?;
+        Ok(decide(
+            &mut Heap(self, state),
+            &limits,
+            now_ms,
+            cost,
+            commit,
+        ))
     }
 }
 

@@ -196,3 +196,31 @@ fn threads_add_use_and_remove_rules_at_once() {
     );
     assert!(shared.is_current(&hot));
 }
+
+#[test]
+fn limits_made_for_another_rule_are_an_error_not_a_panic() {
+    let words = region(1 << 20);
+    let rules = Directory::attach(&words[..], 8, Thread(1), [1, 2]).unwrap();
+    let put = rules
+        .put(b"one", &log_rule(3, 1_000), 64, 16 << 10, 0)
+        .unwrap();
+    let zone = rules.zone(&put, Thread(1)).unwrap();
+    let three =
+        Rule::new([1_000, 2_000, 3_000].map(|w| RuleWindow::log(Quota::new(3, w).unwrap())))
+            .unwrap();
+    let err = zone
+        .decide_at(b"k", 0, 1, true, &three.limits())
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "limits must be one limit per window of the rule, got 3"
+    );
+    let high = Rule::one(RuleWindow::log(Quota::new(500, 1_000).unwrap()));
+    let err = zone
+        .decide_at(b"k", 0, 1, true, &high.limits())
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "limit must be a positive integer at most the window's max_limit, got 500"
+    );
+}

@@ -414,6 +414,8 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         limits: &Limits,
     ) -> Result<Decision, Error> {
         let now_ms = check_time("now_ms", now_ms)?;
+        // Limits made for another rule would leave windows unchecked, or index past them.
+        let limits = &self.rule.check_limits(limits)?;
         let key = self.codec.key(key);
         let set = self.lock(&key);
         let way = match self.find(&set, &key) {
