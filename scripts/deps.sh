@@ -9,6 +9,8 @@ declare -A APT=(
   [redis]="redis-server"
   [wasm]="rustc-web cargo-web rust-web-src lld binaryen"
   [browser]="chromium"
+  # promtool (tests/tests/nginx_top.rs checks /metrics with `promtool check metrics`).
+  [promtool]="prometheus"
 )
 
 apt_missing() {

@@ -11,6 +11,7 @@ mod args;
 mod limiter;
 mod mapping;
 mod object;
+mod report;
 mod rules;
 mod shared;
 mod stream;
