@@ -283,3 +283,50 @@ fn a_key_of_two_windows_is_listed_by_the_one_nearest_its_limit() {
         1.0
     );
 }
+
+#[test]
+fn a_rule_of_a_zone_lists_its_keys_and_store_local_says_why_it_cannot() {
+    let nginx = Nginx::start("rules.conf", 2);
+    let admitted = (0..7)
+        .filter(|_| nginx.get("/zone-hot?user=z").status == 200)
+        .count();
+    assert_eq!(admitted, 5);
+    let top = nginx.eval(
+        r#"local top = require("resty.slidewin.top")
+        local limits = require("limits")
+        return top.json({ package.loaded.hot, assert(limits:get("live-local")) }, 5, 0)"#,
+    );
+    let top: Value =
+        serde_json::from_str(&top.body).unwrap_or_else(|e| panic!("{e}: {}", top.body));
+    assert_eq!(
+        rows(&top["limiters"]["hot"]["refused"]),
+        [("z".to_string(), 5, 5, 2)],
+        "{top}"
+    );
+    assert_eq!(
+        top["limiters"]["live-local"]["unsupported"],
+        "store local keeps each worker's keys apart: no node-wide list"
+    );
+    // The key's windows from the zone: what its next request gets, and its refusals.
+    let window = nginx.eval(
+        r#"local top = require("resty.slidewin.top")
+        return top.window_json({ package.loaded.hot }, "z", 0)"#,
+    );
+    let window: Value = serde_json::from_str(&window.body).unwrap();
+    let hot = &window["limiters"]["hot"];
+    assert_eq!(
+        (
+            &hot["count"],
+            &hot["remaining"],
+            &hot["refused"],
+            &hot["allowed"]
+        ),
+        (
+            &Value::from(5),
+            &Value::from(0),
+            &Value::from(2),
+            &Value::from(false)
+        ),
+        "{window}"
+    );
+}

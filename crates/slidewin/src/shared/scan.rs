@@ -16,7 +16,7 @@ use core::cmp::Reverse;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 pub use super::keys::Stored as StoredKey;
-use super::{state, Owner, Set, Zone, S_TAGS, WAYS};
+use super::{Owner, Zone, S_TAGS, WAYS};
 use crate::clock::check_time;
 use crate::{Decision, Error};
 
@@ -202,8 +202,8 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         for index in 0..self.layout.sets {
             let set = self.lock_index(index);
             for way in (0..WAYS).filter(|&w| set.get(S_TAGS + w) != 0) {
-                let usage = self.usage(&set, way, now_ms, &limits);
-                let near = nearest(usage.iter().copied());
+                let states = self.state(&set, way);
+                let near = nearest(self.windows(|w| states.used(w, now_ms), &limits));
                 if near.count == 0 {
                     continue; // every window empty: idle
                 }
@@ -243,8 +243,11 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
             let key = self.codec.key(key);
             let set = self.lock(&key);
             self.find(&set, &key).map(|way| {
-                let windows = self.usage(&set, way, now_ms, &limits);
                 let mut states = self.state(&set, way);
+                let windows = {
+                    let states = self.state(&set, way);
+                    self.windows(|w| states.used(w, now_ms), &limits).collect()
+                };
                 let decision = crate::rule::decide(&mut states, &limits, now_ms, cost, false);
                 let refused = set.get(self.refused_at(way));
                 KeyWindow {
@@ -259,25 +262,23 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
             // Not held: empty windows (the peek stores nothing).
             None => Ok(KeyWindow {
                 decision: self.peek_at(key, now_ms, cost)?,
-                windows: self.usage_of(|_| 0, &limits),
+                windows: self.windows(|_| 0, &limits).collect(),
                 refused: 0,
             }),
         }
     }
 
-    /// Every window of `way` at `now_ms` against `limits`.
-    fn usage(&self, set: &Set<'_>, way: usize, now_ms: i64, limits: &[u64]) -> Vec<Usage> {
-        let states: state::Way<'_> = self.state(set, way);
-        self.usage_of(|w| states.used(w, now_ms), limits)
-    }
-
-    fn usage_of(&self, mut used: impl FnMut(usize) -> u64, limits: &[u64]) -> Vec<Usage> {
-        let windows = 0..self.rule.windows().len();
-        let usage = |window| Usage {
+    /// Every window of the rule with the cost `used` tells, against `limits`.
+    fn windows<'a>(
+        &self,
+        used: impl Fn(usize) -> u64 + 'a,
+        limits: &'a [u64],
+    ) -> impl Iterator<Item = Usage> + 'a {
+        let usage = move |window| Usage {
             window,
             count: used(window),
             limit: limits[window],
         };
-        windows.map(usage).collect()
+        (0..self.rule.windows().len()).map(usage)
     }
 }
