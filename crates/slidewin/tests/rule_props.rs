@@ -6,10 +6,11 @@
 
 mod common;
 
+use common::process::Thread;
 use common::{Counting, Model};
 use proptest::prelude::*;
 use slidewin::rule::{Rule, RuleLimiter, RuleState, RuleWindow};
-use slidewin::shared::{Owner, Zone};
+use slidewin::shared::Zone;
 use slidewin::{BucketQuota, Decision, Keyed, Limiter, Quota};
 use std::sync::atomic::AtomicU64;
 
@@ -201,16 +202,6 @@ impl Held {
     }
 }
 
-struct OneProcess;
-impl Owner for OneProcess {
-    fn id(&self) -> u64 {
-        1
-    }
-    fn is_alive(&self, _: u64) -> bool {
-        true
-    }
-}
-
 /// The three implementations of one rule and a model of each of their keys.
 struct Subjects<'r> {
     windows: Vec<Drawn>,
@@ -218,7 +209,7 @@ struct Subjects<'r> {
     /// The live limits `set_limit` made, for the in-process rules.
     live: Vec<u64>,
     limiters: [RuleLimiter; 2],
-    zone: Zone<&'r [AtomicU64], OneProcess>,
+    zone: Zone<&'r [AtomicU64], Thread>,
     keyed: Keyed<RuleLimiter, Vec<u8>>,
     /// Models of keys 0 and 1 as the limiters, the zone and the keyed store hold them.
     models: [[Held; 2]; 3],
@@ -232,7 +223,7 @@ const KEYED: usize = 2;
 impl<'r> Subjects<'r> {
     fn new(windows: Vec<Drawn>, words: &'r [AtomicU64]) -> Self {
         let rule = Rule::new(windows.iter().map(|d| d.window)).unwrap();
-        let (zone, _) = Zone::attach(words, rule.clone(), 16, OneProcess, [3, 4]).unwrap();
+        let (zone, _) = Zone::attach(words, rule.clone(), 16, Thread(1), [3, 4]).unwrap();
         assert!(zone.capacity() >= KEYS.len(), "{}", zone.capacity());
         let keyed = Keyed::new(rule.clone(), 16)
             .unwrap()

@@ -1,6 +1,8 @@
 //! Naive reference models and random traces for the limiter property tests.
 #![allow(dead_code)] // each test file uses part of this
 
+pub mod process;
+
 use proptest::prelude::*;
 use slidewin::{Decision, Limiter};
 
