@@ -22,10 +22,11 @@ struct Drawn {
 }
 
 /// Small windows (the model tries every millisecond) of every algorithm, with room to raise
+/// the limit a little, or near to where doubles stop being exact.
 /// the limit.
 fn window() -> impl Strategy<Value = Drawn> {
     let limit = 1..=8u64;
-    let raise = 0..=8u64;
+    let raise = prop_oneof![8 => 0..=8u64, 1 => Just(1u64 << 53)];
     let log = (limit.clone(), 1..=40i64).prop_map(|(l, w)| Drawn {
         window: RuleWindow::log(Quota::new(l, w).unwrap()),
         counting: Counting::Exact,
@@ -87,7 +88,13 @@ fn trace(windows: &[Drawn]) -> impl Strategy<Value = Vec<(i64, Op)>> {
         2 => plan.prop_map(Some),
         1 => proptest::collection::vec(1..=most, 0..=5).prop_map(Some),
     ];
-    let cost = prop_oneof![6 => 0..=3u64, 1 => 0..=most + 1];
+    // Ordinary costs, up to past the largest limit, and hostile ones.
+    let cost = prop_oneof![
+        12 => 0..=3u64,
+        2 => 0..=most.saturating_add(1),
+        1 => Just(1 << 53),
+        1 => Just(u64::MAX),
+    ];
     let key = 0..2usize;
     let set_limit = (0..=n, 0..=most + 1).prop_flat_map(move |(window, _)| {
         let max_limit = max_limits.get(window).copied().unwrap_or(most);
@@ -100,7 +107,15 @@ fn trace(windows: &[Drawn]) -> impl Strategy<Value = Vec<(i64, Op)>> {
         2 => (key, cost).prop_map(|(key, cost)| Op::Uncommit { key, cost }),
         2 => set_limit,
     ];
-    let gap = prop_oneof![4 => Just(0i64), 4 => 1..=3i64, 2 => 1..=60i64, 1 => -30..0i64];
+    // Same-millisecond bursts, steps, far jumps, the clock stepping back (near or far).
+    let gap = prop_oneof![
+        8 => Just(0i64),
+        8 => 1..=3i64,
+        4 => 1..=60i64,
+        2 => -30..0i64,
+        1 => Just(1_000_000_000i64),
+        1 => Just(-1_000_000i64),
+    ];
     proptest::collection::vec((gap, op), 1..150)
 }
 
@@ -326,10 +341,20 @@ impl<'r> Subjects<'r> {
     }
 }
 
-fn replay(windows: Vec<Drawn>, trace: &[(i64, Op)]) -> Result<(), TestCaseError> {
+/// Where a trace starts: near 0, or near an end of the clock's range (±2^53), leaving room
+/// for the trace's jumps (at most 150 of 10^9 ms ahead, or of 10^6 ms back).
+fn start_ms() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        4 => -1_000..=1_000i64,
+        1 => Just((1i64 << 53) - 200_000_000_000),
+        1 => Just(-(1i64 << 53) + 200_000_000),
+    ]
+}
+
+fn replay(windows: Vec<Drawn>, start: i64, trace: &[(i64, Op)]) -> Result<(), TestCaseError> {
     let words: Vec<AtomicU64> = (0..(64 << 10) / 8).map(|_| AtomicU64::new(0)).collect();
     let mut subjects = Subjects::new(windows, &words);
-    let mut now = 1_000_000;
+    let mut now = start;
     for (gap, op) in trace {
         now += gap;
         match op {
@@ -352,9 +377,10 @@ proptest! {
 
     #[test]
     fn limiter_zone_and_keyed_rules_agree_with_the_model(
+        start in start_ms(),
         (windows, trace) in proptest::collection::vec(window(), 1..=4)
             .prop_flat_map(|w| { let t = trace(&w); (Just(w), t) }),
     ) {
-        replay(windows, &trace)?;
+        replay(windows, start, &trace)?;
     }
 }
