@@ -11,7 +11,7 @@ local function ceil_div(a, b)
   return q * b < a and q + 1 or q
 end
 
--- As entries_assess: move window `w` to `now`; w.room, w.ok and w.retry for `cost`.
+-- As entries_assess: move window `w` to `now`; w.room and, when `cost` does not fit, w.retry.
 local function counter_assess(w, cost)
   local span, limit = w.span, w.limit
   local text = redis.call('GET', w.key)
@@ -29,9 +29,9 @@ local function counter_assess(w, cost)
   end
   local elapsed = now - index * span
   local room = math.max(limit - current - ceil_div(previous * (span - elapsed), span), 0)
-  w.now, w.marked, w.stored, w.current, w.previous, w.elapsed = now, marked, text, current, previous, elapsed
-  w.room, w.ok = room, cost <= room
-  if not w.ok then
+  w.now, w.marked, w.stored, w.current, w.previous, w.elapsed = now, marked, text ~= false, current, previous, elapsed
+  w.room = room
+  if cost > room then
     w.retry = -1
     if cost <= limit then
       -- The least elapsed ms at which ceil(count * (span - e) / span) <= at_most (up to span).

@@ -8,8 +8,8 @@
 -- and its cost counts as if all of it arrived at its last ms: it leaves the window at
 -- (i+1)*bucket_ms - 1 + window_ms, never early. A lost key reads as an empty window.
 
--- Move window `w` to `now` (or the newest time seen), forgetting what left it; then w.room,
--- w.ok (`cost` fits) and, when it does not, w.retry (the wait; -1: never).
+-- Move window `w` to `now` (or the newest time seen), forgetting what left it; then w.room and,
+-- when `cost` does not fit, w.retry (the wait; -1: never).
 local function entries_assess(w, cost)
   local key, width, span = w.key, w.width, w.span
   -- The newest time seen and the first three buckets; the newest too when there are more.
@@ -29,7 +29,7 @@ local function entries_assess(w, cost)
   local oldest_kept = floor((now - span + 1) / width) -- the oldest bucket still in the window
   if newest and newest < oldest_kept then
     redis.call('DEL', key)
-    newest, sum, n = nil, 0, 0
+    newest, sum, n, marked = nil, 0, 0, nil
   elseif newest then
     -- The newest bucket that left: among the first ones, else a binary search of ranks.
     local left, at = nil, first
@@ -51,8 +51,7 @@ local function entries_assess(w, cost)
   w.now, w.marked, w.stored, w.newest, w.sum, w.gone = now, marked, n > 0, newest, sum, gone
   local used = sum - gone
   w.room = math.max(w.limit - used, 0)
-  w.ok = cost <= w.room
-  if not w.ok then
+  if cost > w.room then
     w.retry = -1
     if cost <= w.limit then
       -- The first bucket whose leaving frees enough: its score reaches gone + need.
@@ -82,9 +81,14 @@ local function entries_finish(w, cost, record)
   local moved, marked = false, w.marked == now
   if record and cost > 0 then
     local current = floor(now / width)
-    moved, marked = current ~= w.newest, true
+    moved = current ~= w.newest
     w.newest, w.sum = current, w.sum + cost
-    redis.call('ZADD', key, w.sum, current, -1 - now, 'n')
+    if marked then
+      redis.call('ZADD', key, w.sum, current)
+    else
+      marked = true
+      redis.call('ZADD', key, w.sum, current, -1 - now, 'n')
+    end
   elseif mode == 'refund' then
     entries_refund(w, cost)
     moved = true

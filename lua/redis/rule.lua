@@ -6,29 +6,31 @@
 -- window with the longest wait (retry_after_ms: its wait, -1 when some window can never fit
 -- the cost), when admitted (or refunded) the one with the least room (ties: the lower index);
 -- reset_after_ms that window's. A peek reports what would remain once its cost is recorded.
-local assess = {log = entries_assess, buckets = entries_assess, counter = counter_assess}
-local finish = {log = entries_finish, buckets = entries_finish, counter = counter_finish}
-
 local allowed, least, retry, shown, refusing = true, nil, 0, nil, nil
 for k = 1, #windows do
   local w = windows[k]
-  assess[w.algorithm](w, cost)
+  if w.algorithm == 'counter' then counter_assess(w, cost) else entries_assess(w, cost) end
   if not least or w.room < least then least, shown = w.room, k end
-  if not w.ok then
+  if cost > w.room then
     if allowed or retry >= 0 and (w.retry < 0 or w.retry > retry) then retry, refusing = w.retry, k end
     allowed = false
   end
 end
+if not allowed then shown = refusing end
 local record = allowed and mode == 'check'
 if mode == 'refund' then least, allowed = nil, true end
-local resets = {}
+local reset
 for k = 1, #windows do
   local w = windows[k]
-  local room
-  resets[k], room = finish[w.algorithm](w, cost, record)
+  local window_reset, room
+  if w.algorithm == 'counter' then
+    window_reset, room = counter_finish(w, cost, record)
+  else
+    window_reset, room = entries_finish(w, cost, record)
+  end
   if mode == 'refund' and (not least or room < least) then least, shown = room, k end
+  if k == shown then reset = window_reset end
 end
-if not allowed then shown = refusing end
 local remaining = least
 if allowed and mode ~= 'refund' then remaining = least - cost end
-return {allowed and 1 or 0, remaining, allowed and 0 or retry, resets[shown], shown}
+return {allowed and 1 or 0, remaining, allowed and 0 or retry, reset, shown}
