@@ -21,7 +21,7 @@ for k = 1, #KEYS do
   local algorithm = ARGV[at]
   -- Every field the windows' functions set, made at once: a table that grows is made again.
   local w = {key = KEYS[k], algorithm = algorithm, width = 1, limit = 0, span = 0, now = 0,
-    marked = false, stored = false, room = 0, retry = 0, newest = false, sum = 0, gone = 0,
+    marked = false, oldest = false, room = 0, retry = 0, newest = false, sum = 0, gone = 0,
     current = 0, previous = 0, elapsed = 0}
   w.limit, err = int('limit', ARGV[at + 1], 1, k)
   if not err then w.span, err = int('window_ms', ARGV[at + 2], 1, k) end
@@ -52,10 +52,10 @@ for i = at, #ARGV, 2 do
       return redis.error_reply('ERR mode must be check, peek or refund, got ' .. tostring(mode))
     end
   elseif name == 'now_ms' then
-    -- The log keeps the newest time seen as a negative score: times run from 0 to 2^53 - 1.
+    -- The log keeps the newest time seen in a score above 2^52: times run from 0 to 2^52 - 1.
     now = tonumber(value)
-    if not (now and now % 1 == 0 and now >= 0 and now < 2 ^ 53) then
-      return redis.error_reply('ERR now_ms must be a non-negative integer below 2^53, got ' .. tostring(value))
+    if not (now and now % 1 == 0 and now >= 0 and now < 2 ^ 52) then
+      return redis.error_reply('ERR now_ms must be a non-negative integer below 2^52, got ' .. tostring(value))
     end
   else
     return redis.error_reply('ERR options are now_ms and mode, got ' .. tostring(name))

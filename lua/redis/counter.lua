@@ -29,7 +29,7 @@ local function counter_assess(w, cost)
   end
   local elapsed = now - index * span
   local room = math.max(limit - current - ceil_div(previous * (span - elapsed), span), 0)
-  w.now, w.marked, w.stored, w.current, w.previous, w.elapsed = now, marked, text ~= false, current, previous, elapsed
+  w.now, w.marked, w.current, w.previous, w.elapsed = now, marked, current, previous, elapsed
   w.room = room
   if cost > room then
     w.retry = -1
@@ -62,7 +62,7 @@ local function counter_finish(w, cost, record)
   end
   local reset = current > 0 and 2 * span - elapsed or previous > 0 and span - elapsed or 0
   if reset == 0 then
-    if w.stored then redis.call('DEL', w.key) end
+    if w.marked then redis.call('DEL', w.key) end
   elseif current ~= w.current or previous ~= w.previous or w.marked ~= w.now then
     redis.call('SET', w.key, string.format('%d %d %d', w.now, current, previous), 'PX', reset + slack * span)
   end
