@@ -16,7 +16,9 @@ local function int(name, text, min, k)
 end
 local cost, err = int('cost', ARGV[1], 0)
 if not cost then return redis.error_reply(err) end
-local windows, at = {}, 2
+-- The parts after this one define the functions of the algorithms the rule uses, no others:
+-- a function is made again on every call.
+local windows, at, uses_entries, uses_counter = {}, 2, false, false
 for k = 1, #KEYS do
   local algorithm = ARGV[at]
   -- Every field the windows' functions set, made at once: a table that grows is made again.
@@ -40,6 +42,7 @@ for k = 1, #KEYS do
   else
     return redis.error_reply('ERR algorithm of window ' .. k .. ' must be log, buckets or counter, got ' .. tostring(algorithm))
   end
+  if algorithm == 'counter' then uses_counter = true else uses_entries = true end
   windows[k] = w
 end
 if #windows == 0 then return redis.error_reply('ERR a rule needs at least one window (one key each), got 0 keys') end

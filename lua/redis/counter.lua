@@ -4,67 +4,70 @@
 -- with its expiry in one SET. With e = now mod window_ms, the window holds
 -- ceil(previous * (window_ms - e) / window_ms) + current. A lost key reads as an empty window.
 
--- ceil(a / b) of integers, exact where a / b rounds.
-local function ceil_div(a, b)
-  local q = floor(a / b)
-  if q * b > a then q = q - 1 end
-  return q * b < a and q + 1 or q
-end
+local counter_assess, counter_finish
+if uses_counter then
+  -- ceil(a / b) of integers, exact where a / b rounds.
+  local function ceil_div(a, b)
+    local q = floor(a / b)
+    if q * b > a then q = q - 1 end
+    return q * b < a and q + 1 or q
+  end
 
--- As entries_assess: move window `w` to `now`; w.room and, when `cost` does not fit, w.retry.
-local function counter_assess(w, cost)
-  local span, limit = w.span, w.limit
-  local text = redis.call('GET', w.key)
-  local marked, current, previous = nil, 0, 0
-  if text then
-    local s, c, p = text:match('^(%d+) (%d+) (%d+)$')
-    marked, current, previous = tonumber(s), tonumber(c), tonumber(p)
-  end
-  local now = math.max(now, marked or now)
-  local index = floor(now / span)
-  if not marked or floor(marked / span) < index - 1 then
-    current, previous = 0, 0
-  elseif floor(marked / span) == index - 1 then
-    current, previous = 0, current
-  end
-  local elapsed = now - index * span
-  local room = math.max(limit - current - ceil_div(previous * (span - elapsed), span), 0)
-  w.now, w.marked, w.current, w.previous, w.elapsed = now, marked, current, previous, elapsed
-  w.room = room
-  if cost > room then
-    w.retry = -1
-    if cost <= limit then
-      -- The least elapsed ms at which ceil(count * (span - e) / span) <= at_most (up to span).
-      local function elapsed_until(count, at_most)
-        if count == 0 then return 0 end
-        return math.max(span - floor(at_most * span / count), 0)
-      end
-      -- Within this window only the previous window's share falls; in the next one this
-      -- window's cost becomes the previous.
-      local at = current + cost <= limit and elapsed_until(previous, limit - cost - current) or span
-      if at < span then
-        w.retry = math.max(at - elapsed, 0)
-      else
-        w.retry = span - elapsed + elapsed_until(current, limit - cost)
+  -- As entries_assess: move window `w` to `now`; w.room and, when `cost` does not fit, w.retry.
+  counter_assess = function(w, cost)
+    local span, limit = w.span, w.limit
+    local text = redis.call('GET', w.key)
+    local marked, current, previous = nil, 0, 0
+    if text then
+      local s, c, p = text:match('^(%d+) (%d+) (%d+)$')
+      marked, current, previous = tonumber(s), tonumber(c), tonumber(p)
+    end
+    local now = math.max(now, marked or now)
+    local index = floor(now / span)
+    if not marked or floor(marked / span) < index - 1 then
+      current, previous = 0, 0
+    elseif floor(marked / span) == index - 1 then
+      current, previous = 0, current
+    end
+    local elapsed = now - index * span
+    local room = math.max(limit - current - ceil_div(previous * (span - elapsed), span), 0)
+    w.now, w.marked, w.current, w.previous, w.elapsed = now, marked, current, previous, elapsed
+    w.room = room
+    if cost > room then
+      w.retry = -1
+      if cost <= limit then
+        -- The least elapsed ms at which ceil(count * (span - e) / span) <= at_most (up to span).
+        local function elapsed_until(count, at_most)
+          if count == 0 then return 0 end
+          return math.max(span - floor(at_most * span / count), 0)
+        end
+        -- Within this window only the previous window's share falls; in the next one this
+        -- window's cost becomes the previous.
+        local at = current + cost <= limit and elapsed_until(previous, limit - cost - current) or span
+        if at < span then
+          w.retry = math.max(at - elapsed, 0)
+        else
+          w.retry = span - elapsed + elapsed_until(current, limit - cost)
+        end
       end
     end
   end
-end
 
--- As entries_finish: write window `w` back; its reset_after_ms and room after.
-local function counter_finish(w, cost, record)
-  local span, current, previous, elapsed = w.span, w.current, w.previous, w.elapsed
-  if record then
-    current = current + cost
-  elseif mode == 'refund' then
-    local back = math.min(current, cost)
-    current, previous = current - back, math.max(previous - (cost - back), 0)
+  -- As entries_finish: write window `w` back; its reset_after_ms and room after.
+  counter_finish = function(w, cost, record)
+    local span, current, previous, elapsed = w.span, w.current, w.previous, w.elapsed
+    if record then
+      current = current + cost
+    elseif mode == 'refund' then
+      local back = math.min(current, cost)
+      current, previous = current - back, math.max(previous - (cost - back), 0)
+    end
+    local reset = current > 0 and 2 * span - elapsed or previous > 0 and span - elapsed or 0
+    if reset == 0 then
+      if w.marked then redis.call('DEL', w.key) end
+    elseif current ~= w.current or previous ~= w.previous or w.marked ~= w.now then
+      redis.call('SET', w.key, string.format('%d %d %d', w.now, current, previous), 'PX', reset + slack * span)
+    end
+    return reset, math.max(w.limit - current - ceil_div(previous * (span - elapsed), span), 0)
   end
-  local reset = current > 0 and 2 * span - elapsed or previous > 0 and span - elapsed or 0
-  if reset == 0 then
-    if w.marked then redis.call('DEL', w.key) end
-  elseif current ~= w.current or previous ~= w.previous or w.marked ~= w.now then
-    redis.call('SET', w.key, string.format('%d %d %d', w.now, current, previous), 'PX', reset + slack * span)
-  end
-  return reset, math.max(w.limit - current - ceil_div(previous * (span - elapsed), span), 0)
 end
