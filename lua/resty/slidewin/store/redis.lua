@@ -239,7 +239,6 @@ function _M.new(conf)
         opts = opts,
         topology = topology_of(opts, conf.metrics_dict or conf.dict),
         script = script,
-        windows = conf.windows,
         nkeys = #conf.windows,
         prefix = "slidewin:{" .. conf.name .. ":",
         suffixes = suffixes,
