@@ -145,14 +145,16 @@ impl Drop for RedisServer {
     }
 }
 
-/// The text sent to Redis for script `name` ("log", "buckets", "counter"):
-/// `lua/redis/args.lua` followed by `lua/redis/<name>.lua` (from `$SLIDEWIN_REDIS_SCRIPTS`
-/// instead when set: the benchmark measures an older version of the scripts that way).
-pub fn script_source(name: &str) -> String {
+/// The parts of the one script in `lua/redis/`, in the order they are sent.
+pub const SCRIPT_PARTS: [&str; 4] = ["args", "entries", "counter", "rule"];
+
+/// The text sent to Redis for a decision of a rule: the [`SCRIPT_PARTS`] of `lua/redis/`
+/// (of `$SLIDEWIN_REDIS_SCRIPTS` instead when set: a benchmark can measure another version).
+pub fn script_source() -> String {
     let dir = std::env::var_os("SLIDEWIN_REDIS_SCRIPTS")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../lua/redis"));
-    ["args", name]
+    SCRIPT_PARTS
         .iter()
         .map(|file| {
             let path = dir.join(format!("{file}.lua"));
@@ -161,16 +163,17 @@ pub fn script_source(name: &str) -> String {
         .collect()
 }
 
-/// One of the scripts in `lua/redis/`, called with EVALSHA and falling back to EVAL on NOSCRIPT.
+/// A script (the rule script of `lua/redis/`, or any text), called with EVALSHA and falling
+/// back to EVAL on NOSCRIPT.
 pub struct Script {
     source: String,
     sha: String,
 }
 
 impl Script {
-    /// [`script_source`] of `name`, loaded into the server behind `client`.
-    pub fn load(client: &mut Resp, name: &str) -> Self {
-        Self::from_source(client, script_source(name))
+    /// [`script_source`], loaded into the server behind `client`.
+    pub fn rule(client: &mut Resp) -> Self {
+        Self::from_source(client, script_source())
     }
 
     /// Any script text, loaded into the server behind `client`.

@@ -235,3 +235,103 @@ fn local_refusal_cache_saves_round_trips() {
     assert!((19..=20).contains(&saved), "{saved}");
     assert_eq!(saved + evalsha, 26, "{info}");
 }
+
+/// The script calls that decided something: EVALSHA calls (less those refused with NOSCRIPT)
+/// plus the EVALs that followed them, from INFO commandstats.
+fn script_decisions(redis: &RedisServer) -> u64 {
+    let stats = redis.client().cmd(&["INFO", "commandstats"]).text();
+    let field = |command: &str, name: &str| -> u64 {
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:")))
+            .and_then(|l| {
+                l.split(',')
+                    .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+            })
+            .map_or(0, |v| v.parse().unwrap())
+    };
+    field("evalsha", "calls") - field("evalsha", "failed_calls") + field("eval", "calls")
+}
+
+/// The live limit of `window` of limiter "rule", as the admin location of `nginx` reads it.
+fn admin_limit(nginx: &Nginx, window: usize) -> u64 {
+    let body = nginx.get("/slidewin/limits").body;
+    let rule = &body[body.find("\"rule\":").unwrap_or_else(|| panic!("{body}"))..];
+    let item = rule.split("\"limit\":").nth(window).unwrap();
+    item[..item.find(',').unwrap()].parse().unwrap()
+}
+
+#[test]
+fn a_rule_of_two_windows_with_live_limits_across_two_instances() {
+    let redis = RedisServer::start();
+    let (a, b) = (nginx_on(&redis, 2), nginx_on(&redis, 2));
+    let ports = [a.port(), b.port()];
+    redis.client().cmd(&["CONFIG", "RESETSTAT"]);
+    // 2 instances x 6 clients x 20 requests for one key: the 2-minute window (12) refuses first.
+    let statuses: Vec<u16> = hammer(&ports, 6, 20, "/rule?user=shared").concat();
+    assert_eq!((count(&statuses, 200), count(&statuses, 429)), (12, 228));
+    assert_eq!(
+        script_decisions(&redis),
+        240,
+        "one script call per decision"
+    );
+    let refused = http::get(a.port(), "/rule?user=shared");
+    assert_eq!(refused.status, 429);
+    assert_eq!(
+        refused.header("RateLimit-Policy"),
+        Some("\"rule\";q=20;w=60, \"rule-2m\";q=12;w=120")
+    );
+    assert!(
+        refused
+            .header("RateLimit")
+            .is_some_and(|v| v.starts_with("\"rule-2m\";r=0;t=")),
+        "{:?}",
+        refused.header("RateLimit")
+    );
+
+    // Raised on one instance, the other applies it from its next poll (at most 1 s later).
+    let set = http::post(
+        a.port(),
+        "/slidewin/limits?limiter=rule&limit=30&window=2",
+        "",
+    );
+    assert_eq!(set.status, 200, "{}", set.body);
+    thread::sleep(Duration::from_millis(1_200));
+    assert_eq!(admin_limit(&b, 2), 30);
+    // The refusals recorded nothing: the 1-minute window holds 12 of its 20, so 8 more pass.
+    let statuses: Vec<u16> = hammer(&ports, 6, 20, "/rule?user=shared").concat();
+    assert_eq!((count(&statuses, 200), count(&statuses, 429)), (8, 232));
+    let refused = http::get(b.port(), "/rule?user=shared");
+    assert_eq!(
+        refused.header("RateLimit-Policy"),
+        Some("\"rule\";q=20;w=60, \"rule-2m\";q=30;w=120")
+    );
+
+    // Per-call limits: two keys of the rule at 5 and 50 per minute.
+    for (user, limit) in [("plan-a", 5), ("plan-b", 50)] {
+        let path = format!("/rule?user={user}&limits={limit},100");
+        let statuses: Vec<u16> = hammer(&ports, 4, 20, &path).concat();
+        assert_eq!(count(&statuses, 200), limit, "{user}");
+        assert_eq!(count(&statuses, 429), 160 - limit, "{user}");
+    }
+
+    // The live limits are Redis's: a reload of b (whose config did not change) keeps them.
+    slidewin_tests::load::reload(&b);
+    thread::sleep(Duration::from_millis(1_200));
+    assert_eq!(admin_limit(&b, 2), 30);
+    let bad = http::post(
+        a.port(),
+        "/slidewin/limits?limiter=rule&limit=101&window=2",
+        "",
+    );
+    assert_eq!(
+        (bad.status, bad.body.trim()),
+        (
+            400,
+            "limit must be a positive integer at most max_limit (100), got 101"
+        )
+    );
+    assert_no_worker_died(&a);
+    let log = b.error_log();
+    assert!(!log.contains("exited on signal"), "{log}");
+}
