@@ -585,6 +585,8 @@ test("gateway switches: bad options are nil, err naming the option and the value
     eq(sw:enforce("partner"), true, "an exempt key needs no nginx")
     eq(sw:stats().exempt, 1)
     eq(sw:stats().allowed, 0)
+    eq(raised(sw.enforce, "partner"),
+        'sw:enforce: self must be the limiter (call sw:enforce(...) with \':\'), got "partner"')
     assert(layer.new { name = "plain", limit = 5, window_ms = 1000, store = "local" }.enforce == layer.enforce,
         "a config without switches keeps the layer's enforce")
 end)

@@ -13,6 +13,7 @@ local exempt = require "resty.slidewin.switch.exempt"
 local headers = require "resty.slidewin.switch.headers"
 local refund = require "resty.slidewin.switch.refund"
 local respond = require "resty.slidewin.switch.respond"
+local show = require("resty.slidewin.config").show
 
 local _M = {}
 
@@ -62,7 +63,13 @@ function _M.plan(conf)
     end
     local enforce = by_exempt(by_refund(parts.enforce(dry or delayed or parts.refuse)))
     return function(sw)
-        sw.enforce = enforce
+        -- Called with '.', self is the key: say so, as resty.slidewin's enforce does.
+        sw.enforce = function(self, key, cost, opts)
+            if self ~= sw then
+                error("sw:enforce: self must be the limiter (call sw:enforce(...) with ':'), got " .. show(self), 2)
+            end
+            return enforce(self, key, cost, opts)
+        end
         local counters = sw.counters
         counters.outcomes = {}
         if conf.mode == "dry_run" then
