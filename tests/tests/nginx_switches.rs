@@ -168,6 +168,20 @@ fn dry_run_admits_everything_counts_would_be_refusals_and_logs_them_per_interval
 }
 
 #[test]
+fn dry_run_counts_are_node_wide_on_shm_without_a_metrics_dict() {
+    let nginx = Nginx::start("switches.conf", 2);
+    let responses = load::hammer(&nginx, "/limit/dry-nodict?user=n", 4, 300);
+    assert!(responses.iter().all(|r| r.status == 200));
+    assert!(responses.len() > 20, "{} requests", responses.len());
+    assert_eq!(requests(&nginx, "dry-nodict", "allowed"), 5);
+    assert_eq!(
+        requests(&nginx, "dry-nodict", "would_reject"),
+        responses.len() as i64 - 5
+    );
+    assert_eq!(requests(&nginx, "dry-nodict", "rejected"), 0);
+}
+
+#[test]
 fn exempt_cidrs_v4_v6_and_keys_are_admitted_without_the_store() {
     let nginx = Nginx::start("switches.conf", 1);
     let port = nginx.port();

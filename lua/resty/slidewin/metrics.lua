@@ -97,9 +97,15 @@ function _M.snapshot(self)
     local store = self.store
     if store.counts_decisions then
         local stats = store:stats()
-        -- The store counted every refusal it answered; a dry run's and a wait's were no
-        -- refusal of the request.
-        out.allowed, out.rejected = stats.allowed, stats.rejected - out.would_reject - out.waits
+        out.allowed, out.rejected = stats.allowed, stats.rejected
+        -- The store counted every refusal it answered: in a dry run each is a would-be one
+        -- (node-wide, exact); a wait's was no refusal of the request (exact node-wide with a
+        -- metrics dict).
+        if self.dry_run then
+            out.would_reject, out.rejected = stats.rejected, 0
+        else
+            out.rejected = stats.rejected - out.waits
+        end
         out.keys, out.evictions = stats.keys, stats.evictions
     else
         out.keys = keys(self)

@@ -72,7 +72,8 @@ function _M.plan(conf)
         end
         local counters = sw.counters
         counters.outcomes = {}
-        if conf.mode == "dry_run" then
+        counters.dry_run = conf.mode == "dry_run"
+        if counters.dry_run then
             counters.outcomes[#counters.outcomes + 1] = "would_reject"
         end
         if conf.exempt ~= nil then
