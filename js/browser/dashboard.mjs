@@ -67,7 +67,7 @@ try {
   });
   assert.equal(view.source, "live");
   assert.match(view.sourceText, /^Live: polling/);
-  assert.deepEqual(view.limiters.slice().sort(), ["api", "api-shared", "rules"]);
+  assert.deepEqual(view.limiters.slice().sort(), ["api", "api-dry", "api-legacy", "api-shared", "rules"]);
   assert.ok(view.canvas, "the chart draws on a canvas");
   assert.equal(view.tableRows, 2);
   // The band holds the mean: computed by slidewin in the page.

@@ -60,10 +60,14 @@
 -- a second) and keeps every key's window; sw:limits() lists the live limits. A call may bring
 -- its own: sw:enforce(key, cost, { limit = N }) (one window), { limits = { ... } } or
 -- { tier = "pro" }, each limit at most its window's max_limit.
+--
+-- Gateway switches (mode = "dry_run", exempt, headers, delay, refund_statuses, body_json):
+-- modules of their own around enforce, see resty.slidewin.switch and README.
 
 local config = require "resty.slidewin.config"
 local metrics = require "resty.slidewin.metrics"
 local policy = require "resty.slidewin.policy"
+local switch = require "resty.slidewin.switch"
 local now_ms = require("slidewin").now_ms
 
 local format = string.format
@@ -86,6 +90,11 @@ local POLL_LIMITS_MS = 1000
 function _M.new(opts)
     local conf, err = config.validate(opts)
     if not conf then
+        return nil, err
+    end
+    local with_switches
+    with_switches, err = switch.plan(conf)
+    if not with_switches then
         return nil, err
     end
     local ok, store_module = pcall(require, "resty.slidewin.store." .. conf.store)
@@ -127,7 +136,7 @@ function _M.new(opts)
     }, mt)
     self.live = store.lim and store.lim:limits() or configured
     self.policy = policy.policy(conf.windows, self.live)
-    return self
+    return with_switches(self)
 end
 
 -- Methods called with `.` get `self` wrong: say so, not "attempt to index a nil value".
@@ -403,5 +412,11 @@ end
 function _M.stats_json(limiters)
     return metrics.json(metrics_of("stats_json", limiters), now_ms())
 end
+
+-- Gateway switches (resty.slidewin.switch, README "Gateway switches"): what they use of the
+-- above, and the log-phase hook of refund_statuses:
+--   log_by_lua_block { require("resty.slidewin").log() }
+_M.log_store_error, _M.refuse = log_store_error, refuse
+_M.log = switch.log
 
 return _M
