@@ -9,6 +9,7 @@ declare -A APT=(
   [redis]="redis-server"
   [wasm]="rustc-web cargo-web rust-web-src lld binaryen"
   [browser]="chromium"
+  [luarocks]="luarocks"
 )
 
 apt_missing() {

@@ -3,6 +3,7 @@
 pub mod http;
 pub mod load;
 pub mod nginx;
+pub mod nginx_binary;
 pub mod openloop;
 pub mod process;
 pub mod redis;
