@@ -179,7 +179,11 @@ impl Nginx {
     /// [`Nginx::start`] with environment variables, which a config reads through nginx's `env`
     /// directive (e.g. `SLIDEWIN_REDIS_PORT` in redis.conf: templates render only fixed names).
     pub fn start_with_env(config: &str, workers: u32, env: &[(&str, String)]) -> Self {
-        let prefix = Prefix::temporary(workers);
+        Self::start_in(Prefix::temporary(workers), config, env)
+    }
+
+    /// [`Nginx::start_with_env`] in a prefix the test made (and put files in, e.g. a CA).
+    pub fn start_in(prefix: Prefix, config: &str, env: &[(&str, String)]) -> Self {
         let child = prefix
             .command(config)
             .envs(env.iter().map(|(k, v)| (k, v)))
