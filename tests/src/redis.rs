@@ -476,6 +476,7 @@ pub struct RedisSentinel {
     pub master: RedisServer,
     pub replica: RedisServer,
     port: u16,
+    tls_port: Option<u16>,
     password: Option<String>,
     _process: Owned,
 }
@@ -484,19 +485,35 @@ impl RedisSentinel {
     pub const MASTER_NAME: &'static str = "mymaster";
 
     pub fn start() -> Self {
-        Self::start_with(&[], None)
+        Self::start_with(None, None)
     }
 
-    /// [`RedisSentinel::start`] with `server_args` for the master and the replica, and the
-    /// sentinel's own `requirepass` when `password` is given ([`RedisSentinel::client`] sends
-    /// AUTH then).
-    pub fn start_with(server_args: &[&str], password: Option<&str>) -> Self {
-        let master = RedisServer::start_with(server_args);
-        let replica_of = master.port().to_string();
+    /// [`RedisSentinel::start`] with the sentinel's own `requirepass` when `password` is given
+    /// ([`RedisSentinel::client`] sends AUTH then), and with `ca`: TLS everywhere (replication,
+    /// the sentinel to the nodes, clients on the TLS ports: the sentinel names the master's
+    /// TLS port), the plain ports kept for the harness.
+    pub fn start_with(ca: Option<&TestCa>, password: Option<&str>) -> Self {
+        let server = |args: &[&str]| match ca {
+            Some(ca) => RedisServer::start_tls(ca, args),
+            None => RedisServer::start_with(args),
+        };
+        let master = server(&[]);
+        let replica_of = match ca {
+            Some(_) => master.tls_port(),
+            None => master.port(),
+        }
+        .to_string();
         let mut replica_args = vec!["--replicaof", "127.0.0.1", &replica_of];
-        replica_args.extend(server_args);
-        let replica = RedisServer::start_with(&replica_args);
+        if ca.is_some() {
+            replica_args.extend(["--tls-replication", "yes"]);
+        }
+        let replica = server(&replica_args);
         let port = free_port();
+        let tls_port = ca.map(|_| free_port());
+        let tls = match (ca, tls_port) {
+            (Some(ca), Some(tls_port)) => ca.redis_conf(tls_port) + "tls-replication yes\n",
+            _ => String::new(),
+        };
         let conf = master.dir().join("sentinel.conf");
         std::fs::write(
             &conf,
@@ -505,7 +522,7 @@ impl RedisSentinel {
                  logfile {dir}/sentinel.log\n\
                  sentinel monitor mymaster 127.0.0.1 {replica_of} 1\n\
                  sentinel down-after-milliseconds mymaster 1000\n\
-                 sentinel failover-timeout mymaster 10000\n{requirepass}",
+                 sentinel failover-timeout mymaster 10000\n{requirepass}{tls}",
                 dir = master.dir().display(),
                 requirepass = password.map_or(String::new(), |p| format!("requirepass {p}\n")),
             ),
@@ -522,6 +539,7 @@ impl RedisSentinel {
             master,
             replica,
             port,
+            tls_port,
             password: password.map(str::to_string),
             _process: Owned::new("redis-sentinel", child),
         };
@@ -551,6 +569,11 @@ impl RedisSentinel {
     /// The sentinel's port.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The sentinel's TLS port (started with a CA).
+    pub fn tls_port(&self) -> u16 {
+        self.tls_port.expect("a sentinel started with a CA")
     }
 
     pub fn client(&self) -> Resp {

@@ -101,6 +101,15 @@ impl TestCa {
         .into()
     }
 
+    /// [`TestCa::redis_args`] as lines of a config file (a sentinel's).
+    pub fn redis_conf(&self, port: u16) -> String {
+        let args = self.redis_args(port);
+        let lines = args
+            .chunks(2)
+            .map(|pair| format!("{} {}\n", pair[0].trim_start_matches("--"), pair[1]));
+        lines.collect()
+    }
+
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }

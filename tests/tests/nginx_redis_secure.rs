@@ -172,7 +172,7 @@ fn a_tls_cluster_with_acl_users_holds_the_limit_on_every_master() {
 fn a_sentinel_with_its_own_password_or_acl_user_names_the_master() {
     let (ca, redis) = (
         TestCa::new(),
-        RedisSentinel::start_with(&[], Some("sentinel-secret")),
+        RedisSentinel::start_with(None, Some("sentinel-secret")),
     );
     add_user(redis.master.client());
     let reply = redis.client().cmd(&[
@@ -219,6 +219,32 @@ fn option_error(nginx: &Nginx, redis: &str) -> String {
     let conf = format!("name = 'x', limit = 1, window_ms = 1000, store = 'redis', redis = {redis}");
     let lua = format!("return select(2, require('resty.slidewin').new{{ {conf} }})");
     nginx.eval(&lua).body
+}
+
+#[test]
+fn a_sentinel_and_its_primary_on_tls_hold_the_limit() {
+    let ca = TestCa::new();
+    let redis = RedisSentinel::start_with(Some(&ca), Some("sentinel-secret"));
+    add_user(redis.master.client());
+    let nginx = nginx_with(
+        &ca,
+        &[
+            (
+                "SLIDEWIN_REDIS_SENTINELS",
+                format!("127.0.0.1:{}", redis.tls_port()),
+            ),
+            ("SLIDEWIN_REDIS_MASTER", RedisSentinel::MASTER_NAME.into()),
+            ("SLIDEWIN_REDIS_SENTINEL_PASSWORD", "sentinel-secret".into()),
+            ("SLIDEWIN_REDIS_TLS", "1".into()),
+        ],
+    );
+    assert_limit_holds(&nginx, "acl", "u1");
+    let key = "slidewin:{acl:u1}";
+    assert_eq!(redis.master.client().cmd(&["EXISTS", key]).int(), 1);
+    // The master found (by the limiters' shared sentinel topology) is verified too.
+    let master = format!("127.0.0.1:{}", redis.master.tls_port());
+    let handshake = format!("redis TLS handshake with {master} (server_name other.slidewin.test");
+    assert_store_error(&nginx, "wrong-name", "deny", &handshake);
 }
 
 #[test]
