@@ -8,3 +8,4 @@ pub mod openloop;
 pub mod process;
 pub mod redis;
 pub mod resp;
+pub mod tls;

@@ -16,12 +16,17 @@
 -- (store:poll_limits), so they survive reloads and restarts.
 --
 -- conf.redis: host ("127.0.0.1"), port (6379), password, db (0), connect_timeout_ms (50),
--- read_timeout_ms (100), pool_size (64), keepalive_ms (60000), and instead of host/port one of
+-- read_timeout_ms (100), pool_size (64), keepalive_ms (60000), username (with password: AUTH
+-- user password, an ACL user), ssl (false; true: TLS to every node, sentinels too), ssl_verify
+-- (false; true: the certificate is checked against lua_ssl_trusted_certificate), server_name
+-- (SNI, and the name checked when verifying), and instead of host/port one of
 --   cluster_nodes = { "host:port", ... }   Redis Cluster seed nodes (resty.slidewin.store.redis.cluster:
 --                                          CRC16 slots, CLUSTER SLOTS map per worker, MOVED, ASK)
 --   sentinels = { "host:port", ... }, master_name = "mymaster"
 --                                          a primary found through Redis Sentinel, asked again
---                                          after a connection error or READONLY
+--                                          after a connection error or READONLY;
+--                                          sentinel_username / sentinel_password: the
+--                                          sentinels' own AUTH (their requirepass or ACL user)
 -- When Redis is down, slow or answers an error, incoming returns nil, err and the layer applies
 -- conf.on_store_error. A call waits at most connect_timeout_ms + read_timeout_ms per node it
 -- tries: the one the key maps to, then up to MAX_HOPS more after a MOVED, an ASK or a reload of
@@ -65,6 +70,9 @@ local COUNTS = { "port", "db", "connect_timeout_ms", "read_timeout_ms", "pool_si
 local OPTIONAL = { password = true, cluster_nodes = true, sentinels = true, master_name = true }
 -- The rule script's parts (lua/redis/), in the order they are sent as one script.
 local SCRIPT_PARTS = { "args", "entries", "counter", "rule" }
+for name in pairs(connection.IDENTITY) do
+    OPTIONAL[name] = true
+end
 local VERBS = { "evalsha", "eval" } -- EVAL after NOSCRIPT caches the script again
 
 -- lua/redis/, beside lua/resty/ on lua_package_path.
@@ -128,7 +136,8 @@ local function redis_options(given)
         if DEFAULTS[k] == nil and not OPTIONAL[k] then
             return nil, "redis." .. tostring(k) .. " is not an option (host, port, password, db, "
                 .. "connect_timeout_ms, read_timeout_ms, pool_size, keepalive_ms, cluster_nodes, "
-                .. "sentinels, master_name)"
+                .. "sentinels, master_name, ssl, ssl_verify, server_name, username, sentinel_username, "
+                .. "sentinel_password)"
         end
         opts[k] = v
     end
@@ -168,8 +177,11 @@ local function redis_options(given)
         return nil, "redis.master_name must be a string, got " .. tostring(given.master_name)
     end
     opts.mode = mode or "standalone"
-    opts.connect_opts = { pool_size = opts.pool_size }
-    return opts
+    local err = connection.check(given, opts.mode)
+    if err then
+        return nil, err
+    end
+    return connection.prepare(opts)
 end
 
 -- The shared topology (where keys live) for opts, counting into lua_shared_dict `dict_name`.
