@@ -41,7 +41,7 @@ fn luarocks_tree_alone_serves_the_demo() {
         "lib/lua/5.1/slidewin.so",
         "share/lua/5.1/resty/slidewin.lua",
         "share/lua/5.1/resty/slidewin/registry.lua",
-        "share/lua/5.1/redis/log.lua",
+        "share/lua/5.1/redis/rule.lua",
     ] {
         assert!(
             tree.join(installed).is_file(),
