@@ -97,8 +97,8 @@ fn tls_and_an_acl_user_on_one_redis_hold_the_limit_and_a_wrong_identity_is_named
     assert_limit_holds(&nginx, "unverified", "u1");
     // The decisions are in this Redis, as alice.
     let mut client = redis.client();
-    for key in ["slidewin:{acl:u1}", "slidewin:{unverified:u1}"] {
-        assert_eq!(client.cmd(&["EXISTS", key]).int(), 1, "{key}");
+    for tag in ["acl:u1", "unverified:u1"] {
+        assert_eq!(keys_of(&mut client, tag), 1, "{tag}");
     }
     // alice's pooled, authenticated TLS connections to the same port are never lent to
     // another identity.
@@ -154,11 +154,8 @@ fn a_tls_cluster_with_acl_users_holds_the_limit_on_every_master() {
     }
     for (master, user) in users.iter().flatten().enumerate() {
         assert_limit_holds(&nginx, "acl", user);
-        let key = format!("slidewin:{{acl:{user}}}");
-        assert_eq!(
-            cluster.node(master).client().cmd(&["EXISTS", &key]).int(),
-            1
-        );
+        let tag = format!("acl:{user}");
+        assert_eq!(keys_of(&mut cluster.node(master).client(), &tag), 1);
     }
     assert_store_error(
         &nginx,
@@ -196,8 +193,7 @@ fn a_sentinel_with_its_own_password_or_acl_user_names_the_master() {
     };
     let nginx = as_user(None, "sentinel-secret");
     assert_limit_holds(&nginx, "acl", "u1");
-    let key = "slidewin:{acl:u1}";
-    assert_eq!(redis.master.client().cmd(&["EXISTS", key]).int(), 1);
+    assert_eq!(keys_of(&mut redis.master.client(), "acl:u1"), 1);
     // The data nodes' password is not the sentinel's.
     let master = format!("127.0.0.1:{}", redis.master.port());
     let auth = format!("redis AUTH on {master} as user alice failed: {WRONGPASS}");
@@ -239,8 +235,7 @@ fn a_sentinel_and_its_primary_on_tls_hold_the_limit() {
         ],
     );
     assert_limit_holds(&nginx, "acl", "u1");
-    let key = "slidewin:{acl:u1}";
-    assert_eq!(redis.master.client().cmd(&["EXISTS", key]).int(), 1);
+    assert_eq!(keys_of(&mut redis.master.client(), "acl:u1"), 1);
     // The master found (by the limiters' shared sentinel topology) is verified too.
     let master = format!("127.0.0.1:{}", redis.master.tls_port());
     let handshake = format!("redis TLS handshake with {master} (server_name other.slidewin.test");
@@ -280,4 +275,12 @@ fn bad_tls_and_acl_options_are_named() {
     let valid =
         "{ ssl = true, ssl_verify = true, server_name = 'r', username = 'u', password = 'p' }";
     assert_eq!(option_error(&nginx, valid), "nil");
+}
+
+/// Keys of the limiter and key `tag` ("name:key") in this Redis: one per window of its rule.
+fn keys_of(client: &mut Resp, tag: &str) -> usize {
+    match client.cmd(&["KEYS", &format!("slidewin:{{{tag}}}:*")]) {
+        Reply::Array(Some(keys)) => keys.len(),
+        other => panic!("KEYS answered {other:?}"),
+    }
 }

@@ -217,7 +217,15 @@ fn threads_attaching_at_once_find_one_layout_and_keep_each_others_slots() {
             });
         }
     });
-    assert_eq!(fresh.load(Ordering::SeqCst), 1, "one thread lays the region out");
+    assert_eq!(
+        fresh.load(Ordering::SeqCst),
+        1,
+        "one thread lays the region out"
+    );
     let (slots, _) = Inflight::attach(&words[..], config, 64, procs, [3, 4]).unwrap();
-    assert_eq!(slots.inflight_of(b"k"), 8, "no layout zeroed a slot taken before it");
+    assert_eq!(
+        slots.inflight_of(b"k"),
+        8,
+        "no layout zeroed a slot taken before it"
+    );
 }
