@@ -88,6 +88,23 @@ impl RedisServer {
             .unwrap_or_else(|e| panic!("connect to redis on {}: {e}", self.port))
     }
 
+    /// The script calls that decided something since the last CONFIG RESETSTAT: EVALSHA calls
+    /// (less those refused with NOSCRIPT) plus the EVALs that followed them (INFO commandstats).
+    pub fn script_decisions(&self) -> u64 {
+        let stats = self.client().cmd(&["INFO", "commandstats"]).text();
+        let field = |command: &str, name: &str| -> u64 {
+            stats
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:")))
+                .and_then(|l| {
+                    l.split(',')
+                        .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+                })
+                .map_or(0, |v| v.parse().unwrap())
+        };
+        field("evalsha", "calls") - field("evalsha", "failed_calls") + field("eval", "calls")
+    }
+
     /// Its role now: "master" or "slave" (the first field of ROLE).
     pub fn role(&self) -> String {
         match self.client().cmd(&["ROLE"]) {

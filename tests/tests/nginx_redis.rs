@@ -246,23 +246,6 @@ fn local_refusal_cache_saves_round_trips() {
     assert_eq!(saved + evalsha, 26, "{info}");
 }
 
-/// The script calls that decided something: EVALSHA calls (less those refused with NOSCRIPT)
-/// plus the EVALs that followed them, from INFO commandstats.
-fn script_decisions(redis: &RedisServer) -> u64 {
-    let stats = redis.client().cmd(&["INFO", "commandstats"]).text();
-    let field = |command: &str, name: &str| -> u64 {
-        stats
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:")))
-            .and_then(|l| {
-                l.split(',')
-                    .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
-            })
-            .map_or(0, |v| v.parse().unwrap())
-    };
-    field("evalsha", "calls") - field("evalsha", "failed_calls") + field("eval", "calls")
-}
-
 /// The live limit of `window` of limiter "rule", as the admin location of `nginx` reads it.
 fn admin_limit(nginx: &Nginx, window: usize) -> u64 {
     let body = nginx.get("/slidewin/limits").body;
@@ -281,7 +264,7 @@ fn a_rule_of_two_windows_with_live_limits_across_two_instances() {
     let statuses: Vec<u16> = hammer(&ports, 6, 20, "/rule?user=shared").concat();
     assert_eq!((count(&statuses, 200), count(&statuses, 429)), (12, 228));
     assert_eq!(
-        script_decisions(&redis),
+        redis.script_decisions(),
         240,
         "one script call per decision"
     );

@@ -6,7 +6,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use slidewin_tests::http::{self, Response};
-use slidewin_tests::load::{admitted_times, busiest_window, hammer, reload};
+use slidewin_tests::load::{
+    admitted_times, assert_each_window_refused, busiest_window, hammer, reload,
+};
 use slidewin_tests::nginx::Nginx;
 
 fn admitted(responses: &[Response]) -> usize {
@@ -49,19 +51,8 @@ fn two_windows_hold_across_four_workers_and_refusals_consume_nothing() {
         }
     }
     // Refusals describe the window that refused, and RateLimit-Policy names both windows.
-    let described = |window: &str| {
-        log.iter().any(|r| {
-            r.status == 429
-                && r.header("RateLimit-Policy")
-                    == Some("\"rule-log\";q=10;w=1, \"rule-log-10s\";q=50;w=10")
-                && r.header("RateLimit").unwrap().starts_with(window)
-        })
-    };
-    assert!(described("\"rule-log\";r=0;t="), "a refusal by the second");
-    assert!(
-        described("\"rule-log-10s\";r=0;t="),
-        "a refusal by the 10 s window"
-    );
+    let policy = "\"rule-log\";q=10;w=1, \"rule-log-10s\";q=50;w=10";
+    assert_each_window_refused(&log, policy, &["rule-log", "rule-log-10s"]);
 }
 
 #[test]
