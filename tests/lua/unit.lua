@@ -587,8 +587,30 @@ test("gateway switches: bad options are nil, err naming the option and the value
     eq(sw:stats().allowed, 0)
     eq(raised(sw.enforce, "partner"),
         'sw:enforce: self must be the limiter (call sw:enforce(...) with \':\'), got "partner"')
+    -- Bad arguments name the call the user made, not the switches' sw:decide.
+    eq(raised(sw.enforce, sw, nil), "sw:enforce: key must be a string or a finite number, got nil")
+    eq(raised(sw.enforce, sw, "k", -1), "sw:enforce: cost must be a non-negative integer, got -1")
+    eq(raised(sw.enforce, sw, "k", 1, 5),
+        "sw:enforce: opts must be a table ({ limit = N }, { limits = {...} } or { tier = name }), got 5")
+    local delayed = assert(layer.new { name = "delayed", limit = 5, window_ms = 1000, store = "local",
+        delay = { max_ms = 100 } })
+    assert(raised(delayed.enforce, delayed, {}):find("^sw:enforce: key must be a string or a finite number, got table"))
     assert(layer.new { name = "plain", limit = 5, window_ms = 1000, store = "local" }.enforce == layer.enforce,
         "a config without switches keeps the layer's enforce")
+end)
+
+test("switch.waiting: at most max places taken at once, each given back", function()
+    local waiting = require "resty.slidewin.switch.waiting"
+    local places = assert(waiting.new("places", 2, 1000))
+    local a, b = places:take(), places:take()
+    assert(a and b, "two places")
+    eq(places:take(), nil, "a third place")
+    places:give(a)
+    assert(places:take(), "a place given back is taken again")
+    eq(places:take(), nil, "still two at most")
+    local none, err = waiting.new("places-bad", 2, 0)
+    eq(none, nil)
+    assert(err:find("^delay: slidewin.concurrency: max_hold_ms must be a positive integer, got 0"), err)
 end)
 
 print(string.format("%d passed, %d failed", passed, failed))
