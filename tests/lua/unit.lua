@@ -569,7 +569,10 @@ test("gateway switches: bad options are nil, err naming the option and the value
             'exempt.address must be a function returning the client\'s address, got "x-forwarded-for"' },
         { { delay = 1000 }, "delay must be a table { max_ms = N, max_waiting = M }, got 1000" },
         { { delay = {} }, "delay.max_ms must be a positive integer, got nil" },
-        { { delay = { max_ms = 100, max_waiting = 0 } }, "delay.max_waiting must be a positive integer, got 0" },
+        { { delay = { max_ms = 100, max_waiting = 0 } },
+            "delay.max_waiting must be a positive integer at most 65536, got 0" },
+        { { delay = { max_ms = 100, max_waiting = 65537 } },
+            "delay.max_waiting must be a positive integer at most 65536, got 65537" },
         { { delay = { max_ms = 100 }, mode = "dry_run" },
             'delay must be unset with mode = "dry_run" (a dry run refuses nothing), got ' },
         { { refund_statuses = 503 }, "refund_statuses must be a list of HTTP statuses or a function(status), got 503" },
@@ -611,6 +614,13 @@ test("switch.waiting: at most max places taken at once, each given back", functi
     local none, err = waiting.new("places-bad", 2, 0)
     eq(none, nil)
     assert(err:find("^delay: slidewin.concurrency: max_hold_ms must be a positive integer, got 0"), err)
+    -- After the fork, a region would be one worker's: refused, not silently per worker.
+    ngx.get_phase = function() return "content" end
+    none, err = layer.new { name = "late", limit = 5, window_ms = 1000, store = "local", delay = { max_ms = 100 } }
+    ngx.get_phase = nil
+    eq(none, nil)
+    eq(err, "delay must be configured in init_by_lua* (its max_waiting places are shared by every worker), "
+        .. "not in content")
 end)
 
 print(string.format("%d passed, %d failed", passed, failed))

@@ -18,6 +18,8 @@ local ngx = ngx
 -- How long past max_ms a place may stay taken before it is freed anyway (a request dropped
 -- while it waited): the last decision and the sleep's lateness fit well within it.
 local HOLD_MARGIN_MS = 1000
+-- The most places a slidewin.concurrency key holds.
+local MAX_WAITING = 65536
 
 local _M = {}
 
@@ -37,8 +39,8 @@ function _M.configure(conf, parts)
     if not positive_integer(max_ms) then
         return invalid("delay.max_ms", "a positive integer", max_ms)
     end
-    if not positive_integer(max_waiting) then
-        return invalid("delay.max_waiting", "a positive integer", max_waiting)
+    if not (positive_integer(max_waiting) and max_waiting <= MAX_WAITING) then
+        return invalid("delay.max_waiting", "a positive integer at most " .. MAX_WAITING, max_waiting)
     end
     local places, err = waiting.new(conf.name, max_waiting, max_ms + HOLD_MARGIN_MS)
     if not places then
