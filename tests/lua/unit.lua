@@ -611,6 +611,13 @@ test("switch.waiting: at most max places taken at once, each given back", functi
     places:give(a)
     assert(places:take(), "a place given back is taken again")
     eq(places:take(), nil, "still two at most")
+    -- A place never given back (its request dropped while it waited) is freed after its hold.
+    local lease = assert(waiting.new("places-lease", 1, 30))
+    assert(lease:take(), "the one place")
+    eq(lease:take(), nil, "taken")
+    local until_ms = slidewin.now_ms() + 40
+    repeat until slidewin.now_ms() >= until_ms
+    assert(lease:take(), "freed once held 30 ms")
     local none, err = waiting.new("places-bad", 2, 0)
     eq(none, nil)
     assert(err:find("^delay: slidewin.concurrency: max_hold_ms must be a positive integer, got 0"), err)
