@@ -569,7 +569,10 @@ test("gateway switches: bad options are nil, err naming the option and the value
             'exempt.address must be a function returning the client\'s address, got "x-forwarded-for"' },
         { { delay = 1000 }, "delay must be a table { max_ms = N, max_waiting = M }, got 1000" },
         { { delay = {} }, "delay.max_ms must be a positive integer, got nil" },
-        { { delay = { max_ms = 100, max_waiting = 0 } }, "delay.max_waiting must be a positive integer, got 0" },
+        { { delay = { max_ms = 100, max_waiting = 0 } },
+            "delay.max_waiting must be a positive integer at most 65536, got 0" },
+        { { delay = { max_ms = 100, max_waiting = 65537 } },
+            "delay.max_waiting must be a positive integer at most 65536, got 65537" },
         { { delay = { max_ms = 100 }, mode = "dry_run" },
             'delay must be unset with mode = "dry_run" (a dry run refuses nothing), got ' },
         { { refund_statuses = 503 }, "refund_statuses must be a list of HTTP statuses or a function(status), got 503" },
@@ -587,8 +590,44 @@ test("gateway switches: bad options are nil, err naming the option and the value
     eq(sw:stats().allowed, 0)
     eq(raised(sw.enforce, "partner"),
         'sw:enforce: self must be the limiter (call sw:enforce(...) with \':\'), got "partner"')
+    -- Bad arguments name the call the user made, not the switches' sw:decide.
+    eq(raised(sw.enforce, sw, nil), "sw:enforce: key must be a string or a finite number, got nil")
+    eq(raised(sw.enforce, sw, "k", -1), "sw:enforce: cost must be a non-negative integer, got -1")
+    eq(raised(sw.enforce, sw, "k", 1, 5),
+        "sw:enforce: opts must be a table ({ limit = N }, { limits = {...} } or { tier = name }), got 5")
+    local delayed = assert(layer.new { name = "delayed", limit = 5, window_ms = 1000, store = "local",
+        delay = { max_ms = 100 } })
+    assert(raised(delayed.enforce, delayed, {}):find("^sw:enforce: key must be a string or a finite number, got table"))
     assert(layer.new { name = "plain", limit = 5, window_ms = 1000, store = "local" }.enforce == layer.enforce,
         "a config without switches keeps the layer's enforce")
+end)
+
+test("switch.waiting: at most max places taken at once, each given back", function()
+    local waiting = require "resty.slidewin.switch.waiting"
+    local places = assert(waiting.new("places", 2, 1000))
+    local a, b = places:take(), places:take()
+    assert(a and b, "two places")
+    eq(places:take(), nil, "a third place")
+    places:give(a)
+    assert(places:take(), "a place given back is taken again")
+    eq(places:take(), nil, "still two at most")
+    -- A place never given back (its request dropped while it waited) is freed after its hold.
+    local lease = assert(waiting.new("places-lease", 1, 30))
+    assert(lease:take(), "the one place")
+    eq(lease:take(), nil, "taken")
+    local until_ms = slidewin.now_ms() + 40
+    repeat until slidewin.now_ms() >= until_ms
+    assert(lease:take(), "freed once held 30 ms")
+    local none, err = waiting.new("places-bad", 2, 0)
+    eq(none, nil)
+    assert(err:find("^delay: slidewin.concurrency: max_hold_ms must be a positive integer, got 0"), err)
+    -- After the fork, a region would be one worker's: refused, not silently per worker.
+    ngx.get_phase = function() return "content" end
+    none, err = layer.new { name = "late", limit = 5, window_ms = 1000, store = "local", delay = { max_ms = 100 } }
+    ngx.get_phase = nil
+    eq(none, nil)
+    eq(err, "delay must be configured in init_by_lua* (its max_waiting places are shared by every worker), "
+        .. "not in content")
 end)
 
 print(string.format("%d passed, %d failed", passed, failed))

@@ -368,6 +368,58 @@ fn delay_refuses_beyond_max_waiting_and_max_ms_at_once() {
     assert_eq!(requests(&nginx, "delay-short", "rejected"), 5);
 }
 
+/// 12 requests of a fresh key at once to limit 5 per 1000 ms with delay max_ms 1000 and
+/// max_waiting 3: exactly 5 admitted at once, 3 after about 1 s, 4 refused at once. The worker
+/// pids of the 7 refused at first.
+fn delay_node_burst(nginx: &Nginx, user: &str) -> Vec<String> {
+    let answers = at_once(nginx, &format!("/limit/delay-node?user={user}"), 12);
+    let summary: Vec<_> = answers
+        .iter()
+        .map(|(r, t)| {
+            (
+                r.status,
+                t.as_millis(),
+                r.header("X-Worker").expect("X-Worker").to_string(),
+            )
+        })
+        .collect();
+    let count = |status: u16, delayed: bool| {
+        summary
+            .iter()
+            .filter(|(s, ms, _)| *s == status && (*ms >= 900) == delayed)
+            .count()
+    };
+    assert_eq!(count(200, false), 5, "admitted at once: {summary:?}");
+    assert_eq!(count(200, true), 3, "admitted after a wait: {summary:?}");
+    assert_eq!(count(429, false), 4, "refused at once: {summary:?}");
+    assert!(summary.iter().all(|(_, ms, _)| *ms < 1_800), "{summary:?}");
+    summary
+        .into_iter()
+        .filter(|(s, ms, _)| *s == 429 || *ms >= 900)
+        .map(|(_, _, worker)| worker)
+        .collect()
+}
+
+#[test]
+fn delay_max_waiting_bounds_the_waiting_requests_of_every_worker_together() {
+    let nginx = Nginx::start("switches.conf", 4);
+    // The kernel may hand one burst to one worker (where a bound per worker holds too): a burst
+    // whose refused requests met two workers or more shows the bound is the node's.
+    let mut spread = 0;
+    for attempt in 0..5 {
+        let mut workers = delay_node_burst(&nginx, &format!("n{attempt}"));
+        workers.sort();
+        workers.dedup();
+        if workers.len() >= 2 {
+            spread = attempt + 1;
+            break;
+        }
+    }
+    assert!(spread > 0, "5 bursts each met one worker only");
+    assert_eq!(requests(&nginx, "delay-node", "allowed"), 8 * spread);
+    assert_eq!(requests(&nginx, "delay-node", "rejected"), 4 * spread);
+}
+
 #[test]
 fn refunds_give_5xx_answers_back_on_shm_local_and_redis() {
     let redis = RedisServer::start();
