@@ -4,9 +4,10 @@ export * from "./pkg/slidewin.js";
 /**
  * Load and instantiate the WebAssembly module; call (and await) once before using anything else
  * (before it, constructors throw "call and await init() ...").
- * `source` is optional: a URL (or its string), Response, BufferSource or WebAssembly.Module of
- * slidewin_bg.wasm. Without it, node reads and a browser fetches `pkg/slidewin_bg.wasm` next to
- * this module (next to the bundle, once bundled).
+ * `source` is optional: a URL (or its string), a path (node), Response, BufferSource or
+ * WebAssembly.Module of slidewin_bg.wasm. Without it, node reads and a browser fetches
+ * `pkg/slidewin_bg.wasm` next to this module (next to the bundle, once bundled). In node,
+ * `file:` URLs and paths are read from disk (node's fetch has no `file:` URLs).
  */
 export default function init(
   source?: string | URL | Response | BufferSource | WebAssembly.Module,

@@ -267,18 +267,31 @@ export const ewma = (xs, alpha) => batch(new Ewma(alpha), xs, 0);
 /** Where the .wasm is: `pkg/slidewin_bg.wasm` beside this module (or beside a bundle of it). */
 const defaultWasm = () => new URL("./pkg/slidewin_bg.wasm", import.meta.url);
 
+/** A string with a URL scheme (`https:`, `file:`); `C:\x` is a Windows path, not a scheme. */
+const hasScheme = (text) => /^[a-z][a-z\d+.-]+:/i.test(text);
+
+/**
+ * In node, what fetch cannot load (node's fetch has no `file:` URLs) as the file's bytes: a
+ * `file:` URL (or its string) or a path; anything else, and everything in a browser, as it is.
+ */
+function readLocal(source) {
+  const fs = globalThis.process?.getBuiltinModule?.("node:fs");
+  if (!fs) return source;
+  if (source instanceof URL) return source.protocol === "file:" ? fs.readFileSync(source) : source;
+  if (typeof source !== "string") return source;
+  if (!hasScheme(source)) return fs.readFileSync(source);
+  return source.startsWith("file:") ? fs.readFileSync(new URL(source)) : source;
+}
+
 /**
  * Load and instantiate the WebAssembly module; call (and await) once before using anything else.
- * `source` is optional: a URL (or its string), Response, BufferSource or WebAssembly.Module of
- * slidewin_bg.wasm. Without it: node reads `pkg/slidewin_bg.wasm` beside this module, a
- * browser fetches it from there.
+ * `source` is optional: a URL (or its string), a path (node), Response, BufferSource or
+ * WebAssembly.Module of slidewin_bg.wasm. Without it: `pkg/slidewin_bg.wasm` beside this module
+ * (read from disk in node, fetched in a browser). In node, `file:` URLs and paths are read with
+ * `fs`, so a bundler's `new URL(wasmUrl, import.meta.url)` works there too.
  */
-export default async function init(source) {
-  if (source === undefined) {
-    const fs = globalThis.process?.getBuiltinModule?.("node:fs");
-    source = fs ? fs.readFileSync(defaultWasm()) : defaultWasm();
-  }
-  const exports = await initWasm({ module_or_path: source });
+export default async function init(source = defaultWasm()) {
+  const exports = await initWasm({ module_or_path: readLocal(source) });
   ready = true;
   return exports;
 }

@@ -6,9 +6,10 @@ set -euo pipefail
 declare -A APT=(
   [rust]=""
   [nginx]="nginx libnginx-mod-http-lua libnginx-mod-http-ndk lua-resty-core lua-resty-lrucache luajit2 lua-nginx-redis wrk curl"
-  [redis]="redis-server"
+  [redis]="redis-server openssl"  # openssl: the TLS tests make a CA and a server certificate
   [wasm]="rustc-web cargo-web rust-web-src lld binaryen"
   [browser]="chromium"
+  [luarocks]="luarocks"
   # promtool (tests/tests/nginx_top.rs checks /metrics with `promtool check metrics`).
   [promtool]="prometheus"
 )

@@ -87,7 +87,7 @@ try {
       ratio: document.getElementById("now-ratio").textContent,
     };
   });
-  assert.deepEqual(view.limiters.slice().sort(), ["api", "api-shared", "rules"]);
+  assert.deepEqual(view.limiters.slice().sort(), ["api", "api-dry", "api-legacy", "api-shared", "rules"]);
   assert.deepEqual(
     view.refusedTable.sort(),
     want.map((h) => [h.key, String(h.refused), `${h.count} / ${h.limit}`, "100 %", "1"]),

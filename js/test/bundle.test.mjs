@@ -20,6 +20,17 @@ after(() => rmSync(out, { recursive: true, force: true }));
 
 const expected = checks();
 
+/** Bundles `entry` minified into `dir` for `platform`, the .wasm emitted by esbuild's file loader. */
+async function bundleWithWasmFile(entry, dir, platform) {
+  const result = await build({
+    entryPoints: [here(entry)],
+    bundle: true, minify: true, format: "esm", platform,
+    loader: { ".wasm": "file" }, outdir: dir, logLevel: "error", metafile: true,
+  });
+  const emitted = Object.keys(result.metafile.outputs).filter((f) => f.endsWith(".wasm"));
+  assert.equal(emitted.length, 1, "the .wasm is emitted beside the bundle");
+}
+
 test("the checks themselves hold (so the bundles are compared with right answers)", () => {
   assert.deepEqual(expected.SlidingMean.slice(0, 5), [3, 2, 8 / 3, 2.25, 2.75]);
   assert.deepEqual(expected.p50.slice(0, 5), [3, 2, 3, 2, 3]);
@@ -44,15 +55,16 @@ test("minified node bundle: same answers, the .wasm found at pkg/ beside the bun
   assert.deepEqual(JSON.parse(stdout), JSON.parse(JSON.stringify(expected)));
 });
 
+test("node bundle with the .wasm emitted by the file loader (README's recipe): init(new URL(wasmUrl, import.meta.url))", async () => {
+  const dir = join(out, "node-file-loader");
+  await bundleWithWasmFile("../bundle-check/node-file-loader.mjs", dir, "node");
+  const stdout = execFileSync(process.execPath, [join(dir, "node-file-loader.js")], { encoding: "utf8" });
+  assert.deepEqual(JSON.parse(stdout), JSON.parse(JSON.stringify(expected)));
+});
+
 test("minified browser bundle (esbuild defaults, .wasm emitted by the file loader) in Chromium", async () => {
   const dir = join(out, "browser");
-  const result = await build({
-    entryPoints: [here("../bundle-check/browser.mjs")],
-    bundle: true, minify: true, format: "esm", platform: "browser",
-    loader: { ".wasm": "file" }, outdir: dir, logLevel: "error", metafile: true,
-  });
-  const emitted = Object.keys(result.metafile.outputs).filter((f) => f.endsWith(".wasm"));
-  assert.equal(emitted.length, 1, "the .wasm is emitted beside the bundle");
+  await bundleWithWasmFile("../bundle-check/browser.mjs", dir, "browser");
   writeFileSync(join(dir, "index.html"), '<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><script type="module" src="browser.js"></script>');
 
   const types = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm" };

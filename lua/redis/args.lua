@@ -1,61 +1,72 @@
--- slidewin: the arguments every script in this folder takes, and the parts of an answer they
--- share. Sent as the first part of each script, so a script is one self-contained EVAL:
---   redis-cli EVAL "$(cat lua/redis/args.lua lua/redis/log.lua)" ...
--- and the arguments are read and checked in one place.
--- ARGV: limit window_ms cost, then name/value options: now_ms N (instead of Redis TIME),
--- mode check|peek|refund (default check), bucket_ms N (buckets only).
-local function int(name, text, min)
+-- slidewin: one decision of a rule (one or more windows) as one Redis script call. The script
+-- is the files of this folder in this order, sent as one EVAL:
+--   redis-cli EVAL "$(cat lua/redis/args.lua lua/redis/entries.lua lua/redis/counter.lua lua/redis/rule.lua)" ...
+-- This part reads and checks the arguments, in one place.
+-- KEYS: one per window (give them one hash tag, "rl:{alice}:1s", "rl:{alice}:1h", so that a
+--       Cluster keeps a rule in one slot).
+-- ARGV: cost, then per window: algorithm limit window_ms ("log" | "counter"), or
+--       "buckets" limit window_ms bucket_ms; then name/value options: now_ms N (the caller's
+--       clock instead of Redis TIME), mode check|peek|refund (default check).
+local floor = math.floor
+local function int(name, text, min, k)
   local n = tonumber(text)
-  if not n or n ~= math.floor(n) or n < min or n > 2 ^ 53 then
-    local kind = min > 0 and 'a positive' or min == 0 and 'a non-negative' or 'an'
-    error(name .. ' must be ' .. kind .. ' integer, got ' .. tostring(text), 0)
-  end
-  return n
+  if n and n % 1 == 0 and n >= min and n <= 2 ^ 53 then return n end
+  local kind = min > 0 and 'a positive' or 'a non-negative'
+  return nil, 'ERR ' .. name .. (k and ' of window ' .. k or '') .. ' must be ' .. kind .. ' integer, got ' .. tostring(text)
 end
-local function read_args() -- limit window_ms cost, then name/value options
-  local a = {limit = int('limit', ARGV[1], 1), window = int('window_ms', ARGV[2], 1), cost = int('cost', ARGV[3], 0)}
-  local opt = {}
-  for i = 4, #ARGV, 2 do opt[ARGV[i]] = ARGV[i + 1] end
-  a.mode = opt.mode or 'check'
-  if a.mode ~= 'check' and a.mode ~= 'peek' and a.mode ~= 'refund' then
-    error('mode must be check, peek or refund, got ' .. a.mode, 0)
+local cost, err = int('cost', ARGV[1], 0)
+if not cost then return redis.error_reply(err) end
+-- The parts after this one define the functions of the algorithms the rule uses, no others:
+-- a function is made again on every call.
+local windows, at, uses_entries, uses_counter = {}, 2, false, false
+for k = 1, #KEYS do
+  local algorithm = ARGV[at]
+  -- Every field the windows' functions set, made at once: a table that grows is made again.
+  local w = {key = KEYS[k], algorithm = algorithm, width = 1, limit = 0, span = 0, now = 0,
+    marked = false, oldest = false, room = 0, retry = 0, newest = false, sum = 0, gone = 0,
+    current = 0, previous = 0, elapsed = 0}
+  w.limit, err = int('limit', ARGV[at + 1], 1, k)
+  if not err then w.span, err = int('window_ms', ARGV[at + 2], 1, k) end
+  if err then return redis.error_reply(err) end
+  if algorithm == 'buckets' then
+    w.width, err = int('bucket_ms', ARGV[at + 3], 1, k)
+    if err then return redis.error_reply(err) end
+    if w.span % w.width ~= 0 then
+      return redis.error_reply('ERR bucket_ms of window ' .. k .. ' must be a divisor of window_ms, got ' .. w.width)
+    elseif w.span / w.width > 65536 then
+      return redis.error_reply('ERR bucket_ms of window ' .. k .. ' must be at least window_ms / 65536, got ' .. w.width)
+    end
+    at = at + 4
+  elseif algorithm == 'log' or algorithm == 'counter' then
+    at = at + 3
+  else
+    return redis.error_reply('ERR algorithm of window ' .. k .. ' must be log, buckets or counter, got ' .. tostring(algorithm))
   end
-  a.width = opt.bucket_ms and int('bucket_ms', opt.bucket_ms, 1)
-  a.now = opt.now_ms and int('now_ms', opt.now_ms, -2 ^ 53)
-  -- Keys expire on Redis's clock, which may run ahead of the caller's.
-  a.ttl_slack = a.now and a.window or 0
-  return a
+  if algorithm == 'counter' then uses_counter = true else uses_entries = true end
+  windows[k] = w
 end
-local ok, a = pcall(read_args) -- no redis.call in here: one inside pcall costs microseconds
-if not ok then return redis.error_reply('ERR ' .. a) end
-if not a.now then
+if #windows == 0 then return redis.error_reply('ERR a rule needs at least one window (one key each), got 0 keys') end
+local mode, now = 'check', nil
+for i = at, #ARGV, 2 do
+  local name, value = ARGV[i], ARGV[i + 1]
+  if name == 'mode' then
+    mode = value
+    if mode ~= 'check' and mode ~= 'peek' and mode ~= 'refund' then
+      return redis.error_reply('ERR mode must be check, peek or refund, got ' .. tostring(mode))
+    end
+  elseif name == 'now_ms' then
+    -- The log keeps the newest time seen in a score above 2^52: times run from 0 to 2^52 - 1.
+    now = tonumber(value)
+    if not (now and now % 1 == 0 and now >= 0 and now < 2 ^ 52) then
+      return redis.error_reply('ERR now_ms must be a non-negative integer below 2^52, got ' .. tostring(value))
+    end
+  else
+    return redis.error_reply('ERR options are now_ms and mode, got ' .. tostring(name))
+  end
+end
+-- Keys expire on Redis's clock, which may run ahead of the caller's.
+local slack = now and 1 or 0
+if not now then
   local t = redis.call('TIME')
-  a.now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local limit, window, cost, mode, now, ttl_slack = a.limit, a.window, a.cost, a.mode, a.now, a.ttl_slack
--- The script's answer, with `used` the cost the window holds after the call. A peek reports
--- what would remain once its cost is recorded, like a committing call.
-local function reply(allowed, used, retry_ms, reset_ms)
-  local remaining = math.max(limit - used, 0)
-  if mode == 'peek' and allowed then remaining = remaining - cost end
-  return {allowed and 1 or 0, remaining, retry_ms, reset_ms}
-end
--- retry_after_ms: 0 when allowed, -1 when the cost can never fit, else the algorithm's exact
--- wait (`wait_ms()`, -1 if it finds none).
-local function retry_after(allowed, wait_ms)
-  if allowed then return 0 end
-  if cost > limit then return -1 end
-  return wait_ms()
-end
--- Keep a one-hash state (field, value pairs in `...`) while the window holds cost (reset_ms > 0),
--- else drop the key; its expiry moves only when costs change.
-local function keep_hash(key, reset_ms, allowed, ...)
-  if reset_ms <= 0 then
-    redis.call('DEL', key)
-    return
-  end
-  redis.call('HSET', key, ...)
-  if mode ~= 'peek' and allowed then
-    redis.call('PEXPIRE', key, reset_ms + ttl_slack)
-  end
+  now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
 end

@@ -1,57 +1,78 @@
--- slidewin sliding counter: O(1) memory, the previous fixed window weighted by its overlap.
--- KEYS[1] hash: "now" (the newest time seen; now / window_ms is the current fixed window),
---         "c" (the current window's cost), "p" (the previous window's cost). One key: Cluster-safe.
--- ARGV: limit window_ms cost [now_ms N] [mode check|peek|refund]
--- Sent after args.lua: it reads ARGV into limit, window, cost, mode, now (a.width: bucket_ms)
--- and defines reply(allowed, used, retry_ms, reset_ms).
--- Returns {allowed 0/1, remaining, retry_after_ms (-1: never), reset_after_ms}.
--- With e = now mod window_ms, the window holds ceil(p*(window_ms - e)/window_ms) + c, compared exactly
--- (in integers scaled by window_ms, so limit * window_ms must stay below 2^53).
-local key = KEYS[1]
-local floor = math.floor
-local state = redis.call('HMGET', key, 'now', 'c', 'p')
-local newest, current, previous = tonumber(state[1]), tonumber(state[2]) or 0, tonumber(state[3]) or 0
--- A clock that stepped back reads as the newest time seen: nothing is forgotten early.
-now = math.max(now, newest or now)
-local index = floor(now / window)
-if not newest or floor(newest / window) < index - 1 then
-  current, previous = 0, 0
-elseif floor(newest / window) == index - 1 then
-  current, previous = 0, current
-end
-local elapsed = now - index * window
-local function used(c) -- the window's cost, scaled by window_ms
-  return previous * (window - elapsed) + c * window
-end
+-- slidewin sliding-counter windows: O(1) memory, the previous fixed window weighted by its
+-- overlap, exact like the core's SlidingCounter. Sent after args.lua.
+-- Key: a string "<newest time seen> <current window's cost> <previous window's cost>", written
+-- with its expiry in one SET. With e = now mod window_ms, the window holds
+-- ceil(previous * (window_ms - e) / window_ms) + current. A lost key reads as an empty window.
 
-local allowed = cost <= limit and used(current + cost) <= limit * window
-if mode == 'check' and allowed and cost > 0 then
-  current = current + cost
-elseif mode == 'refund' then
-  local back = math.min(current, cost)
-  current, previous, allowed = current - back, math.max(previous - (cost - back), 0), true
-end
-
--- The least elapsed ms at which ceil(count * (window - e) / window) <= at_most (up to window).
-local function elapsed_until(count, at_most)
-  if count == 0 then return 0 end
-  return math.max(window - floor(at_most * window / count), 0)
-end
--- Within this window only the previous window's share falls; in the next one this window's
--- cost becomes the previous.
-local retry = retry_after(allowed, function()
-  local at = current + cost <= limit and elapsed_until(previous, limit - cost - current) or window
-  if at < window then
-    return math.max(at - elapsed, 0)
+local counter_assess, counter_finish
+if uses_counter then
+  -- ceil(a / b) of integers, exact where a / b rounds.
+  local function ceil_div(a, b)
+    local q = floor(a / b)
+    if q * b > a then q = q - 1 end
+    return q * b < a and q + 1 or q
   end
-  return window - elapsed + elapsed_until(current, limit - cost)
-end)
 
-local reset = 0
-if current > 0 then
-  reset = 2 * window - elapsed
-elseif previous > 0 then
-  reset = window - elapsed
+  -- As entries_assess: move window `w` to `now`; w.room and, when `cost` does not fit, w.retry.
+  counter_assess = function(w, cost)
+    local span, limit = w.span, w.limit
+    local text = redis.call('GET', w.key)
+    local marked, current, previous = nil, 0, 0
+    if text then
+      local s, c, p = text:match('^(%d+) (%d+) (%d+)$')
+      marked, current, previous = tonumber(s), tonumber(c), tonumber(p)
+    end
+    local now = math.max(now, marked or now)
+    local index = floor(now / span)
+    if not marked or floor(marked / span) < index - 1 then
+      current, previous = 0, 0
+    elseif floor(marked / span) == index - 1 then
+      current, previous = 0, current
+    end
+    local elapsed = now - index * span
+    local room = math.max(limit - current - ceil_div(previous * (span - elapsed), span), 0)
+    w.now, w.marked, w.current, w.previous, w.elapsed = now, marked, current, previous, elapsed
+    w.room = room
+    if cost > room then
+      w.retry = -1
+      if cost <= limit then
+        -- The least elapsed ms at which ceil(count * (span - e) / span) <= at_most (up to span).
+        local function elapsed_until(count, at_most)
+          if count == 0 then return 0 end
+          return math.max(span - floor(at_most * span / count), 0)
+        end
+        -- Within this window only the previous window's share falls; in the next one this
+        -- window's cost becomes the previous.
+        local at = current + cost <= limit and elapsed_until(previous, limit - cost - current) or span
+        if at < span then
+          w.retry = math.max(at - elapsed, 0)
+        else
+          w.retry = span - elapsed + elapsed_until(current, limit - cost)
+        end
+      end
+    end
+  end
+
+  -- As entries_finish: write window `w` back; its reset_after_ms and room after.
+  counter_finish = function(w, cost, record)
+    local span, current, previous, elapsed = w.span, w.current, w.previous, w.elapsed
+    if record then
+      current = current + cost
+    elseif mode == 'refund' then
+      local back = math.min(current, cost)
+      current, previous = current - back, math.max(previous - (cost - back), 0)
+    end
+    local reset = current > 0 and 2 * span - elapsed or previous > 0 and span - elapsed or 0
+    if reset == 0 then
+      if w.marked then redis.call('DEL', w.key) end
+    elseif current ~= w.current or previous ~= w.previous or w.marked ~= w.now then
+      -- Lua writes numbers below 1e14 as integers ("%.14g"), faster than string.format.
+      local now = w.now
+      local text = now < 1e14 and current < 1e14 and previous < 1e14 and now .. ' ' .. current .. ' ' .. previous
+        or string.format('%d %d %d', now, current, previous)
+      redis.call('SET', w.key, text, 'PX', reset + slack * span)
+    end
+    if mode ~= 'refund' then return reset, record and w.room - cost or w.room end
+    return reset, math.max(w.limit - current - ceil_div(previous * (span - elapsed), span), 0)
+  end
 end
-keep_hash(key, reset, allowed, 'now', now, 'c', current, 'p', previous)
-return reply(allowed, current + math.ceil(previous * (window - elapsed) / window), retry, reset)

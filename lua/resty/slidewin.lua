@@ -60,10 +60,14 @@
 -- a second) and keeps every key's window; sw:limits() lists the live limits. A call may bring
 -- its own: sw:enforce(key, cost, { limit = N }) (one window), { limits = { ... } } or
 -- { tier = "pro" }, each limit at most its window's max_limit.
+--
+-- Gateway switches (mode = "dry_run", exempt, headers, delay, refund_statuses, body_json):
+-- modules of their own around enforce, see resty.slidewin.switch and README.
 
 local config = require "resty.slidewin.config"
 local metrics = require "resty.slidewin.metrics"
 local policy = require "resty.slidewin.policy"
+local switch = require "resty.slidewin.switch"
 local now_ms = require("slidewin").now_ms
 
 local format = string.format
@@ -86,6 +90,11 @@ local POLL_LIMITS_MS = 1000
 function _M.new(opts)
     local conf, err = config.validate(opts)
     if not conf then
+        return nil, err
+    end
+    local with_switches
+    with_switches, err = switch.plan(conf)
+    if not with_switches then
         return nil, err
     end
     local ok, store_module = pcall(require, "resty.slidewin.store." .. conf.store)
@@ -127,7 +136,7 @@ function _M.new(opts)
     }, mt)
     self.live = store.lim and store.lim:limits() or configured
     self.policy = policy.policy(conf.windows, self.live)
-    return self
+    return with_switches(self)
 end
 
 -- Methods called with `.` get `self` wrong: say so, not "attempt to index a nil value".
@@ -139,19 +148,19 @@ local function check_self(self, method)
 end
 
 -- The limits `opts` asks for (nil: the live ones) and their RateLimit-Policy, or raises.
-local function call_limits(self, opts, method)
+local function call_limits(self, opts, method, level)
     if opts == nil then
         return nil
     end
     if type(opts) ~= "table" then
         error(format("sw:%s: opts must be a table ({ limit = N }, { limits = {...} } or { tier = name }), got %s",
-            method, show(opts)), 4)
+            method, show(opts)), level or 4)
     end
     local tier = opts.tier
     if tier ~= nil then
         local limits = self.conf.tiers and self.conf.tiers[tier]
         if not limits then
-            error(format("sw:%s: tier must be a tier of the config, got %s", method, show(tier)), 4)
+            error(format("sw:%s: tier must be a tier of the config, got %s", method, show(tier)), level or 4)
         end
         local cached = self.tier_policies[tier]
         if not cached then
@@ -164,7 +173,7 @@ local function call_limits(self, opts, method)
     if limits == nil and opts.limit ~= nil then
         if #self.windows ~= 1 then
             error(format("sw:%s: limit is for a rule of one window; this one has %d (give limits = {...})",
-                method, #self.windows), 4)
+                method, #self.windows), level or 4)
         end
         limits = { opts.limit }
     end
@@ -173,7 +182,7 @@ local function call_limits(self, opts, method)
     end
     local ok, err = config.check_limits(self.conf, limits, "limits")
     if not ok then
-        error(format("sw:%s: %s", method, err), 4)
+        error(format("sw:%s: %s", method, err), level or 4)
     end
     return limits, policy.policy(self.windows, limits)
 end
@@ -195,19 +204,19 @@ local function poll_limits(self)
     end
 end
 
-local function check_key(key, method)
+local function check_key(key, method, level)
     local key_type = type(key)
     if not (key_type == "string" or key_type == "number" and key == key and key ~= huge and key ~= -huge) then
-        error(format("sw:%s: key must be a string or a finite number, got %s", method, show(key)), 4)
+        error(format("sw:%s: key must be a string or a finite number, got %s", method, show(key)), level or 4)
     end
 end
 
-local function check_cost(self, cost, method)
+local function check_cost(self, cost, method, level)
     if cost == nil then
         return 1
     end
     if not (type(cost) == "number" and cost >= 0 and cost % 1 == 0) then
-        error(format("sw:%s: cost must be a non-negative integer, got %s", method, show(cost)), 4)
+        error(format("sw:%s: cost must be a non-negative integer, got %s", method, show(cost)), level or 4)
     end
     if cost > self.max_limit then
         -- Never fits, whatever the store or the limits: every store answers max_limit + 1 with
@@ -403,5 +412,21 @@ end
 function _M.stats_json(limiters)
     return metrics.json(metrics_of("stats_json", limiters), now_ms())
 end
+
+-- Gateway switches (resty.slidewin.switch, README "Gateway switches"): what they use of the
+-- above, and the log-phase hook of refund_statuses:
+--   log_by_lua_block { require("resty.slidewin").log() }
+_M.log_store_error, _M.refuse = log_store_error, refuse
+
+-- sw:check_call(key, cost, opts, method, level): raises what decide would for these
+-- arguments, naming `method` (a switched limiter's enforce checks before its switches call
+-- sw:decide), at `level` as error counts it from here (3: the caller of that enforce).
+function _M.check_call(self, key, cost, opts, method, level)
+    check_key(key, method, level + 1)
+    check_cost(self, cost, method, level + 1)
+    call_limits(self, opts, method, level + 1)
+end
+
+_M.log = switch.log
 
 return _M

@@ -24,16 +24,21 @@ impl Response {
 
 /// `GET path` on 127.0.0.1:`port`.
 pub fn get(port: u16, path: &str) -> Response {
-    request(port, "GET", path, "")
+    request("127.0.0.1", port, "GET", path, "")
+}
+
+/// `GET path` on `host` (another loopback address, e.g. "::1"):`port`.
+pub fn get_at(host: &str, port: u16, path: &str) -> Response {
+    request(host, port, "GET", path, "")
 }
 
 /// `POST path` with `body` on 127.0.0.1:`port`.
 pub fn post(port: u16, path: &str, body: &str) -> Response {
-    request(port, "POST", path, body)
+    request("127.0.0.1", port, "POST", path, body)
 }
 
-fn request(port: u16, method: &str, path: &str, body: &str) -> Response {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to nginx");
+fn request(host: &str, port: u16, method: &str, path: &str, body: &str) -> Response {
+    let mut stream = TcpStream::connect((host, port)).expect("connect to nginx");
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .expect("set timeout");

@@ -3,7 +3,9 @@
 pub mod http;
 pub mod load;
 pub mod nginx;
+pub mod nginx_binary;
 pub mod openloop;
 pub mod process;
 pub mod redis;
 pub mod resp;
+pub mod tls;

@@ -61,6 +61,21 @@ pub fn admitted_times(responses: &[Response]) -> Vec<(i64, i64)> {
         .collect()
 }
 
+/// Asserts that refusals in `responses` advertise `policy` (their RateLimit-Policy) and that
+/// each of `windows` (policy item names) refused some: their RateLimit reads `"<name>";r=0;t=`.
+pub fn assert_each_window_refused(responses: &[Response], policy: &str, windows: &[&str]) {
+    for window in windows {
+        let described = format!("\"{window}\";r=0;t=");
+        assert!(
+            responses.iter().any(|r| r.status == 429
+                && r.header("RateLimit-Policy") == Some(policy)
+                && r.header("RateLimit")
+                    .is_some_and(|v| v.starts_with(&described))),
+            "a refusal by window {window} advertising {policy}"
+        );
+    }
+}
+
 /// `nginx -s reload`, by SIGHUP to the master.
 pub fn reload(nginx: &Nginx) {
     let master = std::fs::read_to_string(nginx.prefix.dir.join("logs/nginx.pid")).unwrap();

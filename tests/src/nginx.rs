@@ -1,10 +1,13 @@
 //! Real nginx for tests and the demo: configs rendered from the repository's `nginx/` templates
 //! into a prefix of their own, on a loopback port, `daemon off;`, stopped when dropped.
 //!
-//! A template may use `{{prefix}}`, `{{port}}`, `{{listen}}` (`127.0.0.1:<port>`) and
-//! `{{workers}}`. The prefix gets a copy of `lua/`, the module as `lib/slidewin.so` and, when
-//! present, the dashboard (`js/dashboard`, with what `make js` vendors into it) under `html/`,
-//! all readable by `nobody` (the user nginx's workers run as), wherever the repository lives.
+//! A template may use `{{prefix}}`, `{{port}}`, `{{listen}}` (`127.0.0.1:<port>`),
+//! `{{workers}}`, `{{load_modules}}` (the `load_module` lines the nginx under test needs, none
+//! for OpenResty: see [`crate::nginx_binary`]) and `{{lua_path}}` / `{{lua_cpath}}` (where the
+//! Lua modules and `slidewin.so` are, see [`Packages`]). The prefix gets a copy of `lua/`, the
+//! module as `lib/slidewin.so` and, when present, the dashboard (`js/dashboard`, with what
+//! `make js` vendors into it) under `html/`, all readable by `nobody` (the user nginx's workers
+//! run as), wherever the repository lives. `NGINX` names the nginx binary (default `nginx`).
 //!
 //! ```no_run
 //! let nginx = slidewin_tests::nginx::Nginx::start("test.conf", 1);
@@ -19,6 +22,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::http::{self, Response};
+use crate::nginx_binary::{load_module_lines, nginx_binary};
 use crate::process::{free_port, wait_for_port, Owned};
 
 /// The repository's root directory.
@@ -27,6 +31,13 @@ pub fn repo_root() -> PathBuf {
         .parent()
         .expect("tests/ has a parent")
         .to_path_buf()
+}
+
+/// cargo's target directory: `CARGO_TARGET_DIR`, or `target/` of the repository.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"))
 }
 
 /// `slidewin.so`, built (release) the first time it is asked for in this process.
@@ -43,11 +54,35 @@ pub fn lua_module() -> &'static Path {
             status.success(),
             "cargo build --release -p slidewin-lua failed"
         );
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| repo_root().join("target"));
-        target.join("release/libslidewin_lua.so")
+        target_dir().join("release/libslidewin_lua.so")
     })
+}
+
+/// Where nginx finds `resty.slidewin` and `slidewin.so`.
+pub enum Packages {
+    /// Copies of the checkout's `lua/` and the built module in the prefix (`lua/`, `lib/`).
+    Checkout,
+    /// A LuaRocks tree (`luarocks make --tree DIR`) and nothing else: the prefix holds neither.
+    RocksTree(PathBuf),
+}
+
+impl Packages {
+    /// `lua_package_path` and `lua_package_cpath` entries (without the final `;;`).
+    fn paths(&self, prefix: &Path) -> (String, String) {
+        match self {
+            Packages::Checkout => (
+                format!("{}/lua/?.lua", prefix.display()),
+                format!("{}/lib/?.so", prefix.display()),
+            ),
+            Packages::RocksTree(tree) => {
+                let lua = tree.join("share/lua/5.1");
+                (
+                    format!("{0}/?.lua;{0}/?/init.lua", lua.display()),
+                    format!("{}/?.so", tree.join("lib/lua/5.1").display()),
+                )
+            }
+        }
+    }
 }
 
 /// A rendered prefix: `conf/` (every template of `nginx/`), `lua/`, `lib/`, `html/`, `logs/`.
@@ -60,35 +95,52 @@ pub struct Prefix {
 impl Prefix {
     /// A new prefix in a temporary directory (removed on drop), on a free port.
     pub fn temporary(workers: u32) -> Self {
+        Self::temporary_with(workers, &Packages::Checkout)
+    }
+
+    /// [`Prefix::temporary`] with the Lua modules from `packages`.
+    pub fn temporary_with(workers: u32, packages: &Packages) -> Self {
         let temp = tempfile::Builder::new()
             .prefix("slidewin-nginx-")
             .tempdir()
             .expect("temp dir");
-        let mut prefix = Self::at(temp.path(), free_port(), workers);
+        let mut prefix = Self::at_with(temp.path(), free_port(), workers, packages);
         prefix._temp = Some(temp);
         prefix
     }
 
     /// A prefix at `dir` (created or refreshed, kept), listening on 127.0.0.1:`port`.
     pub fn at(dir: &Path, port: u16, workers: u32) -> Self {
+        Self::at_with(dir, port, workers, &Packages::Checkout)
+    }
+
+    /// [`Prefix::at`] with the Lua modules from `packages`.
+    pub fn at_with(dir: &Path, port: u16, workers: u32, packages: &Packages) -> Self {
         let dir = dir.to_path_buf();
-        for sub in ["conf", "lua", "lib", "html", "logs", "temp"] {
+        for sub in ["conf", "html", "logs", "temp"] {
             fs::create_dir_all(dir.join(sub)).expect("create prefix dirs");
         }
         let root = repo_root();
+        let (lua_path, lua_cpath) = packages.paths(&dir);
         let vars = [
             ("prefix", dir.display().to_string()),
             ("port", port.to_string()),
             ("listen", format!("127.0.0.1:{port}")),
             ("workers", workers.to_string()),
+            ("load_modules", load_module_lines().to_string()),
+            ("lua_path", lua_path),
+            ("lua_cpath", lua_cpath),
         ];
         copy_tree(&root.join("nginx"), &dir.join("conf"), &|text| {
             render(text, &vars)
         });
-        copy_tree(&root.join("lua"), &dir.join("lua"), &|text| {
-            text.to_string()
-        });
-        fs::copy(lua_module(), dir.join("lib/slidewin.so")).expect("copy slidewin.so");
+        if let Packages::Checkout = packages {
+            copy_tree(&root.join("lua"), &dir.join("lua"), &|text| {
+                text.to_string()
+            });
+            fs::create_dir_all(dir.join("lib")).expect("create lib/");
+            fs::copy(lua_module(), dir.join("lib/slidewin.so")).expect("copy slidewin.so");
+        }
         if root.join("js/dashboard").is_dir() {
             copy_tree(
                 &root.join("js/dashboard"),
@@ -106,7 +158,7 @@ impl Prefix {
 
     /// The nginx command for `conf/<config>`, in the foreground.
     pub fn command(&self, config: &str) -> Command {
-        let mut cmd = Command::new("nginx");
+        let mut cmd = Command::new(nginx_binary());
         cmd.arg("-p")
             .arg(&self.dir)
             .arg("-c")
@@ -152,7 +204,7 @@ fn copy_tree(from: &Path, to: &Path, transform: &dyn Fn(&str) -> String) {
 }
 
 /// World-readable files and traversable directories, so nginx's `nobody` workers read them.
-fn open_to_workers(dir: &Path) {
+pub fn open_to_workers(dir: &Path) {
     let _ = fs::set_permissions(dir, fs::Permissions::from_mode(0o755));
     for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();
@@ -179,7 +231,11 @@ impl Nginx {
     /// [`Nginx::start`] with environment variables, which a config reads through nginx's `env`
     /// directive (e.g. `SLIDEWIN_REDIS_PORT` in redis.conf: templates render only fixed names).
     pub fn start_with_env(config: &str, workers: u32, env: &[(&str, String)]) -> Self {
-        let prefix = Prefix::temporary(workers);
+        Self::start_in(Prefix::temporary(workers), config, env)
+    }
+
+    /// nginx running `conf/<config>` of `prefix` (e.g. [`Prefix::temporary_with`] a rocks tree).
+    pub fn start_in(prefix: Prefix, config: &str, env: &[(&str, String)]) -> Self {
         let child = prefix
             .command(config)
             .envs(env.iter().map(|(k, v)| (k, v)))

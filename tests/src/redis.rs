@@ -9,6 +9,7 @@
 
 use crate::process::{free_port, wait_for_port, Owned};
 use crate::resp::{Reply, Resp};
+use crate::tls::TestCa;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -19,6 +20,7 @@ pub struct RedisServer {
     dir: PathBuf,
     args: Vec<String>,
     process: Option<Owned>,
+    tls_port: Option<u16>,
 }
 
 impl RedisServer {
@@ -38,9 +40,27 @@ impl RedisServer {
             dir,
             args: args.iter().map(|a| a.to_string()).collect(),
             process: None,
+            tls_port: None,
         };
         server.restart();
         server
+    }
+
+    /// [`RedisServer::start_with`], serving TLS with `ca`'s server certificate on
+    /// [`RedisServer::tls_port`] too; [`RedisServer::port`] stays plain, for the harness only.
+    pub fn start_tls(ca: &TestCa, args: &[&str]) -> Self {
+        let tls_port = free_port();
+        let mut all = ca.redis_args(tls_port);
+        all.extend(args.iter().map(|a| a.to_string()));
+        let mut server = Self::start_with(&all.iter().map(String::as_str).collect::<Vec<_>>());
+        server.tls_port = Some(tls_port);
+        wait_for_port(tls_port, Duration::from_secs(10));
+        server
+    }
+
+    /// The TLS port of a server made by [`RedisServer::start_tls`].
+    pub fn tls_port(&self) -> u16 {
+        self.tls_port.expect("a server started with start_tls")
     }
 
     /// The port it listens on (the same across restarts).
@@ -66,6 +86,23 @@ impl RedisServer {
     pub fn client(&self) -> Resp {
         Resp::connect(self.port)
             .unwrap_or_else(|e| panic!("connect to redis on {}: {e}", self.port))
+    }
+
+    /// The script calls that decided something since the last CONFIG RESETSTAT: EVALSHA calls
+    /// (less those refused with NOSCRIPT) plus the EVALs that followed them (INFO commandstats).
+    pub fn script_decisions(&self) -> u64 {
+        let stats = self.client().cmd(&["INFO", "commandstats"]).text();
+        let field = |command: &str, name: &str| -> u64 {
+            stats
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:")))
+                .and_then(|l| {
+                    l.split(',')
+                        .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+                })
+                .map_or(0, |v| v.parse().unwrap())
+        };
+        field("evalsha", "calls") - field("evalsha", "failed_calls") + field("eval", "calls")
     }
 
     /// Its role now: "master" or "slave" (the first field of ROLE).
@@ -145,14 +182,16 @@ impl Drop for RedisServer {
     }
 }
 
-/// The text sent to Redis for script `name` ("log", "buckets", "counter"):
-/// `lua/redis/args.lua` followed by `lua/redis/<name>.lua` (from `$SLIDEWIN_REDIS_SCRIPTS`
-/// instead when set: the benchmark measures an older version of the scripts that way).
-pub fn script_source(name: &str) -> String {
+/// The parts of the one script in `lua/redis/`, in the order they are sent.
+pub const SCRIPT_PARTS: [&str; 4] = ["args", "entries", "counter", "rule"];
+
+/// The text sent to Redis for a decision of a rule: the [`SCRIPT_PARTS`] of `lua/redis/`
+/// (of `$SLIDEWIN_REDIS_SCRIPTS` instead when set: a benchmark can measure another version).
+pub fn script_source() -> String {
     let dir = std::env::var_os("SLIDEWIN_REDIS_SCRIPTS")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../lua/redis"));
-    ["args", name]
+    SCRIPT_PARTS
         .iter()
         .map(|file| {
             let path = dir.join(format!("{file}.lua"));
@@ -161,16 +200,17 @@ pub fn script_source(name: &str) -> String {
         .collect()
 }
 
-/// One of the scripts in `lua/redis/`, called with EVALSHA and falling back to EVAL on NOSCRIPT.
+/// A script (the rule script of `lua/redis/`, or any text), called with EVALSHA and falling
+/// back to EVAL on NOSCRIPT.
 pub struct Script {
     source: String,
     sha: String,
 }
 
 impl Script {
-    /// [`script_source`] of `name`, loaded into the server behind `client`.
-    pub fn load(client: &mut Resp, name: &str) -> Self {
-        Self::from_source(client, script_source(name))
+    /// [`script_source`], loaded into the server behind `client`.
+    pub fn rule(client: &mut Resp) -> Self {
+        Self::from_source(client, script_source())
     }
 
     /// Any script text, loaded into the server behind `client`.
@@ -243,9 +283,21 @@ pub struct RedisCluster {
 
 impl RedisCluster {
     pub fn start(masters: usize, replicas: usize) -> Self {
-        let nodes: Vec<RedisServer> = (0..masters * (1 + replicas))
-            .map(|_| RedisServer::start_with(&CLUSTER_NODE))
-            .collect();
+        Self::start_nodes(masters, replicas, || RedisServer::start_with(&CLUSTER_NODE))
+    }
+
+    /// [`RedisCluster::start`] with TLS on the cluster bus and for clients too (each node made
+    /// by [`RedisServer::start_tls`] with `args`): CLUSTER SLOTS asked over TLS names the TLS
+    /// ports, over the plain port the plain ones.
+    pub fn start_tls(masters: usize, replicas: usize, ca: &TestCa, args: &[&str]) -> Self {
+        let mut node_args = CLUSTER_NODE.to_vec();
+        node_args.extend(["--tls-cluster", "yes"]);
+        node_args.extend(args);
+        Self::start_nodes(masters, replicas, || RedisServer::start_tls(ca, &node_args))
+    }
+
+    fn start_nodes(masters: usize, replicas: usize, node: impl Fn() -> RedisServer) -> Self {
+        let nodes: Vec<RedisServer> = (0..masters * (1 + replicas)).map(|_| node()).collect();
         let status = Command::new("redis-cli")
             .args(["--cluster", "create"])
             .args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port())))
@@ -292,10 +344,19 @@ impl RedisCluster {
 
     /// "127.0.0.1:p1,127.0.0.1:p2,..." of the nodes that are running: seeds for a client.
     pub fn seeds(&self) -> String {
+        self.addresses(RedisServer::port)
+    }
+
+    /// [`RedisCluster::seeds`] on the nodes' TLS ports (a cluster made by `start_tls`).
+    pub fn tls_seeds(&self) -> String {
+        self.addresses(RedisServer::tls_port)
+    }
+
+    fn addresses(&self, port: fn(&RedisServer) -> u16) -> String {
         self.nodes
             .iter()
             .filter(|n| n.process.is_some())
-            .map(|n| format!("127.0.0.1:{}", n.port()))
+            .map(|n| format!("127.0.0.1:{}", port(n)))
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -435,6 +496,8 @@ pub struct RedisSentinel {
     pub master: RedisServer,
     pub replica: RedisServer,
     port: u16,
+    tls_port: Option<u16>,
+    password: Option<String>,
     _process: Owned,
 }
 
@@ -442,10 +505,35 @@ impl RedisSentinel {
     pub const MASTER_NAME: &'static str = "mymaster";
 
     pub fn start() -> Self {
-        let master = RedisServer::start();
-        let replica_of = master.port().to_string();
-        let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &replica_of]);
+        Self::start_with(None, None)
+    }
+
+    /// [`RedisSentinel::start`] with the sentinel's own `requirepass` when `password` is given
+    /// ([`RedisSentinel::client`] sends AUTH then), and with `ca`: TLS everywhere (replication,
+    /// the sentinel to the nodes, clients on the TLS ports: the sentinel names the master's
+    /// TLS port), the plain ports kept for the harness.
+    pub fn start_with(ca: Option<&TestCa>, password: Option<&str>) -> Self {
+        let server = |args: &[&str]| match ca {
+            Some(ca) => RedisServer::start_tls(ca, args),
+            None => RedisServer::start_with(args),
+        };
+        let master = server(&[]);
+        let replica_of = match ca {
+            Some(_) => master.tls_port(),
+            None => master.port(),
+        }
+        .to_string();
+        let mut replica_args = vec!["--replicaof", "127.0.0.1", &replica_of];
+        if ca.is_some() {
+            replica_args.extend(["--tls-replication", "yes"]);
+        }
+        let replica = server(&replica_args);
         let port = free_port();
+        let tls_port = ca.map(|_| free_port());
+        let tls = match (ca, tls_port) {
+            (Some(ca), Some(tls_port)) => ca.redis_conf(tls_port) + "tls-replication yes\n",
+            _ => String::new(),
+        };
         let conf = master.dir().join("sentinel.conf");
         std::fs::write(
             &conf,
@@ -454,8 +542,9 @@ impl RedisSentinel {
                  logfile {dir}/sentinel.log\n\
                  sentinel monitor mymaster 127.0.0.1 {replica_of} 1\n\
                  sentinel down-after-milliseconds mymaster 1000\n\
-                 sentinel failover-timeout mymaster 10000\n",
-                dir = master.dir().display()
+                 sentinel failover-timeout mymaster 10000\n{requirepass}{tls}",
+                dir = master.dir().display(),
+                requirepass = password.map_or(String::new(), |p| format!("requirepass {p}\n")),
             ),
         )
         .expect("write sentinel.conf");
@@ -470,6 +559,8 @@ impl RedisSentinel {
             master,
             replica,
             port,
+            tls_port,
+            password: password.map(str::to_string),
             _process: Owned::new("redis-sentinel", child),
         };
         wait_for_port(port, Duration::from_secs(10));
@@ -500,8 +591,17 @@ impl RedisSentinel {
         self.port
     }
 
+    /// The sentinel's TLS port (started with a CA).
+    pub fn tls_port(&self) -> u16 {
+        self.tls_port.expect("a sentinel started with a CA")
+    }
+
     pub fn client(&self) -> Resp {
-        Resp::connect(self.port).expect("connect to the sentinel")
+        let mut client = Resp::connect(self.port).expect("connect to the sentinel");
+        if let Some(password) = &self.password {
+            assert_eq!(client.cmd(&["AUTH", password]), Reply::Status("OK".into()));
+        }
+        client
     }
 
     /// The port of the master the sentinel names now.

@@ -87,10 +87,20 @@ fn two_nginx_instances_share_one_limit() {
         } else {
             assert!(total <= 100, "{limiter}: {admitted:?}");
         }
-        assert!(
-            admitted.iter().all(|&n| n > 0),
-            "{limiter}: both instances admitted some: {admitted:?}"
-        );
+        // Shared, in order (the hammer's threads may all land on one instance first on a
+        // loaded machine): 60 through A, then B admits only what is left of the 100.
+        let path = format!("/limit/{limiter}?user=in-order");
+        let through = |nginx: &Nginx| (0..60).filter(|_| nginx.get(&path).status == 200).count();
+        assert_eq!(through(&a), 60, "{limiter}: A admits 60 of 100");
+        let at_b = through(&b);
+        if exact {
+            assert_eq!(at_b, 40, "{limiter}: B admits what A left");
+        } else {
+            assert!(
+                at_b <= 40,
+                "{limiter}: B admits at most what A left, got {at_b}"
+            );
+        }
     }
     for nginx in [&a, &b] {
         let metrics = nginx.get("/metrics").body;
@@ -234,4 +244,87 @@ fn local_refusal_cache_saves_round_trips() {
     );
     assert!((19..=20).contains(&saved), "{saved}");
     assert_eq!(saved + evalsha, 26, "{info}");
+}
+
+/// The live limit of `window` of limiter "rule", as the admin location of `nginx` reads it.
+fn admin_limit(nginx: &Nginx, window: usize) -> u64 {
+    let body = nginx.get("/slidewin/limits").body;
+    let rule = &body[body.find("\"rule\":").unwrap_or_else(|| panic!("{body}"))..];
+    let item = rule.split("\"limit\":").nth(window).unwrap();
+    item[..item.find(',').unwrap()].parse().unwrap()
+}
+
+#[test]
+fn a_rule_of_two_windows_with_live_limits_across_two_instances() {
+    let redis = RedisServer::start();
+    let (a, b) = (nginx_on(&redis, 2), nginx_on(&redis, 2));
+    let ports = [a.port(), b.port()];
+    redis.client().cmd(&["CONFIG", "RESETSTAT"]);
+    // 2 instances x 6 clients x 20 requests for one key: the 2-minute window (12) refuses first.
+    let statuses: Vec<u16> = hammer(&ports, 6, 20, "/rule?user=shared").concat();
+    assert_eq!((count(&statuses, 200), count(&statuses, 429)), (12, 228));
+    assert_eq!(
+        redis.script_decisions(),
+        240,
+        "one script call per decision"
+    );
+    let refused = http::get(a.port(), "/rule?user=shared");
+    assert_eq!(refused.status, 429);
+    assert_eq!(
+        refused.header("RateLimit-Policy"),
+        Some("\"rule\";q=20;w=60, \"rule-2m\";q=12;w=120")
+    );
+    assert!(
+        refused
+            .header("RateLimit")
+            .is_some_and(|v| v.starts_with("\"rule-2m\";r=0;t=")),
+        "{:?}",
+        refused.header("RateLimit")
+    );
+
+    // Raised on one instance, the other applies it from its next poll (at most 1 s later).
+    let set = http::post(
+        a.port(),
+        "/slidewin/limits?limiter=rule&limit=30&window=2",
+        "",
+    );
+    assert_eq!(set.status, 200, "{}", set.body);
+    thread::sleep(Duration::from_millis(1_200));
+    assert_eq!(admin_limit(&b, 2), 30);
+    // The refusals recorded nothing: the 1-minute window holds 12 of its 20, so 8 more pass.
+    let statuses: Vec<u16> = hammer(&ports, 6, 20, "/rule?user=shared").concat();
+    assert_eq!((count(&statuses, 200), count(&statuses, 429)), (8, 232));
+    let refused = http::get(b.port(), "/rule?user=shared");
+    assert_eq!(
+        refused.header("RateLimit-Policy"),
+        Some("\"rule\";q=20;w=60, \"rule-2m\";q=30;w=120")
+    );
+
+    // Per-call limits: two keys of the rule at 5 and 50 per minute.
+    for (user, limit) in [("plan-a", 5), ("plan-b", 50)] {
+        let path = format!("/rule?user={user}&limits={limit},100");
+        let statuses: Vec<u16> = hammer(&ports, 4, 20, &path).concat();
+        assert_eq!(count(&statuses, 200), limit, "{user}");
+        assert_eq!(count(&statuses, 429), 160 - limit, "{user}");
+    }
+
+    // The live limits are Redis's: a reload of b (whose config did not change) keeps them.
+    slidewin_tests::load::reload(&b);
+    thread::sleep(Duration::from_millis(1_200));
+    assert_eq!(admin_limit(&b, 2), 30);
+    let bad = http::post(
+        a.port(),
+        "/slidewin/limits?limiter=rule&limit=101&window=2",
+        "",
+    );
+    assert_eq!(
+        (bad.status, bad.body.trim()),
+        (
+            400,
+            "limit must be a positive integer at most max_limit (100), got 101"
+        )
+    );
+    assert_no_worker_died(&a);
+    let log = b.error_log();
+    assert!(!log.contains("exited on signal"), "{log}");
 }

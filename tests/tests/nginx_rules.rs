@@ -6,7 +6,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use slidewin_tests::http::{self, Response};
-use slidewin_tests::load::{admitted_times, busiest_window, hammer, reload};
+use slidewin_tests::load::{
+    admitted_times, assert_each_window_refused, busiest_window, hammer, reload,
+};
 use slidewin_tests::nginx::Nginx;
 
 fn admitted(responses: &[Response]) -> usize {
@@ -49,19 +51,8 @@ fn two_windows_hold_across_four_workers_and_refusals_consume_nothing() {
         }
     }
     // Refusals describe the window that refused, and RateLimit-Policy names both windows.
-    let described = |window: &str| {
-        log.iter().any(|r| {
-            r.status == 429
-                && r.header("RateLimit-Policy")
-                    == Some("\"rule-log\";q=10;w=1, \"rule-log-10s\";q=50;w=10")
-                && r.header("RateLimit").unwrap().starts_with(window)
-        })
-    };
-    assert!(described("\"rule-log\";r=0;t="), "a refusal by the second");
-    assert!(
-        described("\"rule-log-10s\";r=0;t="),
-        "a refusal by the 10 s window"
-    );
+    let policy = "\"rule-log\";q=10;w=1, \"rule-log-10s\";q=50;w=10";
+    assert_each_window_refused(&log, policy, &["rule-log", "rule-log-10s"]);
 }
 
 #[test]
@@ -354,7 +345,7 @@ fn rules_made_and_removed_at_run_time_share_one_bounded_zone() {
 }
 
 #[test]
-fn stores_that_decide_one_window_refuse_a_rule_naming_why() {
+fn store_shdict_refuses_a_rule_naming_why_and_redis_takes_it() {
     let nginx = Nginx::start("rules.conf", 1);
     let made = |store: &str| {
         nginx
@@ -366,10 +357,26 @@ fn stores_that_decide_one_window_refuse_a_rule_naming_why() {
             ))
             .body
     };
+    // Store redis decides rules (tests/tests/nginx_redis.rs), with buckets that divide windows.
+    let redis = |windows: &str| {
+        nginx
+            .eval(&format!(
+                r#"local sw, err = require("resty.slidewin").new{{ name = "r", store = "redis", windows = {windows} }}
+                   return tostring(err)"#
+            ))
+            .body
+    };
     assert_eq!(
-        made("redis"),
-        "windows must hold one window, and max_limit equal its limit, with store \"redis\" \
-         (rules and live limits in Redis are not built yet), got 2 window(s), max_limit 1"
+        redis(
+            "{ { algorithm = 'counter', limit = 1, window_ms = 1000 }, \
+               { algorithm = 'buckets', limit = 2, window_ms = 2000, bucket_ms = 100 } }"
+        ),
+        "nil"
+    );
+    assert_eq!(
+        redis("{ { algorithm = 'buckets', limit = 2, window_ms = 1000, bucket_ms = 300 } }"),
+        "windows[1].bucket_ms must divide window_ms into at most 65536 buckets with store \
+         \"redis\", got 300 for window_ms 1000"
     );
     assert_eq!(
         made("shdict"),

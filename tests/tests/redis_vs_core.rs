@@ -1,8 +1,16 @@
-//! Each Redis script decides exactly like its limiter in the Rust core: the same decision,
-//! remaining, retry_after_ms and reset_after_ms on random traces with explicit now_ms
-//! (bursts, idle gaps, costs above the limit, peeks, refunds, a clock stepping back).
+//! The Redis rule script decides exactly like the Rust core's `slidewin::rule` on random traces
+//! with explicit now_ms: rules of one to three windows of every algorithm, per-call limits
+//! (anywhere up to each window's max_limit, changing from call to call), bursts, idle gaps,
+//! costs above a limit, peeks and refunds. Compared field by field: decision, remaining,
+//! retry_after_ms, reset_after_ms and the window the answer describes.
+//!
+//! Two oracles: the core's `RuleLimiter` of the whole rule (the clock only moves forward), and,
+//! with a clock that also steps back, one one-window rule per window combined all-or-nothing
+//! by a naive model (each window's own core state can then be forgotten when it empties, as the
+//! script deletes an empty window's key).
 
-use slidewin::{BucketWindow, Decision, Limiter, SlidingCounter, SlidingLog};
+use slidewin::rule::{Rule, RuleLimiter, RuleWindow};
+use slidewin::{BucketQuota, Decision, Limiter, Quota};
 use slidewin_tests::redis::{RedisServer, Script};
 use slidewin_tests::resp::Resp;
 
@@ -18,105 +26,277 @@ impl Rng {
     }
 }
 
-/// The script's reply for `decision` (`retry_after_ms` never -> -1).
-fn reply_of(d: &Decision) -> [i64; 4] {
-    let retry = d.retry_after_ms.map_or(-1, |ms| ms as i64);
+/// The most a window's limit becomes in a trace.
+const MAX_LIMIT: u64 = 10;
+
+/// A random window of a rule, and its algorithm and lengths as the script takes them (the
+/// limit, given per call, goes between the algorithm and the lengths).
+fn random_window(rng: &mut Rng) -> (RuleWindow, [String; 2], Option<String>) {
+    let limit = 1 + rng.below(MAX_LIMIT);
+    let window = [500, 1_000, 3_000][rng.below(3) as usize];
+    let (w, algorithm, bucket) = match rng.below(3) {
+        0 => (
+            RuleWindow::log(Quota::new(limit, window).unwrap()),
+            "log",
+            None,
+        ),
+        1 => {
+            let bucket = [10, 100, 250][rng.below(3) as usize];
+            let quota = BucketQuota::new(limit, window, bucket).unwrap();
+            (
+                RuleWindow::buckets(quota),
+                "buckets",
+                Some(bucket.to_string()),
+            )
+        }
+        _ => (
+            RuleWindow::counter(Quota::new(limit, window).unwrap()),
+            "counter",
+            None,
+        ),
+    };
+    let w = w.with_max_limit(MAX_LIMIT).unwrap();
+    (w, [algorithm.to_string(), window.to_string()], bucket)
+}
+
+/// A trace's next call: the time step, the cost, the mode and the limits.
+struct Call {
+    now: i64,
+    cost: u64,
+    mode: &'static str,
+    limits: Vec<u64>,
+}
+
+impl Call {
+    fn next(rng: &mut Rng, now: i64, windows: usize, steps_back: bool) -> Self {
+        let now = now
+            + match rng.below(10) {
+                0 => rng.below(4_000) as i64, // an idle gap
+                1 if steps_back => -(rng.below(300) as i64),
+                1..=5 => 0, // a burst in one millisecond
+                _ => rng.below(100) as i64,
+            };
+        let cost = match rng.below(20) {
+            0 => MAX_LIMIT + 1,
+            1 => rng.below(MAX_LIMIT + 1),
+            _ => rng.below(4), // 0 asks without recording
+        };
+        let mode = ["check", "check", "check", "check", "peek", "refund"][rng.below(6) as usize];
+        // Mostly the same limits for a while, sometimes another caller's or a changed one.
+        let limits = (0..windows).map(|_| 1 + rng.below(MAX_LIMIT)).collect();
+        Self {
+            now,
+            cost,
+            mode,
+            limits,
+        }
+    }
+
+    /// The script's reply {allowed, remaining, retry_after_ms (-1: never), reset_after_ms,
+    /// window} for this call on `keys`, windows `specs`.
+    fn run(
+        &self,
+        c: &mut Resp,
+        script: &Script,
+        keys: &[String],
+        specs: &[([String; 2], Option<String>)],
+    ) -> [i64; 5] {
+        let mut args = vec![self.cost.to_string()];
+        for ((spec, bucket), limit) in specs.iter().zip(&self.limits) {
+            args.extend([spec[0].clone(), limit.to_string(), spec[1].clone()]);
+            args.extend(bucket.clone());
+        }
+        args.extend([
+            "now_ms".into(),
+            self.now.to_string(),
+            "mode".into(),
+            self.mode.into(),
+        ]);
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        script.run(c, &keys, &args).ints().try_into().unwrap()
+    }
+}
+
+/// A core decision as the script answers it.
+fn reply(d: &Decision) -> [i64; 5] {
     [
         d.allowed as i64,
         d.remaining as i64,
-        retry,
+        d.retry_after_ms.map_or(-1, |ms| ms as i64),
         d.reset_after_ms as i64,
+        d.window as i64 + 1,
     ]
 }
 
-/// Run `traces` random traces through `script` (with `extra` arguments) and a fresh `new_limiter()`.
-fn compare<L: Limiter>(name: &str, keys: &[&str], extra: &[&str], new_limiter: impl Fn() -> L) {
+/// One trace's rule: `n` random windows, the script's window arguments and a key per window.
+type Trace = (
+    Vec<RuleWindow>,
+    Vec<([String; 2], Option<String>)>,
+    Vec<String>,
+);
+
+fn random_rule(rng: &mut Rng, c: &mut Resp, seed: u64) -> Trace {
+    let n = 1 + rng.below(3) as usize;
+    let (windows, specs): (Vec<_>, Vec<_>) = (0..n)
+        .map(|_| {
+            let (w, spec, bucket) = random_window(rng);
+            (w, (spec, bucket))
+        })
+        .unzip();
+    let keys: Vec<String> = (0..n).map(|k| format!("rl:{{r{seed}}}:{k}")).collect();
+    for key in &keys {
+        c.cmd(&["DEL", key]);
+    }
+    (windows, specs, keys)
+}
+
+#[test]
+fn rules_decide_as_the_core_rule() {
     let redis = RedisServer::start();
-    let mut c: Resp = redis.client();
-    let script = Script::load(&mut c, name);
-    let (limit, window) = (new_limiter_limit(&new_limiter), 1_000);
-    for seed in 1..=150u64 {
+    let mut c = redis.client();
+    let script = Script::rule(&mut c);
+    for seed in 1..=300u64 {
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let mut limiter = new_limiter();
-        for key in keys {
-            c.cmd(&["DEL", key]);
-        }
-        let mut now: i64 = 1_700_000_000_000 + rng.below(window) as i64;
+        let (windows, specs, keys) = random_rule(&mut rng, &mut c, seed);
+        let mut core = RuleLimiter::from_config(Rule::new(windows).unwrap());
+        let mut now: i64 = 1_700_000_000_000 + rng.below(1_000) as i64;
         for step in 0..120 {
-            now += match rng.below(10) {
-                0 => rng.below(3 * window) as i64,    // an idle gap
-                1 => -(rng.below(window / 4) as i64), // the clock steps back
-                2..=5 => 0,                           // a burst in one millisecond
-                _ => rng.below(window / 10) as i64,
+            let call = Call::next(&mut rng, now, keys.len(), false);
+            now = call.now;
+            let got = call.run(&mut c, &script, &keys, &specs);
+            let (rule, state) = core.parts_mut();
+            let limits = rule.check_limits(&call.limits).unwrap();
+            let expected = match call.mode {
+                "refund" => {
+                    RuleLimiter::refund(rule, state, now, call.cost).unwrap();
+                    rule.decide_with(state, now, 0, false, &limits).unwrap()
+                }
+                mode => {
+                    let commit = mode == "check";
+                    rule.decide_with(state, now, call.cost, commit, &limits)
+                        .unwrap()
+                }
             };
-            let cost = if rng.below(20) == 0 {
-                limit + 1
-            } else {
-                rng.below(4) // 0 asks without recording
-            };
-            let mode =
-                ["check", "check", "check", "check", "peek", "refund"][rng.below(6) as usize];
-            let (now_s, cost_s, limit_s, window_s) = (
-                now.to_string(),
-                cost.to_string(),
-                limit.to_string(),
-                window.to_string(),
+            assert_eq!(
+                got,
+                reply(&expected),
+                "seed {seed}, step {step}: {} cost {} at {now}, limits {:?}, windows {specs:?}",
+                call.mode,
+                call.cost,
+                call.limits
             );
-            let mut args = vec![
-                limit_s.as_str(),
-                &window_s,
-                &cost_s,
-                "now_ms",
-                &now_s,
-                "mode",
-                mode,
-            ];
-            args.extend_from_slice(extra);
-            let got: [i64; 4] = script.run(&mut c, keys, &args).ints().try_into().unwrap();
-            let context = format!("{name}: seed {seed}, step {step}, {mode} cost {cost} at {now}");
-            match mode {
-                "refund" => limiter.uncommit_at(now, cost).unwrap(),
-                "peek" => assert_eq!(
-                    got,
-                    reply_of(&limiter.peek_at(now, cost).unwrap()),
-                    "{context}"
-                ),
-                _ => assert_eq!(
-                    got,
-                    reply_of(&limiter.check_at(now, cost).unwrap()),
-                    "{context}"
-                ),
-            }
-            // A script deletes a key whose window holds nothing, as the keyed store drops idle state.
-            if limiter.peek_at(now, 1).unwrap().reset_after_ms == 0 {
-                limiter.reset();
-            }
         }
     }
 }
 
-fn new_limiter_limit<L: Limiter>(new_limiter: &impl Fn() -> L) -> u64 {
-    let mut probe = new_limiter();
-    probe.peek_at(0, 1).unwrap().limit
+/// The rule's reply from each window's own decision (`rooms`: the cost each still admits), as
+/// the script gives it: admitted when all admit; the refusing window that waits longest (a
+/// window that never fits wins at once), else the one with the least room.
+fn combined(decisions: &[Decision], rooms: &[u64], cost: u64) -> [i64; 5] {
+    let allowed = decisions.iter().all(|d| d.allowed);
+    let least = (0..rooms.len()).min_by_key(|&i| rooms[i]).unwrap();
+    let mut shown = least;
+    let mut longest: Option<Option<u64>> = None;
+    for (i, d) in decisions.iter().enumerate().filter(|(_, d)| !d.allowed) {
+        let longer = match (longest, d.retry_after_ms) {
+            (None, _) => true,
+            (Some(None), _) => false,
+            (Some(Some(_)), None) => true,
+            (Some(Some(most)), Some(wait)) => wait > most,
+        };
+        if longer {
+            (longest, shown) = (Some(d.retry_after_ms), i);
+        }
+    }
+    let retry = match longest {
+        None => 0,
+        Some(wait) => wait.map_or(-1, |ms| ms as i64),
+    };
+    let remaining = rooms[least] - if allowed { cost } else { 0 };
+    [
+        allowed as i64,
+        remaining as i64,
+        retry,
+        decisions[shown].reset_after_ms as i64,
+        shown as i64 + 1,
+    ]
+}
+
+/// One window as a one-window core rule.
+struct OneWindow(RuleLimiter);
+
+impl OneWindow {
+    fn decide(&mut self, now: i64, cost: u64, commit: bool, limit: u64) -> Decision {
+        let (rule, state) = self.0.parts_mut();
+        let limits = rule.check_limits(&[limit]).unwrap();
+        rule.decide_with(state, now, cost, commit, &limits).unwrap()
+    }
+
+    /// Forget an empty window, as the script deletes its key.
+    fn reset_when_empty(&mut self, now: i64) {
+        if self.decide(now, 0, false, 1).reset_after_ms == 0 {
+            self.0.reset();
+        }
+    }
 }
 
 #[test]
-fn counter_script_matches_sliding_counter() {
-    compare("counter", &["rl:{c}"], &[], || {
-        SlidingCounter::new(7, 1_000).unwrap()
-    });
-}
-
-#[test]
-fn log_script_matches_sliding_log() {
-    let keys = ["rl:{l}", "rl:{l}:m"];
-    compare("log", &keys, &[], || SlidingLog::new(7, 1_000).unwrap());
-}
-
-#[test]
-fn buckets_script_matches_bucket_window() {
-    let options = ["bucket_ms", "100"];
-    compare("buckets", &["rl:{b}"], &options, || {
-        BucketWindow::new(7, 1_000, 100).unwrap()
-    });
+fn rules_match_their_windows_combined_with_a_clock_stepping_back() {
+    let redis = RedisServer::start();
+    let mut c = redis.client();
+    let script = Script::rule(&mut c);
+    for seed in 1..=300u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x2545_F491_4F6C_DD1D));
+        let (windows, specs, keys) = random_rule(&mut rng, &mut c, seed);
+        let mut cores: Vec<OneWindow> = windows
+            .into_iter()
+            .map(|w| OneWindow(RuleLimiter::from_config(Rule::one(w))))
+            .collect();
+        let mut now: i64 = 1_700_000_000_000 + rng.below(1_000) as i64;
+        for step in 0..120 {
+            let call = Call::next(&mut rng, now, keys.len(), true);
+            let (cost, limits) = (call.cost, &call.limits);
+            now = call.now;
+            let got = call.run(&mut c, &script, &keys, &specs);
+            let expected = if call.mode == "refund" {
+                let decisions: Vec<Decision> = cores
+                    .iter_mut()
+                    .zip(limits)
+                    .map(|(core, &limit)| {
+                        core.0.uncommit_at(now, cost).unwrap();
+                        core.decide(now, 0, false, limit)
+                    })
+                    .collect();
+                let rooms: Vec<u64> = decisions.iter().map(|d| d.remaining).collect();
+                combined(&decisions, &rooms, 0)
+            } else {
+                let peeks: Vec<Decision> = cores
+                    .iter_mut()
+                    .zip(limits)
+                    .map(|(core, &limit)| core.decide(now, cost, false, limit))
+                    .collect();
+                let room = |d: &Decision| d.remaining + if d.allowed { cost } else { 0 };
+                let rooms: Vec<u64> = peeks.iter().map(room).collect();
+                let decisions = if call.mode == "check" && peeks.iter().all(|d| d.allowed) {
+                    cores
+                        .iter_mut()
+                        .zip(limits)
+                        .map(|(core, &limit)| core.decide(now, cost, true, limit))
+                        .collect()
+                } else {
+                    peeks
+                };
+                combined(&decisions, &rooms, cost)
+            };
+            assert_eq!(
+                got, expected,
+                "seed {seed}, step {step}: {} cost {cost} at {now}, limits {limits:?}, windows {specs:?}",
+                call.mode
+            );
+            for core in &mut cores {
+                core.reset_when_empty(now);
+            }
+        }
+    }
 }

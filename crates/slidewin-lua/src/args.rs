@@ -45,6 +45,17 @@ pub fn field_positive(
     }
 }
 
+/// The `name` field of an options table, a string.
+pub fn field_name(function: &str, opts: &Table) -> Result<String, LuaError> {
+    match opts.raw_get::<Value>("name")? {
+        Value::String(s) => Ok(s.to_string_lossy()),
+        other => Err(error(
+            function,
+            format_args!("name must be a string, got {}", describe(&other)),
+        )),
+    }
+}
+
 /// A required field: `name` must be `expected`, got nil.
 pub fn required<T>(
     function: &str,

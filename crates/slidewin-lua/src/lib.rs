@@ -8,6 +8,7 @@
 //! State lives in the Lua VM that loaded the module: one per nginx worker.
 
 mod args;
+mod concurrency;
 mod limiter;
 mod mapping;
 mod object;
@@ -32,6 +33,7 @@ fn slidewin(lua: &Lua) -> LuaResult<LuaTable> {
     object::register(lua)?;
     module.set("limiter", lua.create_function(limiter::new)?)?;
     module.set("zone", lua.create_function(zone::new)?)?;
+    module.set("concurrency", lua.create_function(concurrency::new)?)?;
     stream::register(lua, &module)?;
     lua.load(include_str!("prelude.lua"))
         .set_name("=slidewin")

@@ -28,47 +28,45 @@ for _, name in ipairs { "limiter", "sliding_max", "sliding_min", "sliding_mean",
     module[name] = plain(raw[name])
 end
 
--- Streaming aggregates: a table holding the Rust object, with the same methods.
-local Aggregate = {}
-Aggregate.__index = Aggregate
-for _, method in ipairs {
-    "push", "push_at", "replace_last", "advance_to", "value", "value_at", "len", "is_full", "clear",
-    "bands",
-} do
-    Aggregate[method] = function(self, ...)
-        if getmetatable(self) ~= Aggregate then
-            error(("agg:%s: self must be a slidewin aggregate (call agg:%s(...) with ':'), got %s")
-                :format(method, method, type(self) == "string" and '"' .. self .. '"' or tostring(self)), 2)
+-- Objects made in Rust and used through a table holding them, with the same methods: errors
+-- come out as plain strings naming the method.
+local function class(kind, noun, methods)
+    local cls = {}
+    cls.__index = cls
+    for _, method in ipairs(methods) do
+        cls[method] = function(self, ...)
+            if getmetatable(self) ~= cls then
+                error(("%s:%s: self must be a slidewin %s (call %s:%s(...) with ':'), got %s")
+                    :format(kind, method, noun, kind, method,
+                        type(self) == "string" and '"' .. self .. '"' or tostring(self)), 2)
+            end
+            local inner = self[1]
+            return rethrow(pcall(inner[method], inner, ...))
         end
-        local inner = self[1]
-        return rethrow(pcall(inner[method], inner, ...))
+    end
+    return function(make)
+        return function(opts)
+            return setmetatable({ rethrow(pcall(make, opts)) }, cls)
+        end
     end
 end
+
+-- Streaming aggregates.
+local aggregate = class("agg", "aggregate", {
+    "push", "push_at", "replace_last", "advance_to", "value", "value_at", "len", "is_full", "clear",
+    "bands",
+})
 for _, name in ipairs {
     "mean", "sum", "max", "min", "variance", "stddev", "rate", "smoothed",
     "population_variance", "population_stddev", "wma", "quantile", "bollinger", "ema",
 } do
-    local make = raw[name]
-    module[name] = function(opts)
-        return setmetatable({ rethrow(pcall(make, opts)) }, Aggregate)
-    end
+    module[name] = aggregate(raw[name])
 end
-
--- Zones of rules made at run time: a table holding the Rust object, with the same methods.
-local Zone = {}
-Zone.__index = Zone
-for _, method in ipairs { "put", "get", "remove", "names", "stats" } do
-    Zone[method] = function(self, ...)
-        if getmetatable(self) ~= Zone then
-            error(("zone:%s: self must be a slidewin zone (call zone:%s(...) with ':'), got %s")
-                :format(method, method, type(self) == "string" and '"' .. self .. '"' or tostring(self)), 2)
-        end
-        local inner = self[1]
-        return rethrow(pcall(inner[method], inner, ...))
-    end
-end
-function module.zone(opts)
-    return setmetatable({ rethrow(pcall(raw.zone, opts)) }, Zone)
-end
+-- Zones of rules made at run time.
+module.zone = class("zone", "zone", { "put", "get", "remove", "names", "stats" })(raw.zone)
+-- Concurrency limits: slots in flight per key, node-wide.
+module.concurrency = class("slots", "concurrency limit", {
+    "enter", "leave", "inflight", "limit", "set_limit", "sweep", "stats",
+})(raw.concurrency)
 
 return module

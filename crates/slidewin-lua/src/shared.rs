@@ -93,6 +93,7 @@ fn describe(windows: &[WindowWords]) -> String {
     let window = |&[code, max_limit, window_ms, bucket_ms]: &WindowWords| match code {
         1 => format!("log max_limit {max_limit} window_ms {window_ms}"),
         2 => format!("buckets max_limit {max_limit} window_ms {window_ms} bucket_ms {bucket_ms}"),
+        crate::concurrency::SPEC_CODE => format!("concurrency max_limit {max_limit}"),
         _ => format!("counter max_limit {max_limit} window_ms {window_ms}"),
     };
     windows.iter().map(window).collect::<Vec<_>>().join(", ")

@@ -36,13 +36,7 @@ type Rules = Directory<Region, WorkerOwner>;
 
 /// `slidewin.zone{...}`: the zone object.
 pub fn new(_: &Lua, opts: Table) -> LuaResult<LuaZone> {
-    let name: String = match opts.raw_get::<Value>("name")? {
-        Value::String(s) => s.to_string_lossy(),
-        other => {
-            let got = args::describe(&other);
-            return Err(error(NEW, format_args!("name must be a string, got {got}")));
-        }
-    };
+    let name = args::field_name(NEW, &opts)?;
     let size = args::required(
         NEW,
         "size",

@@ -40,6 +40,7 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod adaptive;
 pub mod arg;
 pub mod buckets;
 pub mod clock;

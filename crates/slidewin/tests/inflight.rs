@@ -195,3 +195,37 @@ fn bad_configs_name_the_argument() {
         "max_hold_ms must be a positive integer at most 2^40, got 0"
     );
 }
+
+#[test]
+fn threads_attaching_at_once_find_one_layout_and_keep_each_others_slots() {
+    let config = InflightConfig::new(8, 8, 60_000).unwrap();
+    let words = region(&config, 4096);
+    let procs = Procs::new();
+    let start = std::sync::Barrier::new(8);
+    let fresh = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for t in 1..=8 {
+            let (words, procs, start, fresh) = (&words, procs.as_process(t), &start, &fresh);
+            s.spawn(move || {
+                start.wait();
+                let (slots, attached) =
+                    Inflight::attach(&words[..], config, 64, procs, [3, 4]).unwrap();
+                if attached == Attached::Fresh {
+                    fresh.fetch_add(1, Ordering::SeqCst);
+                }
+                assert!(slots.enter_at(b"k", 1).unwrap().admitted);
+            });
+        }
+    });
+    assert_eq!(
+        fresh.load(Ordering::SeqCst),
+        1,
+        "one thread lays the region out"
+    );
+    let (slots, _) = Inflight::attach(&words[..], config, 64, procs, [3, 4]).unwrap();
+    assert_eq!(
+        slots.inflight_of(b"k"),
+        8,
+        "no layout zeroed a slot taken before it"
+    );
+}

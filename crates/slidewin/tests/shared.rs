@@ -4,30 +4,17 @@
 
 mod common;
 
+use common::process::{fork, kill, wait, Mapping, Thread};
 use common::{keyed_ops as ops, KeyedOp as Op};
 use proptest::prelude::*;
 use slidewin::rule::{Rule, RuleWindow};
-use slidewin::shared::{Attached, Owner, ProcessOwner, Zone};
+use slidewin::shared::{Attached, ProcessOwner, Zone};
 use slidewin::{BucketQuota, BucketWindow, Limiter, Quota, SlidingCounter, SlidingLog};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 fn region(bytes: usize) -> Vec<AtomicU64> {
     (0..bytes / 8).map(|_| AtomicU64::new(0)).collect()
-}
-
-/// Threads as owners: each its own id, all alive.
-struct Thread(u64);
-impl Owner for Thread {
-    fn id(&self) -> u64 {
-        self.0
-    }
-    fn is_alive(&self, _: u64) -> bool {
-        true
-    }
-    fn pause(&self) {
-        std::thread::yield_now();
-    }
 }
 
 /// Every fifth key is longer than max_key_bytes, so stored as a digest.
@@ -252,64 +239,6 @@ fn threads_admit_exactly_the_limit() {
     assert_eq!((stats.allowed, stats.rejected), (65 * 20, 8_000 - 65 * 20));
 }
 
-/// A region of shared memory mapped before fork, as nginx's master does.
-struct Mapping {
-    ptr: *mut libc::c_void,
-    bytes: usize,
-}
-
-impl Mapping {
-    fn new(bytes: usize) -> Self {
-        // SAFETY: an anonymous shared mapping; checked for failure.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(ptr, libc::MAP_FAILED);
-        Self { ptr, bytes }
-    }
-
-    fn words(&self) -> &[AtomicU64] {
-        // SAFETY: page-aligned, zeroed, `bytes` long, alive as long as self; only atomics touch it.
-        unsafe { std::slice::from_raw_parts(self.ptr as *const AtomicU64, self.bytes / 8) }
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: mapped in new, unmapped once.
-        unsafe { libc::munmap(self.ptr, self.bytes) };
-    }
-}
-
-/// Forks a child that runs `body` and exits; returns its pid.
-fn fork(body: impl FnOnce()) -> libc::pid_t {
-    // SAFETY: the child only runs `body` (no locks held across the fork in this test) and
-    // leaves through _exit.
-    unsafe {
-        let pid = libc::fork();
-        assert!(pid >= 0);
-        if pid == 0 {
-            let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).is_ok();
-            libc::_exit(if ok { 0 } else { 1 });
-        }
-        pid
-    }
-}
-
-fn wait(pid: libc::pid_t) -> libc::c_int {
-    let mut status = 0;
-    // SAFETY: our own child.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-    status
-}
-
 /// 4 processes x 2000 calls on one key in one millisecond: exactly the limit, counted once.
 #[test]
 fn processes_admit_exactly_the_limit() {
@@ -375,8 +304,7 @@ fn processes_killed_at_any_instant_leave_no_lock_held() {
             .collect();
         std::thread::sleep(std::time::Duration::from_micros(300 + round * 37 % 500));
         for &child in &children {
-            // SAFETY: our own child.
-            unsafe { libc::kill(child, libc::SIGKILL) };
+            kill(child);
         }
         for child in children {
             wait(child);

@@ -22,6 +22,7 @@ _M.show = show
 local function invalid(field, expected, v)
     return nil, field .. " must be " .. expected .. ", got " .. show(v)
 end
+_M.invalid = invalid
 
 local function positive_integer(v)
     return type(v) == "number" and v >= 1 and v % 1 == 0 and v < 2 ^ 53

@@ -12,7 +12,10 @@ local window_metrics = require "resty.slidewin.window_metrics"
 local _M = {}
 local mt = { __index = _M }
 
-local KINDS = { "allowed", "rejected", "store_errors", "local_refusals" }
+local KINDS = { "allowed", "rejected", "store_errors", "local_refusals",
+    -- counted by the gateway switches (resty.slidewin.switch): outcomes beside allowed and
+    -- rejected, and the waits of `delay`
+    "exempt", "would_reject", "waits" }
 -- A per-worker store publishes its key count after this many decisions (and at each render).
 local PUBLISH_EVERY = 64
 
@@ -96,6 +99,14 @@ function _M.snapshot(self)
     if store.counts_decisions then
         local stats = store:stats()
         out.allowed, out.rejected = stats.allowed, stats.rejected
+        -- The store counted every refusal it answered: in a dry run each is a would-be one
+        -- (node-wide, exact); a wait's was no refusal of the request (exact node-wide with a
+        -- metrics dict).
+        if self.dry_run then
+            out.would_reject, out.rejected = stats.rejected, 0
+        else
+            out.rejected = stats.rejected - out.waits
+        end
         out.keys, out.evictions = stats.keys, stats.evictions
     else
         out.keys = keys(self)
@@ -110,19 +121,20 @@ local FAMILIES = {
     { "slidewin_local_refusals_total", "counter",
         "Refusals answered from the local refusal cache (store round trips saved)." },
     { "slidewin_evictions_total", "counter", "Live keys dropped to make room (store shm)." },
+    { "slidewin_delay_waits_total", "counter", "Waits before deciding again (option delay)." },
 }
 
 -- Prometheus text exposition for a list of metrics objects (one HELP/TYPE per family).
 function _M.render(list)
     local snaps = {}
     for i, m in ipairs(list) do
-        snaps[i] = { name = m.name, values = m:snapshot() }
+        snaps[i] = { name = m.name, values = m:snapshot(), outcomes = m.outcomes, delays = m.delays }
     end
     local out = {}
     local function family(f, sample)
         out[#out + 1] = "# HELP " .. f[1] .. " " .. f[3] .. "\n# TYPE " .. f[1] .. " " .. f[2] .. "\n"
         for _, snap in ipairs(snaps) do
-            sample(snap.name, snap.values)
+            sample(snap.name, snap.values, snap)
         end
     end
     local function line(metric, labels, value)
@@ -132,6 +144,12 @@ function _M.render(list)
         line(FAMILIES[1][1], 'limiter="' .. name .. '",outcome="allowed"', v.allowed)
         line(FAMILIES[1][1], 'limiter="' .. name .. '",outcome="rejected"', v.rejected)
     end)
+    -- The switches' outcomes (would_reject, exempt), for the limiters that have them.
+    for _, snap in ipairs(snaps) do
+        for _, outcome in ipairs(snap.outcomes or {}) do
+            line(FAMILIES[1][1], 'limiter="' .. snap.name .. '",outcome="' .. outcome .. '"', snap.values[outcome])
+        end
+    end
     family(FAMILIES[2], function(name, v)
         line(FAMILIES[2][1], 'limiter="' .. name .. '"', v.store_errors)
     end)
@@ -148,6 +166,17 @@ function _M.render(list)
             line(FAMILIES[5][1], 'limiter="' .. name .. '"', v.evictions)
         end
     end)
+    local delays = false
+    for _, snap in ipairs(snaps) do
+        delays = delays or snap.delays
+    end
+    if delays then
+        family(FAMILIES[6], function(name, v, snap)
+            if snap.delays then
+                line(FAMILIES[6][1], 'limiter="' .. name .. '"', v.waits)
+            end
+        end)
+    end
     out[#out + 1] = window_metrics.render(list)
     return concat(out)
 end

@@ -6,7 +6,10 @@
 //! Also Redis CPU per refused buckets call next to an admitted one, at 60 and 3,600 buckets
 //! (`refusals`), and req/s through a 3-master Redis Cluster next to one redis-server (`cluster`).
 //!
-//! `scripts/bench-redis.sh [throughput|redis|refusals|cluster]`
+//! And Redis CPU per decision of one-window and two-window rules next to the seed's ZSET
+//! script, one hot key (`cost`).
+//!
+//! `scripts/bench-redis.sh [throughput|redis|refusals|cluster|cost]`
 //! (= `cargo run --release -p slidewin-tests --bin slidewin-redis-bench -- [part]`).
 
 use slidewin_tests::nginx::Nginx;
@@ -18,27 +21,40 @@ const START_MS: i64 = 1_700_000_000_000;
 /// Calls per CPU measurement.
 const CALLS: i64 = 100_000;
 
-/// One algorithm under test: its script, how it names a key's Redis keys, its extra arguments.
+/// One algorithm under test: a one-window rule of it, and how its window is named to the script.
 struct Algorithm {
     name: &'static str,
-    keys: fn(&str) -> Vec<String>,
+    /// bucket_ms (buckets only).
     options: &'static [&'static str],
+}
+
+impl Algorithm {
+    /// The script's arguments for cost 1 under `limit` per `window` at `now`.
+    fn args(&self, limit: &str, window: &str, now: i64) -> Vec<String> {
+        let mut args = vec!["1", self.name, limit, window];
+        args.extend(self.options);
+        let mut args: Vec<String> = args.into_iter().map(String::from).collect();
+        args.extend(["now_ms".to_string(), now.to_string()]);
+        args
+    }
+
+    /// The Redis key of the limiter key `k`.
+    fn key(&self, k: &str) -> String {
+        format!("bench:{{{k}}}")
+    }
 }
 
 const ALGORITHMS: [Algorithm; 3] = [
     Algorithm {
         name: "log",
-        keys: |k| vec![format!("bench:{{{k}}}"), format!("bench:{{{k}}}:m")],
         options: &[],
     },
     Algorithm {
         name: "buckets",
-        keys: |k| vec![format!("bench:{{{k}}}")],
-        options: &["bucket_ms", "60000"],
+        options: &["60000"],
     },
     Algorithm {
         name: "counter",
-        keys: |k| vec![format!("bench:{{{k}}}")],
         options: &[],
     },
 ];
@@ -72,16 +88,13 @@ fn run(
         batch.clear();
     };
     for (key, now) in calls {
-        let keys = (algo.keys)(&key);
         let mut cmd = vec![
             "EVALSHA".to_string(),
             script.sha().to_string(),
-            keys.len().to_string(),
+            "1".to_string(),
+            algo.key(&key),
         ];
-        cmd.extend(keys);
-        cmd.extend([limit, window, "1", "now_ms"].map(String::from));
-        cmd.push(now.to_string());
-        cmd.extend(algo.options.iter().map(|s| s.to_string()));
+        cmd.extend(algo.args(limit, window, now));
         batch.push(cmd);
         if batch.len() == 2_000 {
             flush(&mut batch);
@@ -96,20 +109,19 @@ fn run(
 /// delta rises well above INFO's noise.
 fn memory_per_key(c: &mut Resp, algo: &Algorithm, keys: usize, copies: usize) -> (f64, f64) {
     c.cmd(&["FLUSHALL"]);
-    let script = Script::load(c, algo.name);
+    let script = Script::rule(c);
     let calls = (0..HOUR_MS / 100)
         .flat_map(|i| (0..keys).map(move |k| (format!("mem{k}"), START_MS + i * 100)));
     run(c, &script, algo, "1000000", &HOUR_MS.to_string(), calls);
     let mut all = Vec::new();
     for k in 0..keys {
-        let filled = (algo.keys)(&format!("mem{k}"));
+        let filled = algo.key(&format!("mem{k}"));
         for copy in 0..copies {
-            for (from, to) in filled.iter().zip((algo.keys)(&format!("mem{k}c{copy}"))) {
-                assert_eq!(c.cmd(&["COPY", from, &to]).int(), 1);
-                all.push(to);
-            }
+            let to = algo.key(&format!("mem{k}c{copy}"));
+            assert_eq!(c.cmd(&["COPY", &filled, &to]).int(), 1);
+            all.push(to);
         }
-        all.extend(filled);
+        all.push(filled);
     }
     let used = |c: &mut Resp| -> f64 { info(c, "memory", "used_memory").unwrap().parse().unwrap() };
     let with_keys = used(c);
@@ -316,6 +328,142 @@ fn main() {
     if all || part == "cluster" {
         cluster_vs_standalone(&redis, 5);
     }
+    if all || part == "cost" {
+        cost_against_the_seed(&redis, 9);
+    }
+}
+
+/// The seed article's ZSET script (../shared/seeds/002_*.txt, section 2.2), restated to measure
+/// what it costs Redis: drop the members older than the window, count the rest, and when there
+/// is room read TIME, add a member unique per call, set the expiry to twice the window.
+/// KEYS[1]; ARGV: now_ms window_ms limit.
+const SEED_ZSET: &str = "local now, window, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now - window)
+if redis.call('ZCARD', KEYS[1]) >= limit then return 0 end
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[1], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), now .. ':' .. math.random(1, 999999))
+redis.call('PEXPIRE', KEYS[1], window * 2)
+return 1";
+
+/// Calls per round of the hot-key measurement: 10 per ms for 10 s of explicit now_ms.
+const HOT_CALLS: i64 = 100_000;
+/// The hot key's window: 1 s, so the run crosses 10 windows and every ms an entry expires.
+const HOT_WINDOW: &str = "1000";
+
+/// Redis µs per EVALSHA of `command(now_ms)` for one hot key, all admitted: `HOT_CALLS` calls at
+/// 10 per ms, pipelined, on an empty server.
+fn hot_key_usec(c: &mut Resp, command: &dyn Fn(i64) -> Vec<String>) -> f64 {
+    c.cmd(&["FLUSHALL"]);
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    for chunk in (0..HOT_CALLS).collect::<Vec<_>>().chunks(2_000) {
+        let batch: Vec<Vec<String>> = chunk.iter().map(|i| command(START_MS + i / 10)).collect();
+        for reply in c.pipeline(&batch).expect("pipeline") {
+            assert!(
+                matches!(reply, Reply::Int(1))
+                    || matches!(&reply, Reply::Array(Some(r)) if r[0] == Reply::Int(1)),
+                "a hot-key call must be admitted: {reply:?}"
+            );
+        }
+    }
+    evalsha_usec(c)
+}
+
+/// The rules of the hot-key measurement: a label and the windows' arguments to the script
+/// (limits high enough that every call is admitted).
+const HOT_RULES: [(&str, &[&str]); 5] = [
+    ("log", &["log", "1000000", HOT_WINDOW]),
+    (
+        "buckets (100 ms)",
+        &["buckets", "1000000", HOT_WINDOW, "100"],
+    ),
+    ("counter", &["counter", "1000000", HOT_WINDOW]),
+    (
+        "2 windows: log 1 s + log 10 s",
+        &["log", "1000000", HOT_WINDOW, "log", "1000000", "10000"],
+    ),
+    (
+        "2 windows: buckets 1 s / 100 ms + buckets 10 s / 1 s",
+        &[
+            "buckets", "1000000", HOT_WINDOW, "100", "buckets", "1000000", "10000", "1000",
+        ],
+    ),
+];
+
+/// BENCHMARKS.md "Redis cost of rules": Redis CPU per decision of each rule next to the seed's
+/// ZSET script, one hot key, every call admitted; `rounds` rounds alternating the two, medians.
+fn cost_against_the_seed(redis: &RedisServer, rounds: usize) {
+    let mut c = redis.client();
+    let seed = Script::from_source(&mut c, SEED_ZSET.into());
+    let seed_call = |now: i64| -> Vec<String> {
+        let args = [
+            "EVALSHA",
+            seed.sha(),
+            "1",
+            "seed:{hot}",
+            &now.to_string(),
+            HOT_WINDOW,
+            "1000000",
+        ];
+        args.map(String::from).to_vec()
+    };
+    let script = Script::rule(&mut c);
+    println!("one hot key, {HOT_CALLS} calls at 10 per ms (explicit now_ms), window {HOT_WINDOW} ms, all admitted; medians of {rounds} rounds");
+    // On a loaded machine a call waits for the CPU now and then: that only adds, so the least
+    // of the rounds is the steadier figure, shown beside the median.
+    println!(
+        "| rule | Redis µs per decision (least) | seed ZSET script µs (least) | ratio to the seed: medians (min-max), leasts |"
+    );
+    println!("|---|---|---|---|");
+    for (label, windows) in HOT_RULES {
+        let keys: Vec<String> = (0..windows.iter().filter(|a| a.parse::<u64>().is_err()).count())
+            .map(|k| format!("bench:{{hot}}:{k}"))
+            .collect();
+        let ours = |now: i64| -> Vec<String> {
+            let mut cmd = vec![
+                "EVALSHA".to_string(),
+                script.sha().to_string(),
+                keys.len().to_string(),
+            ];
+            cmd.extend(keys.iter().cloned());
+            cmd.push("1".to_string());
+            cmd.extend(windows.iter().map(|s| s.to_string()));
+            cmd.extend(["now_ms".to_string(), now.to_string()]);
+            cmd
+        };
+        let rows: Vec<[f64; 3]> = (0..rounds)
+            .map(|_| {
+                let (s, o) = (
+                    hot_key_usec(&mut c, &seed_call),
+                    hot_key_usec(&mut c, &ours),
+                );
+                [o, s, o / s]
+            })
+            .collect();
+        let ratios: Vec<f64> = rows.iter().map(|r| r[2]).collect();
+        let (low, high) = ratios
+            .iter()
+            .fold((f64::MAX, 0f64), |(l, h), &r| (l.min(r), h.max(r)));
+        let m = |i: usize| median(rows.iter().map(|r| r[i]).collect());
+        let least = |i: usize| rows.iter().map(|r| r[i]).fold(f64::MAX, f64::min);
+        println!(
+            "| {label} | {:.2} ({:.2}) | {:.2} ({:.2}) | {:.2}x ({low:.2}-{high:.2}), {:.2}x |",
+            m(0),
+            least(0),
+            m(1),
+            least(1),
+            m(2),
+            least(0) / least(1)
+        );
+    }
+    println!("uptime: {}", uptime());
+}
+
+/// The load average now, for the notes of a run.
+fn uptime() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .trim()
+        .to_string()
 }
 
 /// `usec_per_call` of EVALSHA since the last CONFIG RESETSTAT.
@@ -340,9 +488,9 @@ fn buckets_admitted_and_refused(
     rounds: usize,
 ) -> [f64; 3] {
     c.cmd(&["FLUSHALL"]);
-    let script = Script::load(c, "buckets");
+    let script = Script::rule(c);
     let options = Algorithm {
-        options: &["bucket_ms", "1000"],
+        options: &["1000"],
         ..ALGORITHMS[1]
     };
     let (limit, window) = ((2 * n).to_string(), (n * 1000).to_string());
@@ -464,7 +612,7 @@ fn redis_side(redis: &RedisServer) {
     for algo in &ALGORITHMS {
         let copies = if algo.name == "log" { 0 } else { 499 };
         let (delta, usage) = memory_per_key(&mut c, algo, 4, copies);
-        let script = Script::load(&mut c, algo.name);
+        let script = Script::rule(&mut c);
         let usec = usec_per_call(&mut c, algo, &script, CALLS);
         if algo.name == "log" {
             log_bytes = delta;

@@ -205,7 +205,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
             sets as u64,
             words.len() as u64,
         ]);
-        let (attached, seed) = attach_header(words, MAGIC, fingerprint, seed);
+        let (attached, seed) = attach_header(words, MAGIC, fingerprint, seed, &owner);
         if words[H_CONFIG_LIMIT].load(Ordering::Relaxed) != config.limit {
             words[H_CONFIG_LIMIT].store(config.limit, Ordering::Relaxed);
             words[H_LIMIT].store(config.limit, Ordering::Relaxed);

@@ -20,7 +20,8 @@
 //! # Ok::<(), slidewin::Error>(())
 //! ```
 
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::AtomicU64;
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 use crate::rule::{Limits, Rule, MAX_WINDOWS};
 use crate::Error;
@@ -47,7 +48,7 @@ impl<R: AsRef<[AtomicU64]>> LiveLimits<R> {
             if w[CONFIGURED + i].load(Relaxed) != window.limit() {
                 w[CONFIGURED + i].store(window.limit(), Relaxed);
                 w[LIVE + i].store(window.limit(), Relaxed);
-                w[VERSION].fetch_add(1, Relaxed);
+                w[VERSION].fetch_add(1, Release);
             }
         }
         Self { words }
@@ -64,14 +65,17 @@ impl<R: AsRef<[AtomicU64]>> LiveLimits<R> {
         let window = rule.check_window(window)?;
         let limit = rule.windows()[window].check_limit(limit)?;
         let w = self.words.as_ref();
+        // The limit before the version: whoever sees the new version reads the new limit. A
+        // process killed between the two leaves the version behind until the next change;
+        // decisions read the limit itself, only what is derived from it (a header) lags.
         w[LIVE + window].store(limit, Relaxed);
-        w[VERSION].fetch_add(1, Relaxed);
+        w[VERSION].fetch_add(1, Release);
         Ok(())
     }
 
     /// How many times a limit changed: a process that derives something from the limits (a
     /// header) rebuilds it when this moves.
     pub fn version(&self) -> u64 {
-        self.words.as_ref()[VERSION].load(Relaxed)
+        self.words.as_ref()[VERSION].load(Acquire)
     }
 }

@@ -151,18 +151,36 @@ pub struct Zone<R, O: Owner> {
     owner: O,
 }
 
+/// The magic word while one caller lays a region out: this bit and the caller's owner id.
+const LAYING_OUT: u64 = 1 << 63;
+
 /// The header of a region: laid out afresh for `magic` and `fingerprint` (every word of the
 /// region zeroed, `seed` stored) unless it holds them already; how, and the region's seed.
+/// Callers attaching at once are safe: one claims the layout in the magic word and the others
+/// wait for it (taking the claim over when its owner died), so none zeroes a region another
+/// has started to use.
 fn attach_header(
     words: &[AtomicU64],
     magic: u64,
     fingerprint: u64,
     seed: [u64; 2],
+    owner: &impl Owner,
 ) -> (Attached, [u64; 2]) {
-    let reused = words[H_MAGIC].load(Ordering::Acquire) == magic
-        && words[H_FINGERPRINT].load(Ordering::Relaxed) == fingerprint;
-    if !reused {
-        words[H_MAGIC].store(0, Ordering::Relaxed);
+    let attached = loop {
+        let seen = words[H_MAGIC].load(Ordering::Acquire);
+        if seen == magic && words[H_FINGERPRINT].load(Ordering::Relaxed) == fingerprint {
+            break Attached::Reused;
+        }
+        if seen & LAYING_OUT != 0 && owner.is_alive(seen & !LAYING_OUT) {
+            owner.pause();
+            continue;
+        }
+        let claim = LAYING_OUT | owner.id();
+        let claimed =
+            words[H_MAGIC].compare_exchange(seen, claim, Ordering::Acquire, Ordering::Relaxed);
+        if claimed.is_err() {
+            continue;
+        }
         for word in &words[1..] {
             word.store(0, Ordering::Relaxed);
         }
@@ -170,13 +188,9 @@ fn attach_header(
         words[H_SEED].store(seed[0], Ordering::Relaxed);
         words[H_SEED + 1].store(seed[1], Ordering::Relaxed);
         words[H_MAGIC].store(magic, Ordering::Release);
-    }
-    let seed = [0, 1].map(|i| words[H_SEED + i].load(Ordering::Relaxed));
-    let attached = if reused {
-        Attached::Reused
-    } else {
-        Attached::Fresh
+        break Attached::Fresh;
     };
+    let seed = [0, 1].map(|i| words[H_SEED + i].load(Ordering::Relaxed));
     (attached, seed)
 }
 
@@ -286,9 +300,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     /// The rule over `words`, for keys of up to `max_key_bytes` stored as they are.
     /// A region already laid out for the same layout is reused as it is (with its live
     /// limits, but for windows whose configured limit differs from the last attach); any other
-    /// is laid out anew with `seed` (secret and random: it keys the hashes). Attach before the
-    /// region is shared (nginx: in the master, before the workers fork), or from processes
-    /// that all attach with the same rule.
+    /// is laid out anew with `seed` (secret and random: it keys the hashes). Processes that
+    /// attach at once with the same rule all find one layout (nginx attaches in the master,
+    /// before the workers fork).
     pub fn attach(
         region: R,
         rule: Rule,
@@ -299,7 +313,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         let words = region.as_ref();
         let layout = Layout::new(&rule, max_key_bytes, words.len())?;
         let fingerprint = layout.fingerprint(&rule, words.len());
-        let (attached, seed) = attach_header(words, MAGIC, fingerprint, seed);
+        let (attached, seed) = attach_header(words, MAGIC, fingerprint, seed, &owner);
         LiveLimits::attach(&words[H_LIMITS..H_LIMITS + LiveLimits::<R>::WORDS], &rule);
         let codec = KeyCodec::new(seed, layout.key_words * 8);
         let zone = Self {

@@ -78,7 +78,7 @@ impl Compensated {
 
     /// Whether the carry is no longer small beside the total: a sample far larger than the
     /// rest has left, and what it rounded off is all that is left (recompute the sum).
-    #[inline]
+    #[inline(always)]
     pub fn is_lossy(&self) -> bool {
         self.carry.abs() * pow2(20) > self.total.abs()
     }
@@ -136,16 +136,23 @@ impl Wide {
         }
     }
 
-    /// Add `entering`, remove `leaving`.
-    #[inline]
+    /// Add `entering`, remove `leaving`. Always inlined, the huge case out of line: this is
+    /// the per-sample step of every full count window (a call per sample costs more than it).
+    #[inline(always)]
     pub fn slide(&mut self, entering: f64, leaving: f64) {
         // `|`, not `||` or `max`: two compares, no branch between them (and no `fmax` call in wasm).
         if is_huge(entering) | is_huge(leaving) {
-            self.add(entering);
-            self.remove(leaving);
+            self.slide_huge(entering, leaving);
         } else {
             self.small.slide(entering, leaving);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn slide_huge(&mut self, entering: f64, leaving: f64) {
+        self.add(entering);
+        self.remove(leaving);
     }
 
     /// The sum of the samples in `parts` (a ring buffer's two halves).
@@ -163,7 +170,7 @@ impl Wide {
     }
 
     /// Whether either part [`is_lossy`](Compensated::is_lossy).
-    #[inline]
+    #[inline(always)]
     pub fn is_lossy(&self) -> bool {
         self.small.is_lossy() || (self.huge_len > 0 && self.huge.is_lossy())
     }

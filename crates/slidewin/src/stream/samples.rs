@@ -114,14 +114,11 @@ impl Samples {
     }
 
     /// Add `x`, taken at `t_ms`; the sample that left, when a full count window slid.
-    #[inline]
+    /// Always inlined (a full count window's step, once per sample), the rest out of line.
+    #[inline(always)]
     pub(super) fn push(&mut self, t_ms: i64, x: f64) -> Option<f64> {
         match self {
-            Samples::Count { k, slots, oldest } => {
-                if slots.len() < *k {
-                    slots.push(x);
-                    return None;
-                }
+            Samples::Count { k, slots, oldest } if slots.len() == *k => {
                 let leaving = core::mem::replace(slots.get_mut(*oldest)?, x);
                 *oldest += 1;
                 if *oldest == slots.len() {
@@ -129,10 +126,21 @@ impl Samples {
                 }
                 Some(leaving)
             }
+            _ => {
+                self.grow(t_ms, x);
+                None
+            }
+        }
+    }
+
+    /// Add `x` to a count window that is not full yet, or to a time window.
+    #[inline(never)]
+    fn grow(&mut self, t_ms: i64, x: f64) {
+        match self {
+            Samples::Count { slots, .. } => slots.push(x),
             Samples::Time { values, times, .. } => {
                 values.push_back(x);
                 times.push_back(t_ms);
-                None
             }
         }
     }

@@ -134,8 +134,10 @@ impl<A: Accumulator> Sliding<A> {
         }
     }
 
-    /// Add the checked sample `x`, taken at `t_ms` (evictions done).
-    #[inline]
+    /// Add the checked sample `x`, taken at `t_ms` (evictions done). Always inlined with what
+    /// it calls on a full count window's path: in wasm, a call per sample cost more than the
+    /// work (cb3fad6's checks for huge samples had pushed these out of line).
+    #[inline(always)]
     fn insert(&mut self, t_ms: i64, x: f64) {
         match self.samples.push(t_ms, x) {
             Some(leaving) => {
@@ -147,15 +149,21 @@ impl<A: Accumulator> Sliding<A> {
         self.resum_when_due();
     }
 
-    #[inline]
+    #[inline(always)]
     fn resum_when_due(&mut self) {
         let len = self.samples.len();
         // After 2 len changes: the carry's own roundings stay far below an ulp of the sum
         // (tests/stream_drift.rs), at half the cost of recomputing after each len.
         if A::RESUMS && len > 0 && (self.churn >= 2 * len || self.acc.wants_resum(len)) {
-            self.acc.resum(self.samples.as_slices());
-            self.churn = 0;
+            self.resum();
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn resum(&mut self) {
+        self.acc.resum(self.samples.as_slices());
+        self.churn = 0;
     }
 }
 

@@ -1,6 +1,8 @@
 //! Naive reference models and random traces for the limiter property tests.
 #![allow(dead_code)] // each test file uses part of this
 
+pub mod process;
+
 use proptest::prelude::*;
 use slidewin::{Decision, Limiter};
 
@@ -11,6 +13,9 @@ pub enum Counting {
     Exact,
     /// `ceil(previous · (window - elapsed) / window) + current` over fixed windows.
     TwoWindows,
+    /// As `Exact`, but each cost counts as if it arrived at the last millisecond of its bucket
+    /// of `bucket_ms` (buckets start at multiples of `bucket_ms`).
+    Buckets(i64),
 }
 
 /// A limiter written the obvious way: a list of every admitted `(ms, cost)`, answers found by
@@ -39,6 +44,9 @@ impl Model {
     fn counts(&self, ms: i64, at_ms: i64) -> bool {
         match self.counting {
             Counting::Exact => ms > at_ms - self.window_ms,
+            Counting::Buckets(bucket_ms) => {
+                ms - ms.rem_euclid(bucket_ms) + bucket_ms - 1 > at_ms - self.window_ms
+            }
             Counting::TwoWindows => {
                 ms.div_euclid(self.window_ms) >= at_ms.div_euclid(self.window_ms) - 1
             }
@@ -49,10 +57,10 @@ impl Model {
     pub fn used(&self, at_ms: i64) -> u64 {
         let w = self.window_ms;
         match self.counting {
-            Counting::Exact => self
+            Counting::Exact | Counting::Buckets(_) => self
                 .admitted
                 .iter()
-                .filter(|(ms, _)| *ms > at_ms - w)
+                .filter(|(ms, _)| self.counts(*ms, at_ms))
                 .map(|e| e.1)
                 .sum(),
             Counting::TwoWindows => {

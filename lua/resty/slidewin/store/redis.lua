@@ -1,21 +1,32 @@
 -- resty.slidewin.store.redis: one Redis (or Redis Cluster) shared by every worker of every nginx.
 --
--- Each decision is one EVALSHA of lua/redis/<algorithm>.lua (after lua/redis/args.lua): Redis
--- runs a script alone, so checking and recording are one atomic step across all nodes, and the
--- time comes from Redis TIME, so the nodes' clocks never disagree. A NOSCRIPT answer (Redis
+-- Each decision is one EVALSHA of the rule script (lua/redis/args.lua, entries.lua, counter.lua,
+-- rule.lua) for every window of the rule: Redis runs a script alone, so checking all windows
+-- and recording in all of them are one atomic step across all nodes (admitted only when every
+-- window admits; a refusal records nothing), and the time comes from Redis TIME, so the nodes'
+-- clocks never disagree. A NOSCRIPT answer (Redis
 -- restarted, failed over, SCRIPT FLUSH) is retried once with EVAL, which caches the script again.
 --
 --   require("resty.slidewin").new{ name = "api", algorithm = "log", limit = 30, window_ms = 5000,
 --       store = "redis", redis = { host = "127.0.0.1", port = 6379 },
 --       on_store_error = "allow", local_refusal_cache = true }
+-- Rules of several windows, max_limit, tiers and per-call limits work as with every store; the
+-- limits are sent with each call. sw:set_limit publishes the live limits in Redis
+-- (store:set_limits) and every worker of every node reads them at most once a second
+-- (store:poll_limits), so they survive reloads and restarts.
 --
 -- conf.redis: host ("127.0.0.1"), port (6379), password, db (0), connect_timeout_ms (50),
--- read_timeout_ms (100), pool_size (64), keepalive_ms (60000), and instead of host/port one of
+-- read_timeout_ms (100), pool_size (64), keepalive_ms (60000), username (with password: AUTH
+-- user password, an ACL user), ssl (false; true: TLS to every node, sentinels too), ssl_verify
+-- (false; true: the certificate is checked against lua_ssl_trusted_certificate), server_name
+-- (SNI, and the name checked when verifying), and instead of host/port one of
 --   cluster_nodes = { "host:port", ... }   Redis Cluster seed nodes (resty.slidewin.store.redis.cluster:
 --                                          CRC16 slots, CLUSTER SLOTS map per worker, MOVED, ASK)
 --   sentinels = { "host:port", ... }, master_name = "mymaster"
 --                                          a primary found through Redis Sentinel, asked again
---                                          after a connection error or READONLY
+--                                          after a connection error or READONLY;
+--                                          sentinel_username / sentinel_password: the
+--                                          sentinels' own AUTH (their requirepass or ACL user)
 -- When Redis is down, slow or answers an error, incoming returns nil, err and the layer applies
 -- conf.on_store_error. A call waits at most connect_timeout_ms + read_timeout_ms per node it
 -- tries: the one the key maps to, then up to MAX_HOPS more after a MOVED, an ASK or a reload of
@@ -28,19 +39,22 @@
 -- the timeouts and password of the limiter whose request needed it). Metrics of redirects and reloads:
 -- require("resty.slidewin.store.redis").metrics_text().
 --
--- Keys: "slidewin:{<name>:<key>}" (and ":m" after it for the log's companion hash); the hash
--- tag keeps both in one Redis Cluster slot.
+-- Keys: "slidewin:{<name>:<key>}:<window><algorithm><window_ms>[/<bucket_ms>]", one per window
+-- (e.g. "slidewin:{api:alice}:1l1000"); the hash tag keeps a key's windows in one Redis Cluster
+-- slot. Live limits: "slidewin:{<name>}:limits" (a hash, see set_limits).
 
 local connection = require "resty.slidewin.store.redis.connection"
 local topology = require "resty.slidewin.store.redis.topology"
 local lrucache = require "resty.lrucache"
+local config = require "resty.slidewin.config"
 
 local ngx = ngx
 local now = ngx.now
 local update_time = ngx.update_time
 local unpack = unpack
 local ceil, max = math.ceil, math.max
-local byte, format, gsub = string.byte, string.format, string.gsub
+local byte, format, gmatch, gsub = string.byte, string.format, string.gmatch, string.gsub
+local concat = table.concat
 
 local _M = {}
 local mt = { __index = _M }
@@ -54,7 +68,11 @@ local DEFAULTS = {
 }
 local COUNTS = { "port", "db", "connect_timeout_ms", "read_timeout_ms", "pool_size", "keepalive_ms" }
 local OPTIONAL = { password = true, cluster_nodes = true, sentinels = true, master_name = true }
-local KEYS_OF = { log = 2, buckets = 1, counter = 1 }
+-- The rule script's parts (lua/redis/), in the order they are sent as one script.
+local SCRIPT_PARTS = { "args", "entries", "counter", "rule" }
+for name in pairs(connection.IDENTITY) do
+    OPTIONAL[name] = true
+end
 local VERBS = { "evalsha", "eval" } -- EVAL after NOSCRIPT caches the script again
 
 -- lua/redis/, beside lua/resty/ on lua_package_path.
@@ -74,14 +92,17 @@ local function hex(bin)
     return (gsub(bin, ".", function(c) return format("%02x", byte(c)) end))
 end
 
--- { source, sha } of the script for `algorithm`, or nil, err.
-local function load_script(algorithm)
-    local args, err = read(SCRIPTS_DIR .. "args.lua")
-    local body, err2 = read(SCRIPTS_DIR .. algorithm .. ".lua")
-    if not (args and body) then
-        return nil, "cannot read the Redis script for " .. algorithm .. ": " .. tostring(err or err2)
+-- { source, sha } of the rule script: the parts of lua/redis/, in order.
+local function load_script()
+    local parts = {}
+    for i, name in ipairs(SCRIPT_PARTS) do
+        local text, err = read(SCRIPTS_DIR .. name .. ".lua")
+        if not text then
+            return nil, "cannot read the Redis script " .. SCRIPTS_DIR .. name .. ".lua: " .. tostring(err)
+        end
+        parts[i] = text
     end
-    local source = args .. body
+    local source = concat(parts)
     return { source = source, sha = hex(ngx.sha1_bin(source)) }
 end
 
@@ -115,7 +136,8 @@ local function redis_options(given)
         if DEFAULTS[k] == nil and not OPTIONAL[k] then
             return nil, "redis." .. tostring(k) .. " is not an option (host, port, password, db, "
                 .. "connect_timeout_ms, read_timeout_ms, pool_size, keepalive_ms, cluster_nodes, "
-                .. "sentinels, master_name)"
+                .. "sentinels, master_name, ssl, ssl_verify, server_name, username, sentinel_username, "
+                .. "sentinel_password)"
         end
         opts[k] = v
     end
@@ -155,8 +177,11 @@ local function redis_options(given)
         return nil, "redis.master_name must be a string, got " .. tostring(given.master_name)
     end
     opts.mode = mode or "standalone"
-    opts.connect_opts = { pool_size = opts.pool_size }
-    return opts
+    local err = connection.check(given, opts.mode)
+    if err then
+        return nil, err
+    end
+    return connection.prepare(opts)
 end
 
 -- The shared topology (where keys live) for opts, counting into lua_shared_dict `dict_name`.
@@ -170,31 +195,45 @@ local function topology_of(opts, dict_name)
     return topology.standalone(connection.node(opts.host .. ":" .. opts.port), dict)
 end
 
-function _M.new(conf)
-    -- One script decides one window today: a rule of several would be decided by its first.
-    if #conf.windows ~= 1 or conf.windows[1].max_limit ~= conf.limit then
-        return nil, "windows must hold one window, and max_limit equal its limit, with store "
-            .. "\"redis\" (rules and live limits in Redis are not built yet), got "
-            .. #conf.windows .. " window(s), max_limit " .. conf.windows[1].max_limit
+-- The windows' parts of the script's ARGV after the cost (the limits at `at[i]`), and the keys'
+-- suffixes: "<window>:<algorithm><window_ms>[/<bucket_ms>]", so that a reload that changes a
+-- window's algorithm or length starts that window afresh while one that changes limits keeps it.
+local function windows_args(windows)
+    local args, at, suffixes = {}, {}, {}
+    for i, w in ipairs(windows) do
+        local n = #args
+        args[n + 1], args[n + 2], args[n + 3] = w.algorithm, w.limit, w.window_ms
+        at[i] = n + 2
+        suffixes[i] = ":" .. i .. w.algorithm:sub(1, 1) .. w.window_ms
+        if w.algorithm == "buckets" then
+            if w.window_ms % w.bucket_ms ~= 0 or w.window_ms / w.bucket_ms > 65536 then
+                return nil, "windows[" .. i .. "].bucket_ms must divide window_ms into at most 65536 "
+                    .. "buckets with store \"redis\", got " .. w.bucket_ms .. " for window_ms " .. w.window_ms
+            end
+            args[n + 4] = w.bucket_ms
+            suffixes[i] = suffixes[i] .. "/" .. w.bucket_ms
+        end
     end
+    return args, at, suffixes
+end
+
+function _M.new(conf)
     local opts, err = redis_options(conf.redis)
     if not opts then
         return nil, err
     end
     local script
-    script, err = load_script(conf.algorithm)
+    script, err = load_script()
     if not script then
         return nil, err
     end
-    local options = conf.algorithm == "buckets" and { "bucket_ms", conf.bucket_ms } or {}
+    local args, at, suffixes = windows_args(conf.windows)
+    if not args then
+        return nil, at
+    end
     local tails = {}
     for _, mode in ipairs { "check", "peek", "refund" } do
-        local tail = { conf.limit, conf.window_ms }
-        for i, v in ipairs(options) do tail[2 + i] = v end
-        if mode ~= "check" then
-            tail[#tail + 1], tail[#tail + 2] = "mode", mode
-        end
-        tails[mode] = tail
+        tails[mode] = mode ~= "check" and { "mode", mode } or {}
     end
     local refusals
     if conf.local_refusal_cache then
@@ -203,26 +242,32 @@ function _M.new(conf)
             return nil, "local_refusal_cache: " .. tostring(err)
         end
     end
+    local configured = {}
+    for i, w in ipairs(conf.windows) do
+        configured[i] = w.limit
+    end
     return setmetatable({
+        conf = conf,
         opts = opts,
         topology = topology_of(opts, conf.metrics_dict or conf.dict),
         script = script,
-        nkeys = KEYS_OF[conf.algorithm],
+        nkeys = #conf.windows,
         prefix = "slidewin:{" .. conf.name .. ":",
+        suffixes = suffixes,
+        args = args,
+        limit_at = at,
         tails = tails,
         refusals = refusals,
+        configured = configured,
+        base = concat(configured, " "),
+        limits_key = "slidewin:{" .. conf.name .. "}:limits",
     }, mt)
 end
 
--- The script's reply on `node` (ASKING first when `asking`), or nil, err, broken (a connection
--- error or timeout) or false, err (an error reply).
-local function eval_on(self, node, asking, args)
-    local opts = self.opts
-    local red, err = connection.open(node, opts)
-    if not red then
-        return nil, err, true
-    end
-    local script, res = self.script, nil
+-- Sends the script with `args` on `red` (ASKING first when `asking`): EVALSHA, then EVAL when
+-- Redis lost the script.
+local function send_script(self, red, asking, args)
+    local script, res, err = self.script, nil, nil
     for _, verb in ipairs(VERBS) do
         if asking then
             red:asking()
@@ -232,29 +277,37 @@ local function eval_on(self, node, asking, args)
             break
         end
     end
+    return res, err
+end
+
+-- `send(self, red, asking, args)` on a connection to `node`: its reply, or nil, err, broken (a
+-- connection error or timeout) or false, err (an error reply).
+local function send_on(self, node, asking, send, args)
+    local opts = self.opts
+    local red, err = connection.open(node, opts)
+    if not red then
+        return nil, err, true
+    end
+    local res
+    res, err = send(self, red, asking, args)
     connection.release(red, res, opts)
     return res, err, res == nil
 end
 
--- The script's reply { allowed, remaining, retry_after_ms, reset_after_ms } for `mode`, or nil, err.
-local function run(self, key, cost, mode)
-    local tail = self.tails[mode]
-    local data = self.prefix .. key .. "}"
-    local meta = self.nkeys == 2 and data .. ":m" or nil
-    local args = meta and { data, meta, tail[1], tail[2], cost, unpack(tail, 3) }
-        or { data, tail[1], tail[2], cost, unpack(tail, 3) }
+-- `send` on the node holding `key`, following MOVED and ASK: its reply, or nil, err.
+local function run(self, key, send, args)
     local routes = self.topology
-    local node, err = routes:address(data, self.opts)
+    local node, err = routes:address(key, self.opts)
     local asking, res, broken, kind = false, nil, nil, nil
     for _ = 0, MAX_HOPS do
         if not node then
             break
         end
-        res, err, broken = eval_on(self, node, asking, args)
+        res, err, broken = send_on(self, node, asking, send, args)
         if res then
             return res
         end
-        node, asking, kind = routes:reroute(data, node, err, broken, self.opts)
+        node, asking, kind = routes:reroute(key, node, err, broken, self.opts)
         if node then
             routes.count.incr(kind)
         end
@@ -262,10 +315,45 @@ local function run(self, key, cost, mode)
     return nil, "redis: " .. tostring(err)
 end
 
--- The refusal remembered for `key` if it covers `cost`, and the time now in ms.
-local function remembered(self, key, cost)
+-- The script's reply { allowed, remaining, retry_after_ms, reset_after_ms, window } for `mode`
+-- under `limits` (one per window), or nil, err. Every key has the hash tag {<name>:<key>}: one
+-- Cluster slot holds all of a key's windows.
+local function decide(self, key, cost, mode, limits)
+    local base = self.prefix .. key .. "}"
+    local suffixes, nkeys = self.suffixes, self.nkeys
+    local args = {}
+    for i = 1, nkeys do
+        args[i] = base .. suffixes[i]
+    end
+    args[nkeys + 1] = cost
+    local windows, at = self.args, self.limit_at
+    for i = 1, #windows do
+        args[nkeys + 1 + i] = windows[i]
+    end
+    for i = 1, nkeys do
+        args[nkeys + 1 + at[i]] = limits[i]
+    end
+    local tail, n = self.tails[mode], #args
+    for i = 1, #tail do
+        args[n + i] = tail[i]
+    end
+    return run(self, args[1], send_script, args)
+end
+
+-- Whether `a` and `b` hold the same limits.
+local function same(a, b)
+    for i = 1, #a do
+        if a[i] ~= b[i] then
+            return false
+        end
+    end
+    return true
+end
+
+-- The refusal remembered for `key` if it covers `cost` under `limits`, and the time now in ms.
+local function remembered(self, key, cost, limits)
     local refusal = self.refusals:get(key)
-    if refusal and cost >= refusal.cost then
+    if refusal and cost >= refusal.cost and same(limits, refusal.limits) then
         update_time()
         local now_ms = now() * 1000
         if refusal.until_ms > now_ms then
@@ -274,20 +362,19 @@ local function remembered(self, key, cost)
     end
 end
 
--- allowed, remaining, retry_after_ms (nil: never), reset_after_ms, decided_locally | nil, err
+-- allowed, remaining, retry_after_ms (nil: never), reset_after_ms, decided_locally, window
+-- | nil, err
 function _M.incoming(self, key, cost, commit, limits)
-    if limits then
-        error("store redis takes no per-call limits yet (limit, limits, tier)", 3)
-    end
+    limits = limits or self.configured
     local refusals = self.refusals
     if refusals then
-        local refusal, now_ms = remembered(self, key, cost)
+        local refusal, now_ms = remembered(self, key, cost, limits)
         if refusal then
             return false, refusal.remaining, ceil(refusal.until_ms - now_ms),
-                max(ceil(refusal.reset_at_ms - now_ms), 0), true
+                max(ceil(refusal.reset_at_ms - now_ms), 0), true, refusal.window
         end
     end
-    local res, err = run(self, key, cost, commit and "check" or "peek")
+    local res, err = decide(self, key, cost, commit and "check" or "peek", limits)
     if not res then
         return nil, err
     end
@@ -295,14 +382,14 @@ function _M.incoming(self, key, cost, commit, limits)
     if refusals and not allowed and retry > 0 then
         update_time()
         local now_ms = now() * 1000
-        refusals:set(key, { cost = cost, remaining = res[2], until_ms = now_ms + retry,
-            reset_at_ms = now_ms + res[4] }, retry / 1000)
+        refusals:set(key, { cost = cost, limits = limits, remaining = res[2], until_ms = now_ms + retry,
+            reset_at_ms = now_ms + res[4], window = res[5] }, retry / 1000)
     end
-    return allowed, res[2], retry >= 0 and retry or nil, res[4]
+    return allowed, res[2], retry >= 0 and retry or nil, res[4], false, res[5]
 end
 
 function _M.uncommit(self, key, cost)
-    local res, err = run(self, key, cost, "refund")
+    local res, err = decide(self, key, cost, "refund", self.configured)
     if not res then
         return nil, err
     end
@@ -310,6 +397,64 @@ function _M.uncommit(self, key, cost)
         self.refusals:delete(key)
     end
     return true
+end
+
+-- Live limits shared by every node: the hash slidewin:{<name>}:limits holds "limits" (one per
+-- window, "10 50") and "base" (the configured limits of the node that set them). A node takes
+-- them while its own configured limits are that base, so a reload whose config changes the
+-- limits applies the config's (until set_limit again), and one that does not keeps them.
+local function send_hset(self, red, asking, limits)
+    if asking then
+        red:asking()
+    end
+    return red:hset(self.limits_key, "limits", concat(limits, " "), "base", self.base)
+end
+
+local function send_hmget(self, red, asking)
+    if asking then
+        red:asking()
+    end
+    return red:hmget(self.limits_key, "limits", "base")
+end
+
+-- store:set_limits(limits): true, or nil, err. Every node decides with them from its next poll.
+function _M.set_limits(self, limits)
+    local res, err = run(self, self.limits_key, send_hset, limits)
+    if not res then
+        return nil, err
+    end
+    self.seen = concat(limits, " ")
+    return true
+end
+
+-- The limits in `text` ("10 50") if they are one per window, each within its max_limit.
+local function parse_limits(self, text)
+    local limits = {}
+    for limit in gmatch(text, "%S+") do
+        limits[#limits + 1] = tonumber(limit)
+    end
+    if config.check_limits(self.conf, limits, "limits") then
+        return limits
+    end
+end
+
+-- store:poll_limits(now_ms): the live limits when they changed since the last poll (another
+-- node set them), else nil. A failed read keeps the limits this node has.
+function _M.poll_limits(self)
+    local res = run(self, self.limits_key, send_hmget)
+    if not res then
+        return nil
+    end
+    local text, base = res[1], res[2]
+    if base ~= self.base then
+        text = self.base -- none set for this config: the configured limits
+    end
+    if text == self.seen then
+        return nil
+    end
+    local limits = parse_limits(self, text)
+    self.seen = text
+    return limits
 end
 
 -- Redis holds the keys; counting them would cost a SCAN per scrape.

@@ -24,13 +24,10 @@ function _M.new(sentinels, name, dict)
     end)
 end
 
--- Asks the sentinels in turn (with opts' timeouts, without password or db): true, or nil, err.
+-- Asks the sentinels in turn (with opts' timeouts and TLS, as sentinel_username /
+-- sentinel_password): true, or nil, err.
 function _M.load(self, opts)
-    local sentinel_opts = {}
-    for k, v in pairs(opts) do
-        sentinel_opts[k] = v
-    end
-    sentinel_opts.password, sentinel_opts.db = nil, 0
+    local sentinel_opts = connection.for_sentinels(opts)
     local errors = {}
     for _, sentinel in ipairs(self.sentinels) do
         local addr, err = connection.command(sentinel, sentinel_opts, "sentinel",

@@ -1,0 +1,40 @@
+-- resty.slidewin.switch.dry_run (option `mode = "dry_run"`): every request decided and
+-- recorded as usual, none refused. A would-be refusal is counted (outcome "would_reject"),
+-- keeps the configured headers (no Retry-After: the request goes on) and is summed into one
+-- error.log line (warn) per error_log_interval_ms per worker:
+--   slidewin api: dry run: 15 request(s) would have been refused since the last line
+
+local invalid = require("resty.slidewin.config").invalid
+local now_ms = require("slidewin").now_ms
+
+local huge = math.huge
+local ngx = ngx
+
+local _M = {}
+
+-- The refusal strategy for `conf` (nil when mode is "enforce" or unset), or nil, err.
+function _M.configure(conf, parts)
+    local mode = conf.mode
+    if mode == nil or mode == "enforce" then
+        return nil
+    end
+    if mode ~= "dry_run" then
+        return invalid("mode", '"enforce" or "dry_run"', mode)
+    end
+    local write, interval = parts.write, conf.error_log_interval_ms
+    local unlogged, logged_at = 0, -huge
+    return function(sw, _, _, opts, remaining, retry_after_ms, reset_after_ms, window, rate_policy)
+        sw.counters:incr("would_reject")
+        write(sw, opts, rate_policy, window, remaining, retry_after_ms or reset_after_ms)
+        unlogged = unlogged + 1
+        local now = now_ms()
+        if now - logged_at >= interval then
+            ngx.log(ngx.WARN, "slidewin ", sw.name, ": dry run: ", unlogged,
+                " request(s) would have been refused since the last line")
+            unlogged, logged_at = 0, now
+        end
+        return true, false
+    end
+end
+
+return _M

@@ -1,0 +1,95 @@
+-- resty.slidewin.switch.refund (option `refund_statuses = { 500, 502, 503, 504 }` or a
+-- function(status) -> boolean): an admitted request whose response status is one of them
+-- gets its cost back in every window (store:uncommit), so an upstream's failure does not cost
+-- the client its quota. Needs, where such limiters enforce:
+--   log_by_lua_block { require("resty.slidewin").log() }
+-- In-process stores (shm, local, zone) give back at once in the log phase; the others
+-- (redis: no cosocket in the log phase) from a zero-delay timer.
+
+local invalid = require("resty.slidewin.config").invalid
+
+local format = string.format
+local ngx = ngx
+
+local _M = {}
+
+-- The predicate for `statuses` (a list or a function), or nil, err.
+local function predicate(statuses)
+    if type(statuses) == "function" then
+        return statuses
+    end
+    if type(statuses) ~= "table" or #statuses == 0 then
+        return invalid("refund_statuses", "a list of HTTP statuses or a function(status)", statuses)
+    end
+    local set = {}
+    for i, status in ipairs(statuses) do
+        if not (type(status) == "number" and status % 1 == 0 and status >= 100 and status <= 599) then
+            return invalid(format("refund_statuses[%d]", i), "an HTTP status (100 to 599)", status)
+        end
+        set[status] = true
+    end
+    return function(status)
+        return set[status] == true
+    end
+end
+
+local function give_back(premature, sw, key, cost)
+    if premature then
+        return
+    end
+    local ok, err = sw.store:uncommit(key, cost)
+    if not ok then
+        ngx.log(ngx.ERR, "slidewin ", sw.name, ": refund failed: ", err)
+    end
+end
+
+-- wrap(enforce) -> enforce that remembers admitted requests for the log phase, for
+-- `statuses` (nil: no refund), or nil, err.
+function _M.configure(statuses)
+    if statuses == nil then
+        return function(enforce)
+            return enforce
+        end
+    end
+    local refunds, err = predicate(statuses)
+    if not refunds then
+        return nil, err
+    end
+    return function(enforce)
+        return function(sw, key, cost, opts)
+            local ok, committed = enforce(sw, key, cost, opts)
+            if committed then
+                local ctx = ngx.ctx
+                local list = ctx.slidewin_refunds or {}
+                list[#list + 1] = { sw = sw, refunds = refunds, key = key, cost = cost or 1 }
+                ctx.slidewin_refunds = list
+            end
+            return ok, committed
+        end
+    end
+end
+
+-- For log_by_lua*: gives back the cost of this request's admissions whose limiter refunds
+-- its response status.
+function _M.log()
+    local list = ngx.ctx.slidewin_refunds
+    if not list then
+        return
+    end
+    local status = ngx.status
+    for _, admitted in ipairs(list) do
+        if admitted.refunds(status) then
+            local sw = admitted.sw
+            if sw.store.lim then
+                give_back(false, sw, admitted.key, admitted.cost)
+            else
+                local ok, err = ngx.timer.at(0, give_back, sw, admitted.key, admitted.cost)
+                if not ok then
+                    ngx.log(ngx.ERR, "slidewin ", sw.name, ": refund failed: ", err)
+                end
+            end
+        end
+    end
+end
+
+return _M
