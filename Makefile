@@ -13,7 +13,7 @@ test: test-rust test-stream-drift test-js
 # Tools the Rust tests start (redis-server for tests/tests/redis_*.rs, nginx for tests/tests/nginx.rs;
 # luarocks for tests/tests/luarocks.rs).
 test-deps:
-	scripts/deps.sh redis nginx luarocks
+	scripts/deps.sh redis nginx luarocks promtool
 
 # The Lua module: target/release/libslidewin_lua.so, copied as slidewin.so into each nginx prefix.
 lua-module:

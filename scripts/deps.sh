@@ -10,6 +10,8 @@ declare -A APT=(
   [wasm]="rustc-web cargo-web rust-web-src lld binaryen"
   [browser]="chromium"
   [luarocks]="luarocks"
+  # promtool (tests/tests/nginx_top.rs checks /metrics with `promtool check metrics`).
+  [promtool]="prometheus"
 )
 
 apt_missing() {

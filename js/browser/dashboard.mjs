@@ -1,9 +1,12 @@
-// Drive the dashboard in a real headless Chromium (Debian's, through playwright-core).
+// Drive the dashboard in a real headless Chromium (Debian's, through playwright-core) at 1280x800.
 // Usage: node browser/dashboard.mjs BASE_URL SCREENSHOT_PATH   (run by tests/tests/dashboard.rs)
-//   BASE_URL: where the demo nginx listens (it serves /dashboard/, /stats.json and /api/).
-// Sends traffic to /api/ while the page polls, waits until the page's chart data holds both
-// allowed and refused rates from the live feed, and fails on any page error; then checks that
-// the page falls back to its synthetic feed (and says so) when the endpoint is missing.
+//   BASE_URL: where the demo nginx listens (it serves /dashboard/, /stats.json, /slidewin/top, /api/).
+// 3 clients send 10x their limit to /api/ (5 per 10 s) and 50 send half of theirs while the page
+// polls; then: the top-refused table shows exactly the 3, with the values /slidewin/top gives;
+// no plotted rate is below 0; the legend and the page fit the viewport; the adaptive panel is
+// absent (the demo has no adaptive limiter) and appears, filled, when /stats.json has an
+// "adaptive" section (a fixture served in its place); without its endpoint the page falls back
+// to its synthetic feed and says so.
 import assert from "node:assert/strict";
 import { launchChromium, watchProblems } from "./chromium.mjs";
 
@@ -12,18 +15,35 @@ if (!baseUrl || !screenshotPath) {
   console.error("usage: node browser/dashboard.mjs BASE_URL SCREENSHOT_PATH");
   process.exit(2);
 }
+const VIEWPORT = { width: 1280, height: 800 };
+const LIMIT = 5;
+const HOT = ["hot-0", "hot-1", "hot-2"];
+const CALM = Array.from({ length: 50 }, (_, i) => `calm-${i}`);
 
-/** `requests` requests to /api/ from 20 users (the demo admits 5 per 10 s each); status counts. */
-async function driveTraffic(requests) {
+async function get(user) {
+  const { status } = await fetch(new URL(`/api/?user=${user}`, baseUrl));
+  return status;
+}
+
+/** 5 rounds, 150 ms apart: each hot client sends 10 per round, each calm one 1 in rounds 0 and 1. */
+async function driveTraffic() {
   const counts = {};
-  for (let i = 0; i < requests; i++) {
-    const { status } = await fetch(new URL(`/api/?user=u${i % 20}`, baseUrl));
-    counts[status] = (counts[status] ?? 0) + 1;
+  for (let round = 0; round < 5; round++) {
+    const users = [...HOT.flatMap((u) => Array(2 * LIMIT).fill(u)), ...(round < 2 ? CALM : [])];
+    for (const user of users) {
+      const status = await get(user);
+      counts[status] = (counts[status] ?? 0) + 1;
+    }
+    await new Promise((r) => setTimeout(r, 150));
   }
   return counts;
 }
 
-const browser = await launchChromium();
+const adaptiveFixture = {
+  "api-adaptive": { limit: 42, inflight: 7, p50_ms: 12.5, p95_ms: 48.25, p99_ms: 90, loss_ratio: 0.02, goodput_rps: 310.5 },
+};
+
+const browser = await launchChromium({ viewport: VIEWPORT });
 const { context } = browser;
 const problems = [];
 try {
@@ -33,59 +53,79 @@ try {
   await page.goto(new URL("/dashboard/?interval=250", baseUrl).href);
   await page.waitForFunction(() => window.slidewinDashboard?.source === "live", null, { timeout: 10_000 });
 
-  // Keep traffic flowing while the page polls, so several ticks see both kinds.
-  const traffic = (async () => {
-    const all = {};
-    for (let round = 0; round < 8; round++) {
-      for (const [status, n] of Object.entries(await driveTraffic(60))) all[status] = (all[status] ?? 0) + n;
-      await new Promise((r) => setTimeout(r, 150));
-    }
-    return all;
-  })();
-  await page.waitForFunction(() => {
-    const d = window.slidewinDashboard;
-    return d.rates.allowed.some((r) => r > 0) && d.rates.rejected.some((r) => r > 0) && d.ticks >= 4;
-  }, null, { timeout: 20_000 });
-  const statuses = await traffic;
+  const statuses = await driveTraffic();
   console.log("traffic to /api/:", JSON.stringify(statuses));
-  assert.ok(statuses[200] > 0 && statuses[429] > 0, `the demo should allow and refuse some: ${JSON.stringify(statuses)}`);
+  assert.deepEqual(statuses, { 200: 3 * LIMIT + 2 * CALM.length, 429: 3 * 9 * LIMIT });
+  await page.waitForFunction(() => {
+    const s = window.slidewinDashboard.series.api;
+    return s && s.allowed.rate.some((r) => r > 0) && s.rejected.rate.some((r) => r > 0) && s.times.length >= 4;
+  }, null, { timeout: 20_000 });
 
+  // The endpoint names exactly the 3; the table shows what it says (polled until it does).
+  const top = await (await fetch(new URL("/slidewin/top?n=10", baseUrl))).json();
+  const want = top.limiters.api.refused
+    .map(({ key, refused, count, limit, window }) => ({ key, refused, count, limit, window }))
+    .sort((a, b) => a.key.localeCompare(b.key));
+  assert.deepEqual(want, HOT.map((key) => ({ key, refused: 9 * LIMIT, count: LIMIT, limit: LIMIT, window: 1 })));
+  await page.waitForFunction((want) => {
+    const rows = window.slidewinDashboard.topRows.refused.slice().sort((a, b) => a.key.localeCompare(b.key));
+    return JSON.stringify(rows) === JSON.stringify(want);
+  }, want, { timeout: 10_000 });
   const view = await page.evaluate(() => {
     const d = window.slidewinDashboard;
+    const texts = (sel) => [...document.querySelectorAll(sel)].map((tr) => [...tr.cells].map((c) => c.textContent));
+    const legend = document.getElementById("legend");
     return {
-      source: d.source,
-      sourceText: document.getElementById("source").textContent,
       limiters: d.limiters,
-      allowed: d.rates.allowed, rejected: d.rates.rejected,
-      mean: d.stats.allowed.mean, ewma: d.stats.allowed.ewma, min: d.stats.allowed.min, max: d.stats.allowed.max,
-      p95: d.stats.allowed.p95, bbLower: d.stats.allowed.bbLower, bbUpper: d.stats.allowed.bbUpper,
-      legend: [...document.querySelectorAll(".u-legend .u-label")].map((e) => e.textContent),
-      headers: [...document.querySelectorAll("#latest thead th")].map((e) => e.textContent),
-      tableRows: document.querySelectorAll("#latest tbody tr").length,
-      canvas: document.querySelector("#chart canvas") !== null,
+      refusedTable: texts("#top-refused tbody tr"),
+      nearTable: texts("#top-near tbody tr"),
+      plotted: d.plotted().slice(1).map((s) => Array.from(s)),
+      legend: { items: legend.children.length, scroll: legend.scrollWidth, client: legend.clientWidth, bottom: legend.getBoundingClientRect().bottom },
+      pageWidth: document.documentElement.scrollWidth,
+      keysBottom: document.getElementById("top-refused").getBoundingClientRect().bottom,
+      adaptiveHidden: document.getElementById("adaptive").hidden,
+      ratio: document.getElementById("now-ratio").textContent,
     };
   });
-  assert.equal(view.source, "live");
-  assert.match(view.sourceText, /^Live: polling/);
   assert.deepEqual(view.limiters.slice().sort(), ["api", "api-dry", "api-legacy", "api-shared", "rules"]);
-  assert.ok(view.canvas, "the chart draws on a canvas");
-  assert.equal(view.tableRows, 2);
-  // The band holds the mean: computed by slidewin in the page.
-  for (let i = 0; i < view.allowed.length; i++) {
-    assert.ok(view.min[i] <= view.mean[i] + 1e-9 && view.mean[i] <= view.max[i] + 1e-9, `band at ${i}`);
-    // Issue 13: the rolling p95 lies within the window's range, the Bollinger band around the mean.
-    assert.ok(view.min[i] <= view.p95[i] && view.p95[i] <= view.max[i], `p95 at ${i}`);
-    const slack = 1e-9 * Math.max(1, Math.abs(view.mean[i]));
-    assert.ok(view.bbLower[i] <= view.mean[i] + slack && view.mean[i] <= view.bbUpper[i] + slack, `Bollinger at ${i}`);
-    assert.ok(Math.abs(view.bbUpper[i] + view.bbLower[i] - 2 * view.mean[i]) <= 4 * slack, `Bollinger centred at ${i}`);
-  }
-  assert.ok(view.p95.some((p, i) => p !== view.mean[i]), "the p95 line is its own line");
-  for (const label of ["allowed p95", "allowed Bollinger upper", "allowed Bollinger lower"]) {
-    assert.ok(view.legend.includes(label), `the chart shows ${label}: ${view.legend}`);
-  }
-  assert.deepEqual(view.headers.slice(-2), ["p95", "Bollinger band"]);
-  await page.screenshot({ path: screenshotPath, fullPage: true });
+  assert.deepEqual(
+    view.refusedTable.sort(),
+    want.map((h) => [h.key, String(h.refused), `${h.count} / ${h.limit}`, "100 %", "1"]),
+  );
+  assert.ok(view.nearTable.length === 10 && view.nearTable.slice(0, 3).every((r) => r[1] === `${LIMIT} / ${LIMIT}`), JSON.stringify(view.nearTable));
+  // No plotted value of a rate (raw, smoothed, band) below 0; the band is drawn.
+  const values = view.plotted.flat().filter((x) => x !== null && Number.isFinite(x));
+  assert.ok(values.length > 0 && values.every((x) => x >= 0), `plotted: ${JSON.stringify(view.plotted)}`);
+  assert.ok(view.plotted[3].some((x) => x > 0), "the admitted band's p90");
+  assert.match(view.ratio, /^\d+\.\d %$/);
+  // Readable at 1280x800: four legend entries that fit, no sideways scrolling, the tables on screen.
+  assert.equal(view.legend.items, 4);
+  assert.ok(view.legend.scroll <= view.legend.client, `legend overflows: ${JSON.stringify(view.legend)}`);
+  assert.ok(view.pageWidth <= VIEWPORT.width, `page is ${view.pageWidth} px wide`);
+  assert.ok(view.keysBottom <= VIEWPORT.height, `top-keys table ends at ${view.keysBottom} px`);
+  assert.equal(view.adaptiveHidden, true, "no adaptive section: no panel");
+  await page.screenshot({ path: screenshotPath });
   assert.deepEqual(problems, [], "the page logged errors");
+
+  // With an "adaptive" section in /stats.json (issue 17's shape; a fixture here) the panel appears.
+  const adaptive = await context.newPage();
+  watchProblems(adaptive, problems, "adaptive ");
+  await adaptive.route("**/stats.json", async (route) => {
+    const body = await (await route.fetch()).json();
+    await route.fulfill({ json: { ...body, adaptive: adaptiveFixture } });
+  });
+  await adaptive.goto(new URL("/dashboard/?interval=200", baseUrl).href);
+  await adaptive.waitForFunction(() => window.slidewinDashboard?.ticks >= 3, null, { timeout: 10_000 });
+  const panel = await adaptive.evaluate(() => ({
+    hidden: document.getElementById("adaptive").hidden,
+    row: [...document.querySelectorAll("#adaptive-table tbody tr")].map((tr) => [...tr.cells].map((c) => c.textContent)),
+    canvas: document.querySelector("#adaptive-chart canvas") !== null,
+    pageWidth: document.documentElement.scrollWidth,
+  }));
+  assert.deepEqual(panel.row, [["api-adaptive", "42", "7", "12.5", "48.3", "90.0", "2.0 %", "310.5"]]);
+  assert.ok(!panel.hidden && panel.canvas, "the adaptive panel and its chart");
+  assert.ok(panel.pageWidth <= VIEWPORT.width, `page is ${panel.pageWidth} px wide`);
+  await adaptive.screenshot({ path: screenshotPath.replace(/\.png$/, "-adaptive.png") });
 
   // Without its endpoint the page charts a synthetic feed, and says so.
   const offline = await context.newPage();
@@ -94,8 +134,8 @@ try {
   await offline.waitForFunction(() => window.slidewinDashboard?.ticks >= 3, null, { timeout: 10_000 });
   const banner = await offline.evaluate(() => [window.slidewinDashboard.source, document.getElementById("source").textContent]);
   assert.deepEqual(banner, ["synthetic", "Synthetic feed: /no-such-feed.json is unreachable, showing made-up traffic"]);
-  assert.deepEqual(problems, [], "the offline page threw");
-  console.log(`dashboard ok: ${view.allowed.length} points; screenshot ${screenshotPath}`);
+  assert.deepEqual(problems, [], "a page threw");
+  console.log(`dashboard ok: ${view.plotted[0].length} points; screenshot ${screenshotPath}`);
 } finally {
   await browser.close();
 }

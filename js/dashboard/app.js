@@ -1,16 +1,26 @@
-// The dashboard: polls the demo nginx's /stats.json (node-wide allowed/rejected totals per
-// limiter), turns totals into per-second rates, and charts them with slidewin's moving average,
-// EWMA, min/max band, rolling p95 and Bollinger band, all computed here in WebAssembly. Without the endpoint it runs on a
-// synthetic feed and says so. State for tests and curious users: window.slidewinDashboard.
-import init, { Bollinger, Ewma, SlidingMax, SlidingMean, SlidingMin, SlidingQuantile, nowMs } from "./vendor/index.js";
+// The operator's dashboard: polls the demo nginx's /stats.json (node-wide admitted/refused
+// totals per limiter) and /slidewin/top (the most refused keys and the keys nearest their
+// limit), turns totals into per-second rates, and charts the chosen limiter's rates smoothed
+// by one aggregate with a p10–p90 quantile band (a rate band that never goes below 0), all
+// computed here by the slidewin WebAssembly package. An adaptive panel appears only when
+// /stats.json has an "adaptive" section. Without the endpoint it runs on a synthetic feed and
+// says so. State for tests and curious users: window.slidewinDashboard.
+import init, { SlidingMean, SlidingQuantile, nowMs } from "./vendor/index.js";
 import uPlot from "./vendor/uPlot.esm.js";
 
 const params = new URLSearchParams(location.search);
 const statsUrl = params.get("stats") ?? "/stats.json";
+const topUrl = params.get("top") ?? "/slidewin/top";
 const pollMs = Number(params.get("interval") ?? 1000);
-const HISTORY = 300; // points kept (and recomputed when the window or alpha changes)
+const HISTORY = 300; // points kept (and replayed when the window or the aggregate changes)
 const METRICS = ["allowed", "rejected"];
-const SERIES = ["mean", "ewma", "min", "max", "p95", "bbLower", "bbUpper"]; // per metric
+const LABELS = { allowed: "admitted", rejected: "refused" };
+const BAND = [0.1, 0.9]; // quantiles of the band
+// The one smoothing aggregate, chosen in the page: a slidewin aggregate over the time window.
+const SMOOTHERS = {
+  mean: (windowMs) => SlidingMean.byTime(windowMs),
+  median: (windowMs) => SlidingQuantile.byTime(windowMs, 0.5),
+};
 
 const el = (id) => document.getElementById(id);
 const state = {
@@ -18,58 +28,62 @@ const state = {
   limiter: null,
   limiters: [],
   windowMs: Number(el("window").value) * 1000,
-  alpha: Number(el("alpha").value),
+  smoothing: el("smoothing").value,
   ticks: 0,
-  previous: null, // last totals seen, per source
-  times: [],
-  rates: { allowed: [], rejected: [] },
-  stats: null, // per metric: { aggregates, mean[], ewma[], min[], max[], p95[], bbLower[], bbUpper[] }
+  previous: {}, // per limiter: the last totals seen, with their source and time
+  series: {}, // per limiter: { times, allowed: {rate, smooth, low, high, aggregates}, rejected: ... }
+  top: null, // the last /slidewin/top answer, or { error }
+  topRows: { refused: [], admitted: [] }, // what the tables show
+  adaptive: {}, // per adaptive limiter: { times, limit, p95_ms, last }
+  plotted: () => chart?.data ?? [], // what the chart draws
 };
 window.slidewinDashboard = state;
 
-// --- slidewin: one set of aggregates per metric, fed one rate per tick ----------------------
+// --- slidewin: per limiter and metric, the smoothing aggregate and the band's quantiles -----
 
-function newStats(metric) {
-  const aggregates = {
-    mean: SlidingMean.byTime(state.windowMs),
-    ewma: new Ewma(state.alpha),
-    min: SlidingMin.byTime(state.windowMs),
-    max: SlidingMax.byTime(state.windowMs),
-    p95: SlidingQuantile.byTime(state.windowMs, 0.95),
+function newMetric() {
+  return {
+    rate: [], smooth: [], low: [], high: [],
+    aggregates: [SMOOTHERS[state.smoothing](state.windowMs),
+      ...BAND.map((q) => SlidingQuantile.byTime(state.windowMs, q))],
   };
-  const bollinger = Bollinger.byTime(state.windowMs, 2); // mean ± 2 population SDs
-  const series = { aggregates, bollinger, bbLower: [], bbUpper: [] };
-  for (const name of SERIES) series[name] ??= [];
-  // Replay the kept history so a new window or alpha applies to what is on screen.
-  state.times.forEach((t, i) => pushStats(series, state.rates[metric][i], t));
-  return series;
 }
 
-function pushStats(series, rate, tMs) {
-  for (const [name, aggregate] of Object.entries(series.aggregates)) {
-    series[name].push(aggregate.push(rate, tMs));
+function pushMetric(m, rate, tMs) {
+  const [smooth, low, high] = m.aggregates.map((a) => a.push(rate, tMs));
+  m.rate.push(rate);
+  m.smooth.push(smooth);
+  m.low.push(low);
+  m.high.push(high);
+}
+
+function newSeries(old) {
+  const s = { times: [] };
+  for (const metric of METRICS) s[metric] = newMetric();
+  // Replay the kept history so a new window or aggregate applies to what is on screen.
+  old?.times.forEach((t, i) => {
+    s.times.push(t);
+    for (const metric of METRICS) pushMetric(s[metric], old[metric].rate[i], t);
+  });
+  return s;
+}
+
+function freeSeries(s) {
+  for (const metric of METRICS) s[metric].aggregates.forEach((a) => a.free());
+}
+
+function rebuildSeries() {
+  for (const [name, old] of Object.entries(state.series)) {
+    state.series[name] = newSeries(old);
+    freeSeries(old);
   }
-  series.bollinger.push(rate, tMs);
-  const bands = series.bollinger.bands;
-  series.bbLower.push(bands.lower);
-  series.bbUpper.push(bands.upper);
 }
 
-function rebuildStats() {
-  if (state.stats) {
-    for (const metric of METRICS) {
-      const s = state.stats[metric];
-      [...Object.values(s.aggregates), s.bollinger].forEach((a) => a.free());
-    }
-  }
-  state.stats = Object.fromEntries(METRICS.map((m) => [m, newStats(m)]));
-}
+// --- feeds: the live endpoints, or a synthetic one when /stats.json is unreachable -----------
 
-// --- feeds: the live endpoint, or a synthetic one when it is unreachable ---------------------
-
-async function liveSample() {
-  const response = await fetch(statsUrl, { cache: "no-store" });
-  if (!response.ok) throw new Error(`${statsUrl}: HTTP ${response.status}`);
+async function getJson(url) {
+  const response = await fetch(url, { cache: "no-store" });
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
   return response.json();
 }
 
@@ -92,7 +106,7 @@ function syntheticSample() {
   return { now_ms: now, limiters };
 }
 
-// --- one tick: read totals, derive rates, update aggregates and chart ------------------------
+// --- one tick: read totals, derive rates, update aggregates, tables and charts --------------
 
 const RETRY_MS = 5000;
 let liveRetryAt = 0;
@@ -104,7 +118,7 @@ async function tick() {
     [sample, source] = [syntheticSample(), "synthetic"];
   } else {
     try {
-      [sample, source] = [await liveSample(), "live"];
+      [sample, source] = [await getJson(statsUrl), "live"];
     } catch (e) {
       liveRetryAt = performance.now() + RETRY_MS;
       [sample, source] = [syntheticSample(), "synthetic"];
@@ -112,31 +126,46 @@ async function tick() {
   }
   setSource(source);
   updateLimiters(Object.keys(sample.limiters ?? {}));
-  const totals = sample.limiters?.[state.limiter];
-  const previous = state.previous;
-  state.previous = totals && { source, limiter: state.limiter, tMs: sample.now_ms, ...totals };
-  if (!totals || !previous || previous.source !== source || previous.limiter !== state.limiter) return;
-  const seconds = (sample.now_ms - previous.tMs) / 1000;
-  if (seconds <= 0) return;
-
-  state.times.push(sample.now_ms);
-  for (const metric of METRICS) {
-    const rate = Math.max(0, totals[metric] - previous[metric]) / seconds;
-    state.rates[metric].push(rate);
-    pushStats(state.stats[metric], rate, sample.now_ms);
+  for (const [name, totals] of Object.entries(sample.limiters ?? {})) addTotals(name, totals, source, sample.now_ms);
+  addAdaptive(sample.adaptive, sample.now_ms);
+  if (source === "live") {
+    try {
+      state.top = await getJson(`${topUrl}?n=10`);
+    } catch (e) {
+      state.top = { error: e.message };
+    }
+  } else {
+    state.top = { error: "no live feed" };
   }
-  trimHistory();
   state.ticks += 1;
   render();
 }
 
-function trimHistory() {
-  const excess = state.times.length - HISTORY;
-  if (excess <= 0) return;
-  state.times.splice(0, excess);
-  for (const metric of METRICS) {
-    state.rates[metric].splice(0, excess);
-    for (const name of SERIES) state.stats[metric][name].splice(0, excess);
+function addTotals(name, totals, source, tMs) {
+  const previous = state.previous[name];
+  state.previous[name] = { source, tMs, ...totals };
+  if (!previous || previous.source !== source) return;
+  const seconds = (tMs - previous.tMs) / 1000;
+  if (seconds <= 0) return;
+  const s = (state.series[name] ??= newSeries());
+  s.times.push(tMs);
+  // Totals only grow; a restarted nginx starts them again at 0: no negative rate.
+  for (const metric of METRICS) pushMetric(s[metric], Math.max(0, totals[metric] - previous[metric]) / seconds, tMs);
+  const excess = s.times.length - HISTORY;
+  if (excess > 0) {
+    s.times.splice(0, excess);
+    for (const metric of METRICS) for (const key of ["rate", "smooth", "low", "high"]) s[metric][key].splice(0, excess);
+  }
+}
+
+function addAdaptive(section, tMs) {
+  for (const [name, now] of Object.entries(section ?? {})) {
+    const a = (state.adaptive[name] ??= { times: [], limit: [], p95_ms: [], last: null });
+    a.times.push(tMs / 1000);
+    a.limit.push(now.limit);
+    a.p95_ms.push(now.p95_ms);
+    a.last = now;
+    if (a.times.length > HISTORY) for (const key of ["times", "limit", "p95_ms"]) a[key].shift();
   }
 }
 
@@ -146,30 +175,41 @@ function setSource(source) {
   const p = el("source");
   p.className = `source ${source}`;
   p.textContent = source === "live"
-    ? `Live: polling ${statsUrl} every ${pollMs} ms`
+    ? `Live: polling ${statsUrl} and ${topUrl} every ${pollMs} ms`
     : `Synthetic feed: ${statsUrl} is unreachable, showing made-up traffic`;
 }
 
 function updateLimiters(names) {
-  const known = names.join();
-  if (known === state.limiters.join()) return;
+  if (names.join() === state.limiters.join()) return;
   state.limiters = names;
   el("limiter").replaceChildren(...names.map((n) => new Option(n, n, false, n === state.limiter)));
   if (!names.includes(state.limiter)) state.limiter = names[0] ?? null;
 }
 
-// --- chart ------------------------------------------------------------------------------------
+// --- rendering ------------------------------------------------------------------------------
 
 const COLORS = { allowed: "#1b7f3b", rejected: "#c62828" };
-let chart;
+let chart, adaptiveChart;
+
+const last = (a) => (a?.length ? a[a.length - 1] : undefined);
+const fixed = (x, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) : "–");
+
+/** The smoothed refusal ratio (refused / all), or undefined before any request. */
+function refusalRatio(s) {
+  const [admitted, refused] = [last(s?.allowed.smooth), last(s?.rejected.smooth)];
+  return admitted + refused > 0 ? refused / (admitted + refused) : undefined;
+}
 
 function chartData() {
-  const data = [state.times.map((t) => t / 1000)];
-  for (const metric of METRICS) {
-    const s = state.stats[metric];
-    data.push(state.rates[metric], s.mean, s.ewma, s.max, s.min, s.p95, s.bbUpper, s.bbLower);
-  }
+  const s = state.series[state.limiter] ?? newSeriesView();
+  const data = [s.times.map((t) => t / 1000)];
+  for (const metric of METRICS) data.push(s[metric].rate, s[metric].smooth, s[metric].low, s[metric].high);
   return data;
+}
+
+function newSeriesView() {
+  const empty = { rate: [], smooth: [], low: [], high: [] };
+  return { times: [], allowed: empty, rejected: empty };
 }
 
 function newChart() {
@@ -179,72 +219,153 @@ function newChart() {
     const color = COLORS[metric];
     const base = series.length;
     series.push(
-      { label: `${metric}/s`, stroke: color, width: 1, points: { show: true, size: 4 } },
-      { label: `${metric} moving avg`, stroke: color, width: 2.5 },
-      { label: `${metric} EWMA`, stroke: color, width: 1.5, dash: [6, 4] },
-      { label: `${metric} max`, stroke: color + "55", width: 1 },
-      { label: `${metric} min`, stroke: color + "55", width: 1 },
-      { label: `${metric} p95`, stroke: color, width: 2, dash: [2, 3] },
-      { label: `${metric} Bollinger upper`, stroke: "#5c6bc0", width: 1, dash: [8, 3] },
-      { label: `${metric} Bollinger lower`, stroke: "#5c6bc0", width: 1, dash: [8, 3] },
+      { label: `${LABELS[metric]}/s`, stroke: color + "55", width: 1, points: { show: true, size: 3, fill: color + "55" } },
+      { label: `${LABELS[metric]}/s smoothed`, stroke: color, width: 2 },
+      { label: `${LABELS[metric]} p10`, stroke: "transparent", points: { show: false } },
+      { label: `${LABELS[metric]} p90`, stroke: "transparent", points: { show: false } },
     );
-    bands.push({ series: [base + 3, base + 4], fill: color + "22" });
-    bands.push({ series: [base + 6, base + 7], fill: "#5c6bc01a" });
+    bands.push({ series: [base + 3, base + 2], fill: color + "22" });
   }
-  const width = Math.min(1100, document.body.clientWidth);
-  return new uPlot({ width, height: 420, series, bands, axes: [{}, { label: "requests / s" }] }, chartData(), el("chart"));
+  const opts = {
+    width: el("chart").clientWidth, height: 250, series, bands,
+    legend: { show: false }, // the page's own legend (#legend): four entries, never overflowing
+    scales: { y: { range: (u, min, max) => [0, Math.max(1, max * 1.1)] } }, // rates start at 0
+    axes: [{}, { label: "requests / s", size: 60 }],
+  };
+  return new uPlot(opts, chartData(), el("chart"));
+}
+
+function cell(tr, text, className) {
+  const td = tr.appendChild(document.createElement("td"));
+  td.textContent = text;
+  if (className) td.className = className;
+}
+
+function renderSummary() {
+  const rows = state.limiters.map((name) => {
+    const s = state.series[name];
+    const tr = document.createElement("tr");
+    tr.dataset.limiter = name;
+    if (name === state.limiter) tr.className = "selected";
+    const top = state.top?.limiters?.[name];
+    cell(tr, name);
+    cell(tr, fixed(last(s?.allowed.smooth)));
+    cell(tr, fixed(last(s?.rejected.smooth)));
+    const ratio = refusalRatio(s);
+    cell(tr, ratio === undefined ? "–" : `${(100 * ratio).toFixed(1)} %`);
+    cell(tr, top && "at_limit" in top ? `${top.at_limit} / ${top.live}` : "–");
+    return tr;
+  });
+  el("summary").tBodies[0].replaceChildren(...rows);
+}
+
+function hitterRows(list) {
+  return (list ?? []).map((h) => ({
+    key: h.key, refused: h.refused, count: h.count, limit: h.limit, window: h.window,
+  }));
+}
+
+function renderTop() {
+  const top = state.top?.limiters?.[state.limiter];
+  const why = state.top?.error ?? top?.unsupported ?? (top ? "" : "no data for this limiter");
+  el("top-note").textContent = why ? `Top keys unavailable: ${why}` : "";
+  state.topRows = { refused: hitterRows(top?.refused), admitted: hitterRows(top?.admitted) };
+  for (const [list, id] of [["refused", "top-refused"], ["admitted", "top-near"]]) {
+    const rows = state.topRows[list].map((h) => {
+      const tr = document.createElement("tr");
+      cell(tr, h.key, "key");
+      if (list === "refused") cell(tr, String(h.refused));
+      cell(tr, `${h.count} / ${h.limit}`);
+      cell(tr, `${Math.round((100 * h.count) / h.limit)} %`);
+      cell(tr, String(h.window));
+      return tr;
+    });
+    el(id).tBodies[0].replaceChildren(...rows);
+  }
+}
+
+function renderAdaptive() {
+  const names = Object.keys(state.adaptive);
+  const panel = el("adaptive");
+  panel.hidden = names.length === 0;
+  if (panel.hidden) return;
+  const rows = names.map((name) => {
+    const a = state.adaptive[name].last;
+    const tr = document.createElement("tr");
+    cell(tr, name);
+    for (const x of [a.limit, a.inflight]) cell(tr, String(x));
+    for (const x of [a.p50_ms, a.p95_ms, a.p99_ms]) cell(tr, fixed(x));
+    cell(tr, `${fixed(100 * a.loss_ratio)} %`);
+    cell(tr, fixed(a.goodput_rps));
+    return tr;
+  });
+  el("adaptive-table").tBodies[0].replaceChildren(...rows);
+  const a = state.adaptive[names[0]];
+  const data = [a.times, a.limit, a.p95_ms];
+  if (!adaptiveChart) {
+    adaptiveChart = new uPlot({
+      width: el("adaptive-chart").clientWidth, height: 140, legend: { show: false },
+      series: [{}, { label: "limit", stroke: "#5c6bc0", width: 2, scale: "limit" },
+        { label: "p95 ms", stroke: "#a15c00", width: 1.5, scale: "ms" }],
+      scales: { limit: { range: (u, min, max) => [0, Math.max(1, max * 1.1)] },
+        ms: { range: (u, min, max) => [0, Math.max(1, max * 1.1)] } },
+      axes: [{}, { scale: "limit", size: 45 }, { scale: "ms", side: 1, size: 45 }],
+    }, data, el("adaptive-chart"));
+  } else {
+    adaptiveChart.setData(data);
+  }
 }
 
 function render() {
   chart.setData(chartData());
-  const rows = METRICS.map((metric) => {
-    const s = state.stats[metric];
-    const last = (a) => (a.length ? a[a.length - 1].toFixed(1) : "–");
-    const tr = document.createElement("tr");
-    const band = s.bbLower.length ? `${last(s.bbLower)} – ${last(s.bbUpper)}` : "–";
-    for (const text of [metric, last(state.rates[metric]), last(s.mean), last(s.ewma), last(s.min), last(s.max), last(s.p95), band]) {
-      tr.appendChild(document.createElement("td")).textContent = text;
-    }
-    return tr;
-  });
-  el("latest").tBodies[0].replaceChildren(...rows);
+  const s = state.series[state.limiter];
+  el("now-admitted").textContent = fixed(last(s?.allowed.smooth));
+  el("now-refused").textContent = fixed(last(s?.rejected.smooth));
+  const ratio = refusalRatio(s);
+  el("now-ratio").textContent = ratio === undefined ? "–" : `${(100 * ratio).toFixed(1)} %`;
+  el("chart-title").textContent = `${state.limiter ?? "–"}: requests per second`;
+  renderSummary();
+  renderTop();
+  renderAdaptive();
 }
 
-// --- controls: new window or alpha -> new aggregates replayed over the history ---------------
+// --- controls: a new window or aggregate -> new aggregates replayed over the history --------
 
 function applyControls() {
   const windowMs = Number(el("window").value) * 1000;
-  const alpha = Number(el("alpha").value);
+  const smoothing = el("smoothing").value;
   try {
-    // Validate both before replacing anything: slidewin throws a RangeError naming the argument.
+    // Validate before replacing anything: slidewin throws a RangeError naming the argument.
     SlidingMean.byTime(windowMs).free();
-    new Ewma(alpha).free();
     el("error").textContent = "";
   } catch (e) {
     el("error").textContent = e.message;
     return;
   }
-  Object.assign(state, { windowMs, alpha });
-  rebuildStats();
+  Object.assign(state, { windowMs, smoothing });
+  el("smoothing-label").textContent = el("smoothing").selectedOptions[0].textContent;
+  rebuildSeries();
+  render();
+}
+
+function selectLimiter(name) {
+  state.limiter = name;
+  el("limiter").value = name;
   render();
 }
 
 async function main() {
   await init();
-  rebuildStats();
   chart = newChart();
   el("controls").addEventListener("change", (event) => {
-    if (event.target.id === "limiter") {
-      state.limiter = event.target.value;
-      state.times = [];
-      for (const metric of METRICS) state.rates[metric] = [];
-      rebuildStats();
-      render();
-    } else {
-      applyControls();
-    }
+    if (event.target.id === "limiter") selectLimiter(event.target.value);
+    else applyControls();
   });
   el("controls").addEventListener("submit", (event) => event.preventDefault());
+  el("summary").addEventListener("click", (event) => {
+    const row = event.target.closest("tr[data-limiter]");
+    if (row) selectLimiter(row.dataset.limiter);
+  });
   for (;;) {
     await tick();
     await new Promise((resolve) => setTimeout(resolve, pollMs));

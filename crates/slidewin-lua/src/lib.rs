@@ -12,6 +12,7 @@ mod concurrency;
 mod limiter;
 mod mapping;
 mod object;
+mod report;
 mod rules;
 mod shared;
 mod stream;

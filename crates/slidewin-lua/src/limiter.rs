@@ -14,7 +14,7 @@ use std::sync::atomic::AtomicU64;
 
 use mlua::{Lua, Result as LuaResult, Value};
 use slidewin::rule::{Limits, Rule, RuleLimiter};
-use slidewin::shared::{LiveLimits, Zone, ZoneStats};
+use slidewin::shared::{KeyWindow, LiveLimits, Scan, Usage, Zone, ZoneStats};
 use slidewin::{Decision, Error, Keyed};
 
 use crate::args::{self, error};
@@ -52,6 +52,33 @@ pub trait Store {
     fn set_limit(&mut self, window: usize, limit: u64) -> Result<(), Error>;
     /// How many times a live limit changed.
     fn limits_version(&self) -> u64;
+    /// The heaviest keys and the window usage, from a store that can list its keys (a
+    /// region), else `None`.
+    fn scan(&self, _now_ms: i64, _top: usize) -> Option<Result<Scan, Error>> {
+        None
+    }
+    /// `key`'s windows as the next call of `cost` finds them, and whether the store counts
+    /// refusals per key. This default knows only the decision's window (its count is the
+    /// limit less the room the peek found).
+    fn window(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(KeyWindow, bool), Error> {
+        let d = self.decide(key, now_ms, cost, false, None)?;
+        let room = if d.allowed {
+            d.remaining + cost
+        } else {
+            d.remaining
+        };
+        let usage = Usage {
+            window: d.window,
+            count: d.limit.saturating_sub(room),
+            limit: d.limit,
+        };
+        let window = KeyWindow {
+            decision: d,
+            windows: vec![usage],
+            refused: 0,
+        };
+        Ok((window, false))
+    }
 }
 
 /// A rule's keys in this worker, with live limits in a small region of their own (shared by
@@ -142,6 +169,12 @@ impl<R: AsRef<[AtomicU64]>> Store for Zone<R, WorkerOwner> {
     fn limits_version(&self) -> u64 {
         Zone::limits_version(self)
     }
+    fn scan(&self, now_ms: i64, top: usize) -> Option<Result<Scan, Error>> {
+        Some(self.scan_at(now_ms, top))
+    }
+    fn window(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(KeyWindow, bool), Error> {
+        Ok((self.window_at(key, now_ms, cost)?, true))
+    }
 }
 
 /// What a `slidewin.limiter{...}` object holds (its Lua side is in [`crate::object`]).
@@ -189,6 +222,14 @@ impl LuaLimiter {
 
     pub fn limits_version(&self) -> u64 {
         self.store.limits_version()
+    }
+
+    pub fn scan(&self, top: usize) -> Option<Result<Scan, Error>> {
+        self.store.scan(now_ms(), top)
+    }
+
+    pub fn window(&mut self, key: &[u8], cost: u64) -> Result<(KeyWindow, bool), Error> {
+        self.store.window(key, now_ms(), cost)
     }
 }
 

@@ -30,7 +30,7 @@ const METATABLE: &CStr = c"slidewin.limiter";
 
 /// Creates the objects' metatable (once per Lua VM, when the module is loaded).
 pub fn register(lua: &Lua) -> LuaResult<()> {
-    const METHODS: [(&CStr, ffi::lua_CFunction); 9] = [
+    const METHODS: [(&CStr, ffi::lua_CFunction); 11] = [
         (c"incoming", incoming),
         (c"decide", decide),
         (c"check", check),
@@ -40,6 +40,8 @@ pub fn register(lua: &Lua) -> LuaResult<()> {
         (c"limit", limit),
         (c"limits", limits),
         (c"set_limit", set_limit),
+        (c"top", crate::report::top),
+        (c"window", crate::report::window),
     ];
     // SAFETY: plain stack operations on a state mlua hands us, balanced (the stack is left as found).
     unsafe {
@@ -79,7 +81,7 @@ pub fn push(lua: &Lua, limiter: LuaLimiter) -> LuaResult<Value> {
 }
 
 /// Runs `body` on `self` (argument 1); raises its error, or "internal error" if it panicked.
-unsafe fn with_self<T>(
+pub(crate) unsafe fn with_self<T>(
     state: *mut lua_State,
     function: &str,
     body: impl FnOnce(&mut LuaLimiter) -> Result<T, String>,
@@ -108,7 +110,7 @@ unsafe fn raise(state: *mut lua_State, message: String) -> ! {
 
 /// Argument `index` as a key: a string's bytes, or a finite number's decimal form (so 42 and
 /// "42" are one key).
-unsafe fn with_key<T>(
+pub(crate) unsafe fn with_key<T>(
     state: *mut lua_State,
     index: c_int,
     function: &str,
@@ -142,7 +144,11 @@ unsafe fn with_key<T>(
 /// Argument `index` as a cost: 1 when nil or absent. A whole cost above 2^53 (where doubles
 /// stop being exact) is above every limit, so it reads as `u64::MAX`: refused as never
 /// fitting, like any cost above the limit, not answered with an error.
-unsafe fn cost(state: *mut lua_State, index: c_int, function: &str) -> Result<u64, String> {
+pub(crate) unsafe fn cost(
+    state: *mut lua_State,
+    index: c_int,
+    function: &str,
+) -> Result<u64, String> {
     match ffi::lua_type(state, index) {
         ffi::LUA_TNIL | ffi::LUA_TNONE => Ok(1),
         ffi::LUA_TNUMBER => match ffi::lua_tonumber(state, index) {
@@ -157,7 +163,7 @@ unsafe fn cost(state: *mut lua_State, index: c_int, function: &str) -> Result<u6
 }
 
 /// A value as messages show it: strings quoted, other types by name.
-unsafe fn describe(state: *mut lua_State, index: c_int) -> String {
+pub(crate) unsafe fn describe(state: *mut lua_State, index: c_int) -> String {
     if ffi::lua_type(state, index) == ffi::LUA_TSTRING {
         let mut len = 0;
         let ptr = ffi::lua_tolstring(state, index, &mut len) as *const u8;
@@ -239,7 +245,7 @@ unsafe fn decide_at(
     })
 }
 
-unsafe fn push_retry(state: *mut lua_State, d: &Decision) {
+pub(crate) unsafe fn push_retry(state: *mut lua_State, d: &Decision) {
     match d.retry_after_ms {
         Some(ms) => ffi::lua_pushnumber(state, ms as f64),
         None => ffi::lua_pushnil(state),
@@ -281,7 +287,7 @@ unsafe extern "C-unwind" fn decide(state: *mut lua_State) -> c_int {
     7
 }
 
-unsafe fn set_number(state: *mut lua_State, field: &CStr, value: u64) {
+pub(crate) unsafe fn set_number(state: *mut lua_State, field: &CStr, value: u64) {
     ffi::lua_pushnumber(state, value as f64);
     ffi::lua_setfield(state, -2, field.as_ptr());
 }

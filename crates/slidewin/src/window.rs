@@ -94,6 +94,12 @@ pub(crate) fn assess<W: Window>(
     }
 }
 
+/// Move `state` to `now_ms` (already checked) and tell the cost it counts then.
+pub(crate) fn used_at<W: Window>(config: &W::Config, state: &mut W, now_ms: i64) -> u64 {
+    advance_checked(config, state, now_ms);
+    state.used(config)
+}
+
 /// Record `cost` in a window [`assess`] found room in.
 #[inline]
 pub(crate) fn record<W: Window>(config: &W::Config, state: &mut W, cost: u64) {

@@ -7,6 +7,7 @@
 
 local concat = table.concat
 local ngx = ngx
+local window_metrics = require "resty.slidewin.window_metrics"
 
 local _M = {}
 local mt = { __index = _M }
@@ -176,6 +177,7 @@ function _M.render(list)
             end
         end)
     end
+    out[#out + 1] = window_metrics.render(list)
     return concat(out)
 end
 

@@ -11,6 +11,8 @@
 -- 500 and logs the message, so one bad config breaks only the locations that use it.
 
 local slidewin = require "resty.slidewin"
+local top = require "resty.slidewin.top"
+local now_ms = require("slidewin").now_ms
 
 local _M = {}
 local mt = { __index = _M }
@@ -88,6 +90,19 @@ end
 function _M.stats_json(self)
     check_self(self, "stats_json")
     return slidewin.stats_json(all(self))
+end
+
+-- The n (default 10) most refused keys and the n nearest their limit of every working
+-- limiter, as JSON (resty.slidewin.top); nil, err for a bad n.
+function _M.top_json(self, n)
+    check_self(self, "top_json")
+    return top.json(all(self), n, now_ms())
+end
+
+-- One key's windows in every working limiter, as JSON: what its next request gets (a peek).
+function _M.window_json(self, key)
+    check_self(self, "window_json")
+    return top.window_json(all(self), key, now_ms())
 end
 
 return _M

@@ -71,21 +71,39 @@ impl KeyCodec {
     /// The tag the key stored in `words` (length word, then key words) must have, or `None`
     /// when the length word is not one a key can have.
     pub(crate) fn stored_tag(&self, words: &[AtomicU64]) -> Option<u64> {
+        match self.stored(words)? {
+            Stored::Digest(digest) => Some(digest[0] | 1),
+            Stored::Bytes(bytes) => Some(self.key(&bytes).tag()),
+        }
+    }
+
+    /// The key stored in `words` (length word, then key words), or `None` when the length
+    /// word is not one a key can have.
+    pub(crate) fn stored(&self, words: &[AtomicU64]) -> Option<Stored> {
         let len = words[super::W_LEN].load(Relaxed);
         let key = &words[super::W_KEY..];
         if len & DIGEST != 0 {
-            return Some(key[0].load(Relaxed) | 1);
+            return Some(Stored::Digest([0, 1].map(|i| key[i].load(Relaxed))));
         }
         let len = usize::try_from(len)
             .ok()
             .filter(|&l| l <= self.max_key_bytes)?;
-        let mut bytes = alloc::vec::Vec::with_capacity(len);
-        for word in key {
+        let mut bytes = alloc::vec::Vec::with_capacity(len.next_multiple_of(8));
+        for word in &key[..len.div_ceil(8)] {
             bytes.extend_from_slice(&word.load(Relaxed).to_le_bytes());
         }
         bytes.truncate(len);
-        Some(self.key(&bytes).tag())
+        Some(Stored::Bytes(bytes))
     }
+}
+
+/// A key read back from a way: its bytes, or the digest a long key is kept as.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stored {
+    /// A key of up to `max_key_bytes`, as it was given.
+    Bytes(alloc::vec::Vec<u8>),
+    /// A longer key's 128-bit keyed digest (the key itself is not kept).
+    Digest([u64; 2]),
 }
 
 impl Key<'_> {

@@ -1,7 +1,7 @@
 //! How a region is cut for one limiter config: the header, then `sets` of [`WAYS`] ways, each
-//! way a key's length word, its last use, its bytes and the limiter's state.
+//! way a key's length word, its last use, its bytes, its refusals and the windows' states.
 
-use super::{state, HEADER_WORDS, SET_HEADER, WAYS, W_KEY};
+use super::{state, HEADER_WORDS, REFUSED_WORDS, SET_HEADER, WAYS, W_KEY};
 use crate::rule::{Rule, MAX_WINDOWS};
 use crate::{Error, Value};
 
@@ -25,7 +25,7 @@ impl Layout {
     ) -> Result<Self, Error> {
         let (key_words, offsets) = Self::per_key(rule, max_key_bytes)?;
         let state_words = offsets[rule.windows().len()];
-        let way_words = W_KEY + key_words + state_words;
+        let way_words = W_KEY + key_words + REFUSED_WORDS + state_words;
         // Sets start on 64-byte lines, so two sets never share one.
         let set_words = (SET_HEADER + WAYS + WAYS * way_words).next_multiple_of(8);
         let sets = region_words.saturating_sub(HEADER_WORDS) / set_words;

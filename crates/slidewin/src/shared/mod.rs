@@ -61,6 +61,7 @@ mod keys;
 mod layout;
 mod limits;
 mod lock;
+mod scan;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -71,6 +72,7 @@ pub use limits::LiveLimits;
 pub use lock::Owner;
 #[cfg(feature = "std")]
 pub use lock::ProcessOwner;
+pub use scan::{HeavyHitter, KeyWindow, Scan, StoredKey, Usage, USAGE_BOUNDS};
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -85,7 +87,7 @@ use lock::Taken;
 pub const WAYS: usize = 8;
 /// Header words of the region.
 const HEADER_WORDS: usize = 32;
-const MAGIC: u64 = u64::from_le_bytes(*b"slidewn2");
+const MAGIC: u64 = u64::from_le_bytes(*b"slidewn3");
 // Header word indices.
 const H_MAGIC: usize = 0;
 const H_FINGERPRINT: usize = 1;
@@ -108,6 +110,9 @@ const S_TAGS: usize = SET_HEADER;
 const W_LEN: usize = 0;
 const W_USED_MS: usize = 1;
 const W_KEY: usize = 2;
+/// After the key, a zone's way keeps its refusals since its windows were last all empty
+/// (scan.rs), then the windows' states.
+const REFUSED_WORDS: usize = 1;
 
 /// Whether [`Zone::attach`] found the region ready for this layout or laid it out afresh.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -277,7 +282,8 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         let (key_words, offsets) = Layout::per_key(rule, max_key_bytes)?;
         let state_words = offsets[rule.windows().len()];
         let set_words =
-            (SET_HEADER + WAYS + WAYS * (W_KEY + key_words + state_words)).next_multiple_of(8);
+            (SET_HEADER + WAYS + WAYS * (W_KEY + key_words + REFUSED_WORDS + state_words))
+                .next_multiple_of(8);
         Ok(set_words * 8 / WAYS)
     }
 
@@ -443,10 +449,15 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
             }
             None => self.insert(&set, &key, now_ms),
         };
+        let refused = &set.words[self.refused_at(way)];
+        // Only a key refused before pays for the check that its windows drained since.
+        let drained =
+            commit && refused.load(Ordering::Relaxed) != 0 && self.state(&set, way).is_idle(now_ms);
         let decision =
             crate::rule::decide(&mut self.state(&set, way), limits, now_ms, cost, commit);
         set.set(self.way(way) + W_USED_MS, now_ms as u64);
         if commit {
+            scan::count_refusal(refused, drained, decision.allowed);
             set.add(
                 if decision.allowed {
                     S_ALLOWED
@@ -465,8 +476,12 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     }
 
     fn lock(&self, key: &Key) -> Set<'_> {
-        let set = (((key.hash >> 32) * self.layout.sets as u64) >> 32) as usize;
-        let base = HEADER_WORDS + set * self.layout.set_words;
+        self.lock_index((((key.hash >> 32) * self.layout.sets as u64) >> 32) as usize)
+    }
+
+    /// Locks set `index`, repairing it first when its last owner died holding it.
+    fn lock_index(&self, index: usize) -> Set<'_> {
+        let base = HEADER_WORDS + index * self.layout.set_words;
         let (set, taken) = lock_set(self.words(), base, self.layout.set_words, &self.owner);
         if taken == Taken::FromDead {
             self.repair(&set);
@@ -479,8 +494,13 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         S_TAGS + WAYS + way * self.layout.way_words
     }
 
+    /// The word of `way` counting its refusals (scan.rs).
+    fn refused_at(&self, way: usize) -> usize {
+        self.way(way) + W_KEY + self.layout.key_words
+    }
+
     fn state<'s>(&'s self, set: &Set<'s>, way: usize) -> state::Way<'s> {
-        let at = self.way(way) + W_KEY + self.layout.key_words;
+        let at = self.refused_at(way) + REFUSED_WORDS;
         state::Way {
             windows: self.rule.windows(),
             offsets: &self.layout.offsets,
@@ -518,6 +538,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         key.store(self.stored_key(set, way));
         set.set(self.way(way) + W_USED_MS, now_ms as u64);
         self.state(set, way).clear();
+        set.set(self.refused_at(way), 0);
         set.set(S_TAGS + way, key.tag());
         way
     }

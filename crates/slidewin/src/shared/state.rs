@@ -96,6 +96,13 @@ fn refund_of<'a, V: View<'a>>(
     Ok(())
 }
 
+fn used_of<'a, V: View<'a>>(config: &V::Config, words: &'a [AtomicU64], now_ms: i64) -> u64 {
+    let mut view = V::load(config, words);
+    let used = window::used_at(config, &mut view, now_ms);
+    view.store(words);
+    used
+}
+
 fn idle_of<'a, V: View<'a>>(config: &V::Config, words: &'a [AtomicU64], now_ms: i64) -> bool {
     window::is_idle(config, &V::load(config, words), now_ms)
 }
@@ -148,6 +155,11 @@ impl<'a> Way<'a> {
             on_view!(window, refund_of(self.of(w), now_ms, cost))?;
         }
         Ok(())
+    }
+
+    /// The cost window `w` counts at `now_ms` (moved there, as a peek moves it).
+    pub(crate) fn used(&self, w: usize, now_ms: i64) -> u64 {
+        on_view!(self.windows[w], used_of(self.of(w), now_ms))
     }
 
     /// Whether every window is empty at `now_ms`.

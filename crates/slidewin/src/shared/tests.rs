@@ -75,7 +75,9 @@ fn repair_drops_a_half_written_key_and_empties_an_impossible_state() {
             .find(|&w| words[base + S_TAGS + w].load(Ordering::Relaxed) == k.tag())
             .unwrap()
     };
-    let state_at = |base: usize, way: usize| base + zone.way(way) + W_KEY + zone.layout.key_words;
+    let state_at = |base: usize, way: usize| {
+        base + zone.way(way) + W_KEY + zone.layout.key_words + REFUSED_WORDS
+    };
     // "a": a key byte overwritten (a new key half written over it); "b": head out of range.
     let (wa, wb) = (way_of(a, b"a"), way_of(b, b"b"));
     words[a + zone.way(wa) + W_KEY].store(0xff, Ordering::Relaxed);
@@ -109,7 +111,7 @@ fn a_repaired_bucket_total_is_recounted() {
         .find(|&w| words[base + S_TAGS + w].load(Ordering::Relaxed) == k.tag())
         .unwrap();
     // Died after adding to a counter, before adding to the total.
-    let total = base + zone.way(way) + W_KEY + zone.layout.key_words + 4;
+    let total = base + zone.way(way) + W_KEY + zone.layout.key_words + REFUSED_WORDS + 4;
     words[total].store(0, Ordering::Relaxed);
     words[base + S_LOCK].store(2, Ordering::Relaxed);
     let d = zone.check_at(b"k", 1, 5).unwrap();

@@ -1,0 +1,178 @@
+-- resty.slidewin.top: who is being limited, and one key's windows, as JSON (issue 19).
+--
+--   top.json(limiters, n, now_ms)
+--     {"now_ms": N, "limiters": {"<name>": {"live": N, "at_limit": N,
+--        "refused": [{"key", "count", "limit", "window", "refused"}, ...], "admitted": [...]}}}
+--     the n (default 10) most refused keys and the n nearest their limit, node-wide, each by
+--     its window nearest the limit (count / limit of that window, 1-based window), from the
+--     shared region (stores shm and zone: lim:top walks it a set at a time). A store that
+--     cannot list its keys gets {"unsupported": "<why>"}.
+--   top.window_json(limiters, key, now_ms)
+--     {"now_ms": N, "key": "...", "limiters": {"<name>": {"allowed", "count", "limit", "window",
+--        "remaining", "retry_after_ms", "refused", "windows": [{"count", "limit"}, ...]}}}:
+--     a peek (nothing recorded) of what the next request of cost 1 gets, for every store;
+--     count and limit are the decision's window's (the one the RateLimit header describes);
+--     refused and windows only where the store keeps them per key (shm, zone).
+--   top.scan(sw, n): lim:top(n) of a limiter whose store can list its keys, else nil, why.
+--   A key held as a digest (longer than max_key_bytes) is listed as its hex digits, "digest": true.
+
+local byte = string.byte
+local concat = table.concat
+local format = string.format
+local gsub = string.gsub
+
+local _M = {}
+
+local DEFAULT_N = 10
+local MAX_N = 10000
+
+-- Whether s is UTF-8 (no overlong forms, surrogates or code points above U+10FFFF).
+local function is_utf8(s)
+    local i, n = 1, #s
+    while i <= n do
+        local c = byte(s, i)
+        local len, low, high = 1, 0x80, 0xBF
+        if c >= 0xC2 and c <= 0xDF then
+            len = 2
+        elseif c >= 0xE0 and c <= 0xEF then
+            len = 3
+            low = c == 0xE0 and 0xA0 or low
+            high = c == 0xED and 0x9F or high
+        elseif c >= 0xF0 and c <= 0xF4 then
+            len = 4
+            low = c == 0xF0 and 0x90 or low
+            high = c == 0xF4 and 0x8F or high
+        elseif c >= 0x80 then
+            return false
+        end
+        for j = i + 1, i + len - 1 do
+            local cc = byte(s, j)
+            if not cc or cc < (j == i + 1 and low or 0x80) or cc > (j == i + 1 and high or 0xBF) then
+                return false
+            end
+        end
+        i = i + len
+    end
+    return true
+end
+
+local function escape(c)
+    return format("\\u%04x", byte(c))
+end
+
+-- A JSON string for any bytes: a UTF-8 key as it is (quotes, backslashes and control bytes
+-- escaped); any other with each byte of 128 and above as \u00XX too (Latin-1: lossless, and
+-- always valid JSON).
+local function quote(s)
+    local special = is_utf8(s) and '[%c"\\]' or '[%c"\\\128-\255]'
+    return '"' .. gsub(s, special, escape) .. '"'
+end
+
+local function number(v)
+    if v == nil then
+        return "null"
+    end
+    return format("%d", v)
+end
+
+local function hitters(list)
+    local out = {}
+    for i, hit in ipairs(list) do
+        out[i] = format('{"key":%s,"count":%d,"limit":%d,"window":%d,"refused":%d%s}', quote(hit.key),
+            hit.count, hit.limit, hit.window, hit.refused, hit.digest and ',"digest":true' or "")
+    end
+    return "[" .. concat(out, ",") .. "]"
+end
+
+local PER_WORKER = "store local keeps each worker's keys apart: no node-wide list"
+local UNLISTED = "this store cannot list its keys without locking or scanning all of them (stores shm and zone can)"
+
+function _M.scan(sw, n)
+    local store = sw.store
+    if store.keys_per_worker then
+        return nil, PER_WORKER
+    end
+    if not store.lim then
+        return nil, UNLISTED
+    end
+    return store.lim:top(n)
+end
+
+-- n checked here, so a bad one is the caller's error (nil, err), not a Lua error.
+local function check_n(n)
+    if n == nil then
+        return DEFAULT_N
+    end
+    if type(n) ~= "number" or n < 0 or n > MAX_N or n % 1 ~= 0 then
+        return nil, "n must be an integer from 0 to " .. MAX_N .. ", got " .. tostring(n)
+    end
+    return n
+end
+
+function _M.json(limiters, n, now_ms)
+    local err
+    n, err = check_n(n)
+    if not n then
+        return nil, err
+    end
+    local parts = {}
+    for i, sw in ipairs(limiters) do
+        local scan, why = _M.scan(sw, n)
+        if scan then
+            parts[i] = format('%s:{"live":%d,"at_limit":%d,"refused":%s,"admitted":%s}', quote(sw.name),
+                scan.live, scan.at_limit, hitters(scan.refused), hitters(scan.admitted))
+        else
+            parts[i] = format('%s:{"unsupported":%s}', quote(sw.name), quote(why))
+        end
+    end
+    return format('{"now_ms":%d,"limiters":{%s}}', now_ms, concat(parts, ","))
+end
+
+local function windows(list)
+    if not list then
+        return "null"
+    end
+    local out = {}
+    for i, w in ipairs(list) do
+        out[i] = format('{"count":%d,"limit":%d}', w.count, w.limit)
+    end
+    return "[" .. concat(out, ",") .. "]"
+end
+
+-- One limiter's windows for key: lim:window where the store has one, else a peek through
+-- sw:decide, the path enforce takes (count = the limit less the room the peek found).
+local function window(sw, key)
+    local lim = sw.store.lim
+    if lim then
+        return lim:window(key, 1)
+    end
+    local allowed, remaining, retry_after_ms, reset_after_ms, _, w = sw:decide(key, 1, false)
+    if allowed == nil then
+        return nil, remaining
+    end
+    local limit = sw:limits()[w]
+    local room = allowed and remaining + 1 or remaining
+    return { allowed = allowed, count = limit - room, limit = limit, window = w, remaining = remaining,
+        retry_after_ms = retry_after_ms, reset_after_ms = reset_after_ms }
+end
+
+function _M.window_json(limiters, key, now_ms)
+    if type(key) ~= "string" then
+        return nil, "key must be a string, got " .. type(key)
+    end
+    local parts = {}
+    for i, sw in ipairs(limiters) do
+        local w, err = window(sw, key)
+        if w then
+            parts[i] = format('%s:{"allowed":%s,"count":%d,"limit":%d,"window":%d,"remaining":%d,'
+                .. '"retry_after_ms":%s,"reset_after_ms":%d,"refused":%s,"windows":%s}', quote(sw.name),
+                tostring(w.allowed), w.count, w.limit, w.window, w.remaining, number(w.retry_after_ms),
+                w.reset_after_ms, number(w.refused), windows(w.windows))
+        else
+            parts[i] = format('%s:{"error":%s}', quote(sw.name), quote(tostring(err)))
+        end
+    end
+    return format('{"now_ms":%d,"key":%s,"limiters":{%s}}', now_ms, quote(key), concat(parts, ","))
+end
+
+return _M
