@@ -5,8 +5,11 @@
 #     (nginx's own), /count/ (a hand-written shdict count + one header), /api/ (store "local"),
 #     /shm/ (store "shm"); limits never reached. RUNS alternating runs each; prints every run
 #     and the medians of req/s and of the workers' CPU time per request (from /proc: steadier
-#     than req/s on a shared machine), and each one's CPU over /plain/.
-# usage: scripts/bench-nginx.sh [RUNS=5] [DURATION=5s]   (env: PORT, WORKERS, CONNECTIONS, THREADS)
+#     than req/s on a shared machine), and each one's CPU over /plain/. LOCATIONS="/plain/ ..."
+#     picks others: a path ending in -users/ is driven over 10000 keys (?user=); /conc/ and
+#     /limit_conn/ (concurrency limits) need LIMIT_TRAFFIC_DIR, a lua-resty-limit-traffic checkout.
+# usage: scripts/bench-nginx.sh [RUNS=5] [DURATION=5s]
+#   (env: PORT, WORKERS, CONNECTIONS, THREADS, LOCATIONS, REFERENCE, LIMIT_TRAFFIC_DIR)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-5}
@@ -28,7 +31,9 @@ cpu_ticks() { for w in $workers; do awk '{print $14 + $15}' "/proc/$w/stat"; don
 rps() {
   local before after out
   before=$(cpu_ticks)
-  out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" "${@:2}" "http://127.0.0.1:$PORT$1")
+  local users=()
+  [[ $1 == *-users/ ]] && users=(-s scripts/wrk-random-user.lua)
+  out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" "${users[@]}" "${@:2}" "http://127.0.0.1:$PORT$1")
   after=$(cpu_ticks)
   awk -v b="$before" -v a="$after" -v hz="$(getconf CLK_TCK)" '
     /requests in/ {n = $1} /Requests\/sec/ {r = $2}
@@ -36,7 +41,10 @@ rps() {
 }
 median() { sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 # The access phase's cost, side by side: every location in each run, runs alternating.
-LOCATIONS=(/plain/ /limit_req/ /count/ /api/ /shm/)
+read -r -a LOCATIONS <<<"${LOCATIONS:-/plain/ /limit_req/ /count/ /api/ /shm/}"
+[[ " ${LOCATIONS[*]} " == *" /plain/ "* ]] || LOCATIONS=(/plain/ "${LOCATIONS[@]}")
+# Each location's added CPU is also printed over this one's (when it runs).
+REFERENCE=${REFERENCE:-/limit_req/}
 echo "== wrk -t$THREADS -c$CONNECTIONS -d$DURATION, $WORKERS worker(s), $RUNS runs each, alternating"
 rps /plain/ >/dev/null # warm-up
 declare -A rates cpus
@@ -50,14 +58,14 @@ for run in $(seq "$RUNS"); do
   echo "$line"
 done
 plain_cpu=$(tr ' ' '\n' <<<"${cpus[/plain/]}" | grep . | median)
-limit_req_cpu=$(tr ' ' '\n' <<<"${cpus[/limit_req/]}" | grep . | median)
+ref_cpu=$(tr ' ' '\n' <<<"${cpus[$REFERENCE]:-}" | { grep . || echo 0; } | median)
 for loc in "${LOCATIONS[@]}"; do
   r=$(tr ' ' '\n' <<<"${rates[$loc]}" | grep . | median)
   c=$(tr ' ' '\n' <<<"${cpus[$loc]}" | grep . | median)
-  awk -v loc="$loc" -v r="$r" -v c="$c" -v p="$plain_cpu" -v l="$limit_req_cpu" 'BEGIN {
+  awk -v loc="$loc" -v r="$r" -v c="$c" -v p="$plain_cpu" -v l="$ref_cpu" -v ref="$REFERENCE" 'BEGIN {
     added = c - p; lr = l - p
-    printf "median %-12s %7.0f req/s  %6.0f ns worker CPU/req  +%5.0f ns over /plain/", loc, r, c, added
-    if (lr > 0) printf "  (%.2fx limit_req'"'"'s)", added / lr
+    printf "median %-18s %7.0f req/s  %6.0f ns worker CPU/req  +%5.0f ns over /plain/", loc, r, c, added
+    if (lr > 0) printf "  (%.2fx %s'"'"'s)", added / lr, ref
     printf "\n"
   }'
 done
@@ -69,7 +77,7 @@ if [ "$WORKERS" -gt 1 ]; then
   hot=() many=()
   for run in $(seq "$RUNS"); do
     read -r h _ <<<"$(rps /shm/)"
-    read -r m _ <<<"$(rps /shm-users/ -s scripts/wrk-random-user.lua)"
+    read -r m _ <<<"$(rps /shm-users/)"
     hot+=("$h") many+=("$m")
     echo "run $run: hot key $h req/s   10000 keys $m req/s"
   done
