@@ -7,6 +7,7 @@
 //!
 //! State lives in the Lua VM that loaded the module: one per nginx worker.
 
+mod adaptive;
 mod args;
 mod concurrency;
 mod limiter;
@@ -35,6 +36,7 @@ fn slidewin(lua: &Lua) -> LuaResult<LuaTable> {
     module.set("zone", lua.create_function(zone::new)?)?;
     module.set("concurrency", lua.create_function(concurrency::new)?)?;
     stream::register(lua, &module)?;
+    adaptive::register(lua, &module)?;
     lua.load(include_str!("prelude.lua"))
         .set_name("=slidewin")
         .call(module)

@@ -1,0 +1,313 @@
+-- resty.slidewin.adaptive: a concurrency limit (resty.slidewin.concurrency) moved every interval
+-- by what the upstream's answers showed (slidewin.adaptive: loss, backpressure, latency against
+-- its no-load time).
+--
+--   lua_shared_dict slidewin_adaptive 1m;
+--   init_by_lua_block {
+--       local concurrency = require "resty.slidewin.concurrency"
+--       local slots = assert(concurrency.new{ name = "api", limit = 20, max_limit = 1000 })
+--       assert(require("resty.slidewin.adaptive").new{ name = "api", concurrency = slots,
+--           dict = "slidewin_adaptive", min_limit = 2, max_limit = 1000, interval_ms = 1000 })
+--   }
+--   init_worker_by_lua_block { require("resty.slidewin.adaptive").start() }
+--   log_by_lua_block { require("resty.slidewin.adaptive").log() }       -- http level
+--   location /api/ { access_by_lua_block { require("resty.slidewin.adaptive").get("api"):enter("all") } }
+--
+-- Every request admitted through ctl:enter is counted in the log phase, in the dict, by every
+-- worker: answered well (with its latency: $upstream_response_time, or $request_time when no
+-- upstream answered), lost (502, 504, 499: the client gave up) or pushed back (the upstream's
+-- 503 or 429). One worker at a time (a lease in the dict, taken over within 3 intervals when
+-- it dies) takes the interval's counts, resumes the controller from its state in the dict,
+-- updates it and sets the concurrency limit for every worker.
+
+local slidewin = require "slidewin"
+local concurrency = require "resty.slidewin.concurrency"
+
+local ngx = ngx
+local pcall, type, tostring, tonumber, setmetatable, getmetatable, ipairs =
+    pcall, type, tostring, tonumber, setmetatable, getmetatable, ipairs
+local now_ms, upstream_time_ms, latency_bucket = slidewin.now_ms, slidewin.upstream_time_ms,
+    slidewin.latency_bucket
+local BUCKETS = slidewin.latency_buckets
+local CTX = "slidewin_adaptive"
+-- Statuses that mean the request was lost, and those that mean the upstream pushed back.
+local LOSS = { [499] = true, [502] = true, [504] = true }
+local BACKPRESSURE = { [429] = true, [503] = true }
+
+local _M = {}
+local mt = { __index = _M }
+
+local controllers, order = {}, {}
+
+-- An adaptive limit, or nil, err. Made in init_by_lua*, beside its concurrency limit.
+-- opts: name, concurrency (a resty.slidewin.concurrency limit, or its name), dict (a
+-- lua_shared_dict), initial_limit (the concurrency limit's), min_limit, max_limit (the
+-- concurrency limit's max_limit), interval_ms (1000), latency_target_ms (p95, optional).
+function _M.new(opts)
+    if type(opts) ~= "table" then
+        return nil, "opts must be a table, got " .. tostring(opts)
+    end
+    if ngx.get_phase() ~= "init" then
+        return nil, "an adaptive limit must be made in init_by_lua*, not in " .. ngx.get_phase()
+    end
+    if type(opts.name) ~= "string" then
+        return nil, "name must be a string, got " .. tostring(opts.name)
+    end
+    local slots = opts.concurrency
+    if type(slots) == "string" then
+        local err
+        slots, err = concurrency.get(slots)
+        if not slots then
+            return nil, "concurrency: " .. err
+        end
+    elseif getmetatable(slots) == nil or slots.enter ~= concurrency.enter then
+        return nil, "concurrency must be a resty.slidewin.concurrency limit or its name, got "
+            .. tostring(slots)
+    end
+    local dict = type(opts.dict) == "string" and ngx.shared[opts.dict]
+    if not dict then
+        return nil, "dict must name a lua_shared_dict, got " .. tostring(opts.dict)
+    end
+    local stats = slots:stats()
+    local ok, ctl = pcall(slidewin.adaptive, {
+        initial_limit = opts.initial_limit or stats.limit, min_limit = opts.min_limit,
+        max_limit = opts.max_limit or stats.max_limit, interval_ms = opts.interval_ms or 1000,
+        latency_target_ms = opts.latency_target_ms,
+    })
+    if not ok then
+        return nil, ctl
+    end
+    if (opts.max_limit or stats.max_limit) > stats.max_limit then
+        return nil, "max_limit must be at most the concurrency limit's max_limit ("
+            .. stats.max_limit .. "), got " .. tostring(opts.max_limit)
+    end
+    local prefix = opts.name .. ":"
+    local self = setmetatable({
+        name = opts.name, slots = slots, dict = dict, ctl = ctl, prefix = prefix,
+        interval_ms = opts.interval_ms or 1000,
+        key = {
+            ok = prefix .. "ok", loss = prefix .. "loss", backpressure = prefix .. "backpressure",
+            bound = prefix .. "bound", leader = prefix .. "leader", last_ms = prefix .. "last_ms",
+            state = prefix .. "state", refused = prefix .. "refused", stats = prefix .. "stats",
+        },
+        buckets = {},
+    }, mt)
+    for i = 1, BUCKETS do
+        self.buckets[i] = prefix .. "h" .. i
+    end
+    if not controllers[opts.name] then
+        order[#order + 1] = opts.name
+    end
+    controllers[opts.name] = self
+    return self
+end
+
+-- The adaptive limit called `name`, or nil, err.
+function _M.get(name)
+    local ctl = controllers[name]
+    return ctl or nil, not ctl and "no adaptive limit called " .. tostring(name) or nil
+end
+
+-- Takes a slot of `key` from the concurrency limit (or refuses the request, as its enter
+-- does) and marks the request to be counted in the log phase.
+function _M.enter(self, key)
+    local _, inflight, limit = self.slots:enter(key)
+    local ctx = ngx.ctx
+    local seen = ctx[CTX]
+    if not seen then
+        seen = {}
+        ctx[CTX] = seen
+    end
+    seen[#seen + 1] = self
+    seen[#seen + 1] = inflight >= limit
+    return true, inflight, limit
+end
+
+local function incr(dict, key, by)
+    local _, err = dict:incr(key, by, 0)
+    if err then
+        ngx.log(ngx.WARN, "slidewin adaptive: ", key, ": ", err)
+    end
+end
+
+-- log_by_lua: counts every request the adaptive limits admitted, then gives back its slots.
+function _M.log()
+    local seen = ngx.ctx[CTX]
+    if seen then
+        local var = ngx.var
+        local status = ngx.status
+        local upstream = tonumber(var.upstream_status) or status
+        for i = 1, #seen, 2 do
+            local self, bound = seen[i], seen[i + 1]
+            local dict, key = self.dict, self.key
+            if LOSS[status] or LOSS[upstream] then
+                incr(dict, key.loss, 1)
+            elseif BACKPRESSURE[upstream] then
+                incr(dict, key.backpressure, 1)
+            else
+                incr(dict, key.ok, 1)
+                local ms = upstream_time_ms(var.upstream_response_time)
+                    or upstream_time_ms(var.request_time) or 0
+                incr(dict, self.buckets[latency_bucket(ms)], 1)
+            end
+            if bound then
+                incr(dict, key.bound, 1)
+            end
+        end
+    end
+    concurrency.log()
+end
+
+-- Takes a counter's value out of the dict (what is added meanwhile stays for the next take).
+local function take(dict, key)
+    local v = dict:get(key) or 0
+    if v > 0 then
+        dict:incr(key, -v, 0)
+    end
+    return v
+end
+
+-- True when this worker holds the lease for the next interval.
+local function lead(self)
+    local dict, key, pid = self.dict, self.key.leader, ngx.worker.pid()
+    local lease_s = 3 * self.interval_ms / 1000
+    if dict:add(key, pid, lease_s) then
+        return true
+    end
+    if dict:get(key) == pid then
+        dict:set(key, pid, lease_s)
+        return true
+    end
+    return false
+end
+
+-- One interval: the leader's update. Returns the new limit, or nil when another worker leads.
+function _M.tick(self)
+    if not lead(self) then
+        return nil
+    end
+    local dict, key = self.dict, self.key
+    local now = now_ms()
+    local last = dict:get(key.last_ms) or now
+    dict:set(key.last_ms, now)
+    local counts = {}
+    for i = 1, BUCKETS do
+        counts[i] = take(dict, self.buckets[i])
+    end
+    local stats = self.slots:stats()
+    local refused_before = dict:get(key.refused) or stats.refused
+    dict:set(key.refused, stats.refused)
+    local ok = take(dict, key.ok)
+    local sample = {
+        ok = ok, loss = take(dict, key.loss), backpressure = take(dict, key.backpressure),
+        refused = stats.refused - refused_before, elapsed_ms = now - last, counts = counts,
+    }
+    -- Admissions at the limit: in flight reached it (the count of slots seen is not kept).
+    sample.max_inflight = take(dict, key.bound) > 0 and stats.limit or 0
+    local state = dict:get(key.state)
+    if state then
+        self.ctl:restore(state)
+    end
+    local limit, reason, p50, p95, p99 = self.ctl:update(sample)
+    dict:set(key.state, self.ctl:state())
+    self.slots:set_limit(limit)
+    local answered = ok + sample.loss + sample.backpressure
+    dict:set(key.stats, table.concat({
+        limit, reason, p50 or -1, p95 or -1, p99 or -1,
+        answered > 0 and (sample.loss + sample.backpressure) / answered or 0,
+        sample.elapsed_ms > 0 and ok * 1000 / sample.elapsed_ms or 0,
+        sample.refused, self.ctl:base_ms() or -1,
+    }, " "))
+    return limit
+end
+
+-- init_worker_by_lua: every worker runs a timer per adaptive limit (only the leader updates).
+function _M.start()
+    for _, name in ipairs(order) do
+        local self = controllers[name]
+        local ok, err = ngx.timer.every(self.interval_ms / 1000, function(premature)
+            if not premature then
+                local fine, e = pcall(_M.tick, self)
+                if not fine then
+                    ngx.log(ngx.ERR, "slidewin adaptive ", self.name, ": ", e)
+                end
+            end
+        end)
+        if not ok then
+            return nil, err
+        end
+    end
+    return true
+end
+
+local function number(v)
+    v = tonumber(v)
+    return v and v >= 0 and v or nil
+end
+
+-- { limit, reason, inflight, p50_ms, p95_ms, p99_ms, base_ms, loss_ratio, goodput_rps,
+-- refused } of the last interval (limit and inflight only before the first).
+function _M.stats(self)
+    local s = self.slots:stats()
+    local out = { limit = s.limit, inflight = s.inflight, reason = "hold" }
+    local text = self.dict:get(self.key.stats)
+    if text then
+        local f = {}
+        for word in text:gmatch("%S+") do
+            f[#f + 1] = word
+        end
+        out.reason, out.p50_ms, out.p95_ms, out.p99_ms = f[2], number(f[3]), number(f[4]), number(f[5])
+        out.loss_ratio, out.goodput_rps, out.refused = number(f[6]), number(f[7]), number(f[8])
+        out.base_ms = number(f[9])
+    end
+    return out
+end
+
+-- Every adaptive limit's stats by name.
+function _M.all_stats()
+    local out = {}
+    for _, name in ipairs(order) do
+        out[name] = controllers[name]:stats()
+    end
+    return out
+end
+
+-- Prometheus lines: slidewin_adaptive_limit, _inflight, _latency_ms{quantile}, _loss_ratio,
+-- _goodput_rps, one sample per adaptive limit.
+function _M.metrics()
+    if not order[1] then
+        return ""
+    end
+    local lines = {
+        "# HELP slidewin_adaptive_limit The adaptive concurrency limit now.\n",
+        "# TYPE slidewin_adaptive_limit gauge\n",
+    }
+    local add = function(...) lines[#lines + 1] = string.format(...) end
+    local all = _M.all_stats()
+    for _, name in ipairs(order) do
+        add('slidewin_adaptive_limit{limiter="%s"} %d\n', name, all[name].limit)
+    end
+    add("# HELP slidewin_adaptive_inflight Requests in flight under the adaptive limit.\n")
+    add("# TYPE slidewin_adaptive_inflight gauge\n")
+    for _, name in ipairs(order) do
+        add('slidewin_adaptive_inflight{limiter="%s"} %d\n', name, all[name].inflight)
+    end
+    add("# HELP slidewin_adaptive_latency_ms Latency quantiles of the last interval (ms).\n")
+    add("# TYPE slidewin_adaptive_latency_ms gauge\n")
+    for _, name in ipairs(order) do
+        for _, q in ipairs { { "0.5", "p50_ms" }, { "0.95", "p95_ms" }, { "0.99", "p99_ms" } } do
+            local v = all[name][q[2]]
+            if v then
+                add('slidewin_adaptive_latency_ms{limiter="%s",quantile="%s"} %.1f\n', name, q[1], v)
+            end
+        end
+    end
+    add("# HELP slidewin_adaptive_goodput_rps Requests answered well per second, last interval.\n")
+    add("# TYPE slidewin_adaptive_goodput_rps gauge\n")
+    for _, name in ipairs(order) do
+        add('slidewin_adaptive_goodput_rps{limiter="%s"} %.1f\n', name, all[name].goodput_rps or 0)
+    end
+    return table.concat(lines)
+end
+
+return _M
