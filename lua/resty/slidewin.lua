@@ -408,9 +408,10 @@ function _M.metrics_text(limiters)
     return metrics.render(metrics_of("metrics_text", limiters))
 end
 
--- {"now_ms": ..., "limiters": {"<name>": {"allowed", "rejected", "store_errors", "keys"}}}.
-function _M.stats_json(limiters)
-    return metrics.json(metrics_of("stats_json", limiters), now_ms())
+-- {"now_ms": ..., "limiters": {"<name>": {"allowed", "rejected", "store_errors", "keys"}}},
+-- and `members`' JSON members ('"adaptive":{...}') after them.
+function _M.stats_json(limiters, members)
+    return metrics.json(metrics_of("stats_json", limiters), now_ms(), members)
 end
 
 -- Gateway switches (resty.slidewin.switch, README "Gateway switches"): what they use of the

@@ -13,6 +13,7 @@ mod concurrency;
 mod limiter;
 mod mapping;
 mod object;
+mod queue;
 mod report;
 mod rules;
 mod shared;
@@ -35,6 +36,7 @@ fn slidewin(lua: &Lua) -> LuaResult<LuaTable> {
     module.set("limiter", lua.create_function(limiter::new)?)?;
     module.set("zone", lua.create_function(zone::new)?)?;
     module.set("concurrency", lua.create_function(concurrency::new)?)?;
+    module.set("queue_limit", lua.create_function(queue::new)?)?;
     stream::register(lua, &module)?;
     adaptive::register(lua, &module)?;
     lua.load(include_str!("prelude.lua"))

@@ -24,7 +24,9 @@ local module = {}
 for name, value in pairs(raw) do
     module[name] = value
 end
-for _, name in ipairs { "limiter", "sliding_max", "sliding_min", "sliding_mean", "sliding_sum", "ewma" } do
+for _, name in ipairs {
+    "limiter", "sliding_max", "sliding_min", "sliding_mean", "sliding_sum", "ewma", "latency_bucket",
+} do
     module[name] = plain(raw[name])
 end
 
@@ -68,5 +70,10 @@ module.zone = class("zone", "zone", { "put", "get", "remove", "names", "stats" }
 module.concurrency = class("slots", "concurrency limit", {
     "enter", "leave", "inflight", "limit", "set_limit", "sweep", "stats",
 })(raw.concurrency)
+-- Controllers of limits that follow the load.
+module.adaptive = class("ctl", "adaptive controller", {
+    "update", "limit", "base_ms", "reason", "rate_limit", "state", "restore",
+})(raw.adaptive)
+module.queue_limit = class("q", "queue limit", { "update", "rate" })(raw.queue_limit)
 
 return module

@@ -61,8 +61,8 @@ function _M.new(opts)
             return nil, "concurrency: " .. err
         end
     elseif getmetatable(slots) == nil or slots.enter ~= concurrency.enter then
-        return nil, "concurrency must be a resty.slidewin.concurrency limit or its name, got "
-            .. tostring(slots)
+        return nil, "concurrency must be a resty.slidewin.concurrency limit or its name, got a "
+            .. type(slots)
     end
     local dict = type(opts.dict) == "string" and ngx.shared[opts.dict]
     if not dict then
@@ -245,11 +245,12 @@ local function number(v)
     return v and v >= 0 and v or nil
 end
 
--- { limit, reason, inflight, p50_ms, p95_ms, p99_ms, base_ms, loss_ratio, goodput_rps,
--- refused } of the last interval (limit and inflight only before the first).
+-- { limit, reason, inflight, leader (a pid), p50_ms, p95_ms, p99_ms, base_ms, loss_ratio,
+-- goodput_rps, refused } of the last interval (limit, inflight and leader before the first).
 function _M.stats(self)
     local s = self.slots:stats()
-    local out = { limit = s.limit, inflight = s.inflight, reason = "hold" }
+    local out = { limit = s.limit, inflight = s.inflight, reason = "hold",
+        leader = self.dict:get(self.key.leader) }
     local text = self.dict:get(self.key.stats)
     if text then
         local f = {}
@@ -263,6 +264,9 @@ function _M.stats(self)
     return out
 end
 
+local STATS_FIELDS = { "limit", "inflight", "reason", "leader", "p50_ms", "p95_ms", "p99_ms", "base_ms",
+    "loss_ratio", "goodput_rps", "refused" }
+
 -- Every adaptive limit's stats by name.
 function _M.all_stats()
     local out = {}
@@ -270,6 +274,28 @@ function _M.all_stats()
         out[name] = controllers[name]:stats()
     end
     return out
+end
+
+-- Every adaptive limit's stats as JSON: {"<name>":{"limit":..,...}} (no cjson on every nginx;
+-- the values are numbers and the reason's word).
+function _M.json()
+    local limits = {}
+    for i, name in ipairs(order) do
+        local s, fields = controllers[name]:stats(), {}
+        for _, field in ipairs(STATS_FIELDS) do
+            local v = s[field]
+            if v ~= nil then
+                fields[#fields + 1] = string.format(type(v) == "string" and '"%s":"%s"' or '"%s":%.17g', field, v)
+            end
+        end
+        limits[i] = string.format('"%s":{%s}', name, table.concat(fields, ","))
+    end
+    return "{" .. table.concat(limits, ",") .. "}"
+end
+
+-- '"adaptive":{...}' for /stats.json, or nil when there is no adaptive limit.
+function _M.json_member()
+    return order[1] and '"adaptive":' .. _M.json() or nil
 end
 
 -- Prometheus lines: slidewin_adaptive_limit, _inflight, _latency_ms{quantile}, _loss_ratio,

@@ -182,14 +182,15 @@ function _M.render(list)
 end
 
 -- JSON for dashboards: {"now_ms": ..., "limiters": {"<name>": {"allowed": N, ...}}}.
-function _M.json(list, now_ms)
+function _M.json(list, now_ms, members)
     local parts = {}
     for i, m in ipairs(list) do
         local v = m:snapshot()
         parts[i] = string.format('"%s":{"allowed":%d,"rejected":%d,"store_errors":%d,"keys":%s}',
             m.name, v.allowed, v.rejected, v.store_errors, v.keys and string.format("%d", v.keys) or "null")
     end
-    return string.format('{"now_ms":%d,"limiters":{%s}}', now_ms, concat(parts, ","))
+    local more = members and members[1] and "," .. concat(members, ",") or ""
+    return string.format('{"now_ms":%d,"limiters":{%s}%s}', now_ms, concat(parts, ","), more)
 end
 
 return _M

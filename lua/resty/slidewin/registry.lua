@@ -80,16 +80,24 @@ local function all(self)
     return list
 end
 
--- Prometheus text for every working limiter.
-function _M.metrics(self)
-    check_self(self, "metrics")
-    return slidewin.metrics_text(all(self))
+-- The adaptive limits of this nginx, when it has loaded them (node-wide, beside the limiters).
+local function adaptive()
+    return package.loaded["resty.slidewin.adaptive"]
 end
 
--- {"now_ms": ..., "limiters": {...}} for every working limiter.
+-- Prometheus text for every working limiter (and every adaptive limit).
+function _M.metrics(self)
+    check_self(self, "metrics")
+    local a = adaptive()
+    return slidewin.metrics_text(all(self)) .. (a and a.metrics() or "")
+end
+
+-- {"now_ms": ..., "limiters": {...}, "adaptive": {...}} for every working limiter (and every
+-- adaptive limit, when there is one).
 function _M.stats_json(self)
     check_self(self, "stats_json")
-    return slidewin.stats_json(all(self))
+    local a = adaptive()
+    return slidewin.stats_json(all(self), { a and a.json_member() })
 end
 
 -- The n (default 10) most refused keys and the n nearest their limit of every working

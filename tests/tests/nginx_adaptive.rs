@@ -1,0 +1,242 @@
+//! Adaptive concurrency limits (resty.slidewin.adaptive) inside real nginx: each interval's
+//! signals counted in the log phase by every worker, one leader's update (grow when bound with
+//! no queue, down on loss), bad options named, and, in front of the FIFO upstream of
+//! nginx/bench-upstream.conf, goodput near capacity with bounded latency under overload, also
+//! after the leading worker is SIGKILLed.
+
+use std::process::Command;
+use std::thread;
+use std::time::Duration;
+
+use slidewin_tests::http;
+use slidewin_tests::load::hammer;
+use slidewin_tests::nginx::Nginx;
+use slidewin_tests::openloop::{quantile, Load, Outcome};
+
+/// Runs `steered`'s update now, in whichever worker answers (its lease is handed over first).
+fn tick(nginx: &Nginx) -> String {
+    let r = nginx.eval(
+        "ngx.shared.adaptive:delete('steered:leader') \
+         local a = require('resty.slidewin.adaptive').get('steered') \
+         local limit = a:tick() local s = a:stats() \
+         return limit .. ' ' .. s.reason .. ' ' .. tostring(s.p50_ms) .. ' ' .. s.refused",
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body
+}
+
+/// limit, reason, p50 (NaN before an interval with answers), refused.
+fn fields(text: &str) -> (u64, String, f64, u64) {
+    let f: Vec<&str> = text.split(' ').collect();
+    let number = |i: usize| f[i].parse::<f64>().unwrap_or_else(|_| panic!("{text}"));
+    let p50 = if f[2] == "nil" { f64::NAN } else { number(2) };
+    (number(0) as u64, f[1].to_string(), p50, number(3) as u64)
+}
+
+#[test]
+fn an_interval_of_log_phase_signals_moves_the_limit() {
+    let nginx = Nginx::start("concurrency.conf", 4);
+    let first = tick(&nginx);
+    assert!(first.starts_with("4 hold "), "no interval yet: {first}");
+
+    // Unbound (one at a time against 4 slots): the limit holds; p50 is the 200 ms sleep
+    // ($request_time: no upstream), the bucket of 192..208 ms.
+    for _ in 0..8 {
+        assert_eq!(nginx.get("/steered?ms=200").status, 200);
+    }
+    let (limit, reason, p50, refused) = fields(&tick(&nginx));
+    assert_eq!((limit, reason.as_str(), refused), (4, "hold", 0));
+    assert!((192.0..=208.0).contains(&p50), "p50 {p50}");
+
+    // Bound (16 clients, 4 slots) at the same latency: no queue, so it grows by 20%.
+    let responses = hammer(&nginx, "/steered?ms=200", 16, 1_200);
+    let refused_now = responses.iter().filter(|r| r.status == 429).count() as u64;
+    assert!(refused_now > 0);
+    let (limit, reason, p50, refused) = fields(&tick(&nginx));
+    assert_eq!((limit, reason.as_str()), (5, "grow"), "p50 {p50}");
+    assert_eq!(
+        refused, refused_now,
+        "the region's refusals of the interval"
+    );
+
+    // Every answer a 502: loss, so the limit halves (4.8 x 0.5, at most to min_limit 2).
+    for _ in 0..6 {
+        assert_eq!(nginx.get("/steered?ms=10&status=502").status, 502);
+    }
+    let (limit, reason, ..) = fields(&tick(&nginx));
+    assert_eq!((limit, reason.as_str()), (2, "loss"));
+    let slots = nginx.eval("return require('resty.slidewin.concurrency').get('steered'):limit()");
+    assert_eq!(
+        slots.body, "2",
+        "the concurrency limit follows, for every worker"
+    );
+
+    let metrics = nginx.eval("return require('resty.slidewin.adaptive').metrics()");
+    assert!(
+        metrics
+            .body
+            .contains("slidewin_adaptive_limit{limiter=\"steered\"} 2\n"),
+        "{}",
+        metrics.body
+    );
+    assert!(
+        metrics
+            .body
+            .contains("# TYPE slidewin_adaptive_latency_ms gauge\n"),
+        "{}",
+        metrics.body
+    );
+}
+
+#[test]
+fn bad_options_and_arguments_are_named() {
+    let nginx = Nginx::start("concurrency.conf", 1);
+    let errors = nginx.eval("return table.concat(package.loaded.adaptive_errors, '\\n')");
+    let errors: Vec<&str> = errors.body.lines().collect();
+    assert_eq!(
+        errors,
+        [
+            "concurrency: no concurrency limit called nowhere",
+            "concurrency must be a resty.slidewin.concurrency limit or its name, got a table",
+            "dict must name a lua_shared_dict, got nodict",
+            "max_limit must be at most the concurrency limit's max_limit (64), got 65",
+            "slidewin.adaptive: min_limit must be a positive integer, got 0",
+            "slidewin.adaptive: interval_ms must be an integer from 10 to 2^40, got 5",
+            "slidewin.adaptive: latency_target_ms must be a positive number, got -1",
+        ]
+        .map(|e| e.to_string()),
+    );
+    for (lua, want) in [
+        (
+            "return slidewin.adaptive{}:update{ ok = 1, counts = {} }",
+            "ctl:update: counts must hold 152 counts, got 0",
+        ),
+        (
+            "return slidewin.adaptive{}:update{ ok = 1, counts = 'x' }",
+            "ctl:update: counts must be a table of 152 counts, got \"x\"",
+        ),
+        (
+            "local c = {} for i = 1, slidewin.latency_buckets do c[i] = 0 end \
+             return slidewin.adaptive{}:update{ ok = -1, counts = c }",
+            "ctl:update: ok must be a non-negative integer, got -1",
+        ),
+        (
+            "return slidewin.adaptive{}:restore('short')",
+            "ctl:restore: state must be a string of 592 bytes from ctl:state(), got 5",
+        ),
+        (
+            "return slidewin.latency_bucket(-2)",
+            "slidewin.latency_bucket: ms must be a non-negative integer, got -2",
+        ),
+    ] {
+        let lua = format!("local slidewin = require 'slidewin' {lua}");
+        let r = nginx.eval(&format!(
+            "local ok, err = pcall(function() {lua} end) return tostring(err)"
+        ));
+        assert_eq!(r.body, want, "{lua}");
+    }
+    let parsed = nginx.eval(
+        "local s = require 'slidewin' \
+         return s.upstream_time_ms('0.010, 0.020 : 0.030') .. ' ' \
+             .. tostring(s.upstream_time_ms('-')) .. ' ' .. s.latency_bucket(0) .. ' ' \
+             .. s.latency_bucket(15) .. ' ' .. s.latency_bucket(16)",
+    );
+    assert_eq!(parsed.body, "60 nil 1 16 17");
+    // A state resumes in another controller: the same limit.
+    let resumed = nginx.eval(
+        "local s = require 'slidewin' local c = {} \
+         for i = 1, s.latency_buckets do c[i] = 0 end c[s.latency_bucket(40)] = 250 \
+         local a = s.adaptive{ initial_limit = 10 } \
+         a:update{ ok = 250, refused = 30, elapsed_ms = 1000, counts = c } \
+         local b = s.adaptive{ initial_limit = 10 } b:restore(a:state()) \
+         return a:limit() .. ' ' .. b:limit() .. ' ' .. b:reason()",
+    );
+    assert_eq!(resumed.body, "12 12 grow");
+}
+
+fn upstream_admin(upstream: &Nginx, query: &str) {
+    let r = upstream.get(&format!("/admin?{query}"));
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+/// The leading worker's pid, from the front nginx's /adaptive/stats.
+fn leader(port: u16) -> u32 {
+    let body = http::get(port, "/adaptive/stats").body;
+    body.split("\"leader\":")
+        .nth(1)
+        .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .expect(&body)
+}
+
+#[test]
+fn under_overload_goodput_stays_near_capacity_also_when_the_leader_dies() {
+    let upstream = Nginx::start("bench-upstream.conf", 1);
+    upstream_admin(&upstream, "c=4&s_ms=25&jitter=0"); // 160 requests/s
+    let front = Nginx::start_with_env(
+        "bench-adaptive.conf",
+        2,
+        &[
+            ("SLIDEWIN_UPSTREAM_PORT", upstream.port().to_string()),
+            ("SLIDEWIN_BENCH_CAPACITY", "160".into()),
+        ],
+    );
+    let load = |path: &str, rate: f64, seconds: u64| {
+        Load {
+            port: front.port(),
+            path: path.into(),
+            rate,
+            seconds,
+            timeout: Duration::from_secs(1),
+            ..Load::default()
+        }
+        .run()
+    };
+    let no_load = load("/none", 40.0, 3).merged(0, 3);
+    let no_load_p99 = quantile(&no_load.admitted_ms, 0.99).unwrap();
+
+    // 2.5x capacity for 14 s; the leader is SIGKILLed at second 7 (its lease ends within 1.5 s).
+    let killer = {
+        let port = front.port();
+        thread::spawn(move || {
+            thread::sleep(Duration::from_secs(7));
+            let pid = leader(port);
+            assert!(Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status()
+                .unwrap()
+                .success());
+            pid
+        })
+    };
+    let run = load("/adaptive", 400.0, 14);
+    let killed = killer.join().unwrap();
+    for (from, to) in [(4, 7), (9, 14)] {
+        let s = run.merged(from, to);
+        let seconds = (to - from) as f64;
+        let goodput = s.count(Outcome::Good) as f64 / seconds;
+        let p99 = quantile(&s.admitted_ms, 0.99).unwrap();
+        assert!(
+            goodput >= 0.85 * 160.0,
+            "seconds {from}..{to}: goodput {goodput}/s of 160"
+        );
+        assert!(
+            p99 <= 2.5 * no_load_p99,
+            "seconds {from}..{to}: admitted p99 {p99} ms, no-load p99 {no_load_p99} ms"
+        );
+        assert!(s.count(Outcome::Refused) > 0);
+    }
+    let now = leader(front.port());
+    assert_ne!(now, killed, "another worker leads");
+    let stats = front.get("/adaptive/stats").body;
+    let limit: f64 = stats
+        .split("\"limit\":")
+        .nth(1)
+        .and_then(|s| s.split(|c: char| c == ',' || c == '}').next())
+        .and_then(|n| n.parse().ok())
+        .expect(&stats);
+    assert!(
+        (2.0..=12.0).contains(&limit),
+        "limit {limit}, the knee is 4: {stats}"
+    );
+}
