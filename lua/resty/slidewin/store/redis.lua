@@ -184,6 +184,9 @@ local function redis_options(given)
     return connection.prepare(opts)
 end
 
+-- conf.redis checked and with its defaults (also for resty.slidewin.queue's XINFO), or nil, err.
+_M.options = redis_options
+
 -- The shared topology (where keys live) for opts, counting into lua_shared_dict `dict_name`.
 local function topology_of(opts, dict_name)
     local dict = dict_name and ngx.shared[dict_name]

@@ -1,0 +1,212 @@
+-- resty.slidewin.queue: a rate limit that follows a Redis Stream consumer group, so producers
+-- are admitted about as fast as the consumers process and the backlog stays near a target
+-- (slidewin.queue_limit).
+--
+--   init_by_lua_block {
+--       local limits = require("resty.slidewin.registry").new{
+--           orders = { algorithm = "log", limit = 100, window_ms = 1000, max_limit = 100000 },
+--       }
+--       assert(require("resty.slidewin.queue").new{ name = "orders", limiter = limits:get("orders"),
+--           redis = { host = "127.0.0.1", port = 6379 }, stream = "orders", group = "workers",
+--           target_backlog = 100 })
+--   }
+--   init_worker_by_lua_block { require("resty.slidewin.queue").start() }
+--   location /orders { access_by_lua_block { require("limits"):enforce("orders", "all") } ... }
+--
+-- Every interval_ms one worker (worker 0, respawned by the master when it dies) reads XINFO
+-- GROUPS: processed = entries-read - pending, backlog = lag + pending (lag from XINFO STREAM's
+-- entries-added when Redis cannot tell it, after an XDEL or a trim past the group; when it
+-- cannot count entries-read either, the limit holds and the error is logged), and sets the
+-- limiter's live limit (its window: rate x window_ms / 1000) for every worker. The limiter must
+-- keep its live limits where every worker reads them (store shm or redis). When Redis cannot
+-- be read, the limit holds and the error is logged once per interval.
+
+local slidewin = require "slidewin"
+local redis_store = require "resty.slidewin.store.redis"
+local connection = require "resty.slidewin.store.redis.connection"
+
+local ngx = ngx
+local pcall, type, tostring, setmetatable, ipairs = pcall, type, tostring, setmetatable, ipairs
+local ceil = math.ceil
+
+local _M = {}
+local mt = { __index = _M }
+
+local queues, order = {}, {}
+local SHARED_STORES = { shm = true, redis = true }
+
+-- A queue limit, or nil, err. Made in init_by_lua*.
+-- opts: name, limiter (a resty.slidewin limiter of store shm or redis), window (its index or
+-- name, default 1), redis (as a store redis's: host, port, password, username, ssl, db, ...;
+-- one node), stream, group, interval_ms (1000), and the controller's target_backlog (1000),
+-- settle_ms (5000), rate_half_life_ms (1000), headroom (0.5), min_limit (1), max_limit (the
+-- window's max_limit, as a rate per second).
+function _M.new(opts)
+    if type(opts) ~= "table" then
+        return nil, "opts must be a table, got " .. tostring(opts)
+    end
+    for _, field in ipairs { "name", "stream", "group" } do
+        if type(opts[field]) ~= "string" then
+            return nil, field .. " must be a string, got " .. tostring(opts[field])
+        end
+    end
+    local sw = opts.limiter
+    if type(sw) ~= "table" or type(sw.set_limit) ~= "function" or type(sw.windows) ~= "table" then
+        return nil, "limiter must be a resty.slidewin limiter, got " .. tostring(sw)
+    end
+    if not SHARED_STORES[sw.conf.store] then
+        return nil, "limiter must keep its live limits for every worker (store shm or redis), got store "
+            .. tostring(sw.conf.store)
+    end
+    local window = opts.window or 1
+    local w
+    for i, candidate in ipairs(sw.windows) do
+        if window == i or window == candidate.name then
+            window, w = i, candidate
+        end
+    end
+    if not w then
+        return nil, "window must be a window's index or name of limiter " .. sw.name .. ", got "
+            .. tostring(opts.window)
+    end
+    local interval_ms = opts.interval_ms or 1000
+    if type(interval_ms) ~= "number" or interval_ms < 10 or interval_ms % 1 ~= 0 then
+        return nil, "interval_ms must be an integer of at least 10, got " .. tostring(interval_ms)
+    end
+    local redis, err = redis_store.options(opts.redis)
+    if not redis then
+        return nil, err
+    end
+    if redis.mode ~= "standalone" then
+        return nil, "redis: a queue is read from one node (host and port), got redis." .. redis.mode
+    end
+    local ok, ctl = pcall(slidewin.queue_limit, {
+        target_backlog = opts.target_backlog, settle_ms = opts.settle_ms,
+        rate_half_life_ms = opts.rate_half_life_ms, headroom = opts.headroom,
+        min_limit = opts.min_limit,
+        max_limit = opts.max_limit or math.max(1, math.floor(w.max_limit * 1000 / w.window_ms)),
+    })
+    if not ok then
+        return nil, ctl
+    end
+    local self = setmetatable({
+        name = opts.name, sw = sw, window = window, window_ms = w.window_ms, ctl = ctl,
+        redis = redis, node = { host = redis.host, port = redis.port, name = redis.host .. ":" .. redis.port },
+        stream = opts.stream, group = opts.group, interval_ms = interval_ms,
+        last = {},
+    }, mt)
+    if not queues[opts.name] then
+        order[#order + 1] = opts.name
+    end
+    queues[opts.name] = self
+    return self
+end
+
+-- The queue limit called `name`, or nil, err.
+function _M.get(name)
+    local q = queues[name]
+    return q or nil, not q and "no queue limit called " .. tostring(name) or nil
+end
+
+-- A flat [k1, v1, k2, v2, ...] reply as a table (ngx.null values as nil).
+local function fields(list)
+    local t = {}
+    for i = 1, #list, 2 do
+        local v = list[i + 1]
+        t[list[i]] = v ~= ngx.null and v or nil
+    end
+    return t
+end
+
+-- { processed, backlog, lag, pending } of the group, or nil, err.
+function _M.read(self)
+    local groups, err = connection.command(self.node, self.redis, "xinfo", "GROUPS", self.stream)
+    if not groups then
+        return nil, "XINFO GROUPS " .. self.stream .. ": " .. tostring(err)
+    end
+    local group
+    for _, g in ipairs(groups) do
+        local f = fields(g)
+        if f.name == self.group then
+            group = f
+        end
+    end
+    if not group then
+        return nil, "stream " .. self.stream .. " has no consumer group " .. self.group
+    end
+    local read_, pending, lag = group["entries-read"], group.pending, group.lag
+    if not read_ and group["last-delivered-id"] == "0-0" then
+        read_ = 0 -- nothing delivered yet
+    end
+    if not read_ then
+        return nil, "group " .. self.group .. " of stream " .. self.stream
+            .. ": Redis cannot count what it has read (entries-read nil), the limit holds"
+    end
+    if not lag then
+        -- Redis cannot tell the lag (entries deleted or trimmed past the group): from the
+        -- stream's count of everything ever added (so deleted entries count as waiting).
+        local stream
+        stream, err = connection.command(self.node, self.redis, "xinfo", "STREAM", self.stream)
+        if not stream then
+            return nil, "XINFO STREAM " .. self.stream .. ": " .. tostring(err)
+        end
+        lag = math.max(0, (fields(stream)["entries-added"] or read_) - read_)
+    end
+    return { processed = math.max(0, read_ - pending), backlog = lag + pending, lag = lag, pending = pending }
+end
+
+-- One interval: reads the group, updates the controller, sets the limiter's live limit.
+-- Returns the rate per second set (nil while the consumers' rate is not known yet), or nil, err.
+function _M.tick(self)
+    local q, err = self:read()
+    if not q then
+        self.last.error = err
+        return nil, err
+    end
+    local per_second = self.ctl:update(q.processed, q.backlog)
+    self.last = { backlog = q.backlog, lag = q.lag, pending = q.pending, rate = self.ctl:rate(),
+        per_second = per_second }
+    if per_second then
+        local w = self.sw.windows[self.window]
+        local limit = math.min(w.max_limit, math.max(1, ceil(per_second * self.window_ms / 1000)))
+        local ok
+        ok, err = self.sw:set_limit(limit, self.window)
+        if not ok then
+            return nil, err
+        end
+    end
+    return per_second
+end
+
+-- init_worker_by_lua: worker 0 reads every queue each interval.
+function _M.start()
+    if ngx.worker.id() ~= 0 then
+        return true
+    end
+    for _, name in ipairs(order) do
+        local self = queues[name]
+        local ok, err = ngx.timer.every(self.interval_ms / 1000, function(premature)
+            if premature then
+                return
+            end
+            local fine, per_second, err = pcall(_M.tick, self)
+            if not fine or err then
+                ngx.log(ngx.ERR, "slidewin queue ", self.name, ": ", fine and err or per_second)
+            end
+        end)
+        if not ok then
+            return nil, err
+        end
+    end
+    return true
+end
+
+-- { limit (the window's live limit), per_second, rate, backlog, lag, pending, error } of the
+-- last interval (in worker 0; the live limit in every worker).
+function _M.stats(self)
+    local last = self.last
+    return { limit = self.sw:limits()[self.window], per_second = last.per_second, rate = last.rate,
+        backlog = last.backlog, lag = last.lag, pending = last.pending, error = last.error }
+end
+
+return _M
