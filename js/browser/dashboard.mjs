@@ -3,10 +3,10 @@
 //   BASE_URL: where the demo nginx listens (it serves /dashboard/, /stats.json, /slidewin/top, /api/).
 // 3 clients send 10x their limit to /api/ (5 per 10 s) and 50 send half of theirs while the page
 // polls; then: the top-refused table shows exactly the 3, with the values /slidewin/top gives;
-// no plotted rate is below 0; the legend and the page fit the viewport; the adaptive panel is
-// absent (the demo has no adaptive limiter) and appears, filled, when /stats.json has an
-// "adaptive" section (a fixture served in its place); without its endpoint the page falls back
-// to its synthetic feed and says so.
+// no plotted rate is below 0; the legend and the page fit the viewport; 16 clients on /slow/
+// (the demo's adaptive limit over 4 slots) fill the adaptive panel with live figures, and a
+// fixture served as /stats.json shows it renders each one; without its endpoint the page falls
+// back to its synthetic feed and says so.
 import assert from "node:assert/strict";
 import { launchChromium, watchProblems } from "./chromium.mjs";
 
@@ -36,6 +36,19 @@ async function driveTraffic() {
     }
     await new Promise((r) => setTimeout(r, 150));
   }
+  return counts;
+}
+
+/** 16 clients in a loop on /slow/ for `ms`: the statuses they got. */
+async function driveSlow(ms) {
+  const counts = {};
+  const until = Date.now() + ms;
+  await Promise.all(Array.from({ length: 16 }, async () => {
+    while (Date.now() < until) {
+      const { status } = await fetch(new URL("/slow/", baseUrl));
+      counts[status] = (counts[status] ?? 0) + 1;
+    }
+  }));
   return counts;
 }
 
@@ -71,6 +84,16 @@ try {
     const rows = window.slidewinDashboard.topRows.refused.slice().sort((a, b) => a.key.localeCompare(b.key));
     return JSON.stringify(rows) === JSON.stringify(want);
   }, want, { timeout: 10_000 });
+  // The demo's adaptive limit under 16 clients: refusals at the limit, and a live panel row.
+  // (The row is read while the traffic lasts: an interval without answers has no latency.)
+  const driving = driveSlow(3_000);
+  const adaptiveRow = await (await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll("#adaptive-table tbody tr")].map((tr) => [...tr.cells].map((c) => c.textContent));
+    return Number.isFinite(window.slidewinDashboard.adaptive.slow?.last?.p50_ms) && rows.length > 0 && rows[0][3] !== "–" && rows;
+  }, null, { timeout: 10_000 })).jsonValue();
+  const slow = await driving;
+  console.log("traffic to /slow/:", JSON.stringify(slow), "panel:", JSON.stringify(adaptiveRow));
+  assert.ok(slow[200] > 0 && slow[429] > 0, `statuses from /slow/: ${JSON.stringify(slow)}`);
   const view = await page.evaluate(() => {
     const d = window.slidewinDashboard;
     const texts = (sel) => [...document.querySelectorAll(sel)].map((tr) => [...tr.cells].map((c) => c.textContent));
@@ -103,7 +126,13 @@ try {
   assert.ok(view.legend.scroll <= view.legend.client, `legend overflows: ${JSON.stringify(view.legend)}`);
   assert.ok(view.pageWidth <= VIEWPORT.width, `page is ${view.pageWidth} px wide`);
   assert.ok(view.keysBottom <= VIEWPORT.height, `top-keys table ends at ${view.keysBottom} px`);
-  assert.equal(view.adaptiveHidden, true, "no adaptive section: no panel");
+  assert.equal(view.adaptiveHidden, false, "the demo's adaptive limit: its panel");
+  assert.equal(adaptiveRow.length, 1);
+  const [name, limit, inflight, p50] = adaptiveRow[0];
+  assert.equal(name, "slow");
+  assert.ok(Number(limit) >= 1 && Number(limit) <= 256 && Number(inflight) >= 0, JSON.stringify(adaptiveRow));
+  // 20 ms in a slot, plus the wait in the stand-in's queue.
+  assert.ok(Number(p50) >= 19 && Number(p50) < 1000, JSON.stringify(adaptiveRow));
   await page.screenshot({ path: screenshotPath });
   assert.deepEqual(problems, [], "the page logged errors");
 

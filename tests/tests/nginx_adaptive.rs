@@ -82,7 +82,7 @@ fn an_interval_of_log_phase_signals_moves_the_limit() {
     assert!(
         metrics
             .body
-            .contains("# TYPE slidewin_adaptive_latency_ms gauge\n"),
+            .contains("slidewin_adaptive_loss_ratio{limiter=\"steered\"} 1.0000\n"),
         "{}",
         metrics.body
     );

@@ -298,41 +298,45 @@ function _M.json_member()
     return order[1] and '"adaptive":' .. _M.json() or nil
 end
 
--- Prometheus lines: slidewin_adaptive_limit, _inflight, _latency_ms{quantile}, _loss_ratio,
--- _goodput_rps, one sample per adaptive limit.
+-- Prometheus lines, one sample per adaptive limit: slidewin_adaptive_limit, _inflight,
+-- _latency_seconds{quantile} (the last interval's; Prometheus' base unit), _loss_ratio and
+-- _goodput_requests_per_second.
 function _M.metrics()
     if not order[1] then
         return ""
     end
-    local lines = {
-        "# HELP slidewin_adaptive_limit The adaptive concurrency limit now.\n",
-        "# TYPE slidewin_adaptive_limit gauge\n",
-    }
-    local add = function(...) lines[#lines + 1] = string.format(...) end
-    local all = _M.all_stats()
-    for _, name in ipairs(order) do
-        add('slidewin_adaptive_limit{limiter="%s"} %d\n', name, all[name].limit)
-    end
-    add("# HELP slidewin_adaptive_inflight Requests in flight under the adaptive limit.\n")
-    add("# TYPE slidewin_adaptive_inflight gauge\n")
-    for _, name in ipairs(order) do
-        add('slidewin_adaptive_inflight{limiter="%s"} %d\n', name, all[name].inflight)
-    end
-    add("# HELP slidewin_adaptive_latency_ms Latency quantiles of the last interval (ms).\n")
-    add("# TYPE slidewin_adaptive_latency_ms gauge\n")
-    for _, name in ipairs(order) do
-        for _, q in ipairs { { "0.5", "p50_ms" }, { "0.95", "p95_ms" }, { "0.99", "p99_ms" } } do
-            local v = all[name][q[2]]
-            if v then
-                add('slidewin_adaptive_latency_ms{limiter="%s",quantile="%s"} %.1f\n', name, q[1], v)
-            end
+    local all, lines = _M.all_stats(), {}
+    local function family(name, help, sample)
+        lines[#lines + 1] = "# HELP " .. name .. " " .. help .. "\n# TYPE " .. name .. " gauge\n"
+        for _, limiter in ipairs(order) do
+            sample(name, limiter, all[limiter])
         end
     end
-    add("# HELP slidewin_adaptive_goodput_rps Requests answered well per second, last interval.\n")
-    add("# TYPE slidewin_adaptive_goodput_rps gauge\n")
-    for _, name in ipairs(order) do
-        add('slidewin_adaptive_goodput_rps{limiter="%s"} %.1f\n', name, all[name].goodput_rps or 0)
+    local function line(name, labels, format, value)
+        lines[#lines + 1] = name .. "{" .. labels .. "} " .. string.format(format, value) .. "\n"
     end
+    family("slidewin_adaptive_limit", "The adaptive concurrency limit now.", function(name, limiter, s)
+        line(name, 'limiter="' .. limiter .. '"', "%d", s.limit)
+    end)
+    family("slidewin_adaptive_inflight", "Requests in flight under the adaptive limit.", function(name, limiter, s)
+        line(name, 'limiter="' .. limiter .. '"', "%d", s.inflight)
+    end)
+    family("slidewin_adaptive_latency_seconds", "Latency quantiles of the last interval's good answers.",
+        function(name, limiter, s)
+            for _, q in ipairs { { "0.5", s.p50_ms }, { "0.95", s.p95_ms }, { "0.99", s.p99_ms } } do
+                if q[2] then
+                    line(name, 'limiter="' .. limiter .. '",quantile="' .. q[1] .. '"', "%.4f", q[2] / 1000)
+                end
+            end
+        end)
+    family("slidewin_adaptive_loss_ratio", "Lost and pushed-back answers of the last interval, over all.",
+        function(name, limiter, s)
+            line(name, 'limiter="' .. limiter .. '"', "%.4f", s.loss_ratio or 0)
+        end)
+    family("slidewin_adaptive_goodput_requests_per_second", "Good answers per second, last interval.",
+        function(name, limiter, s)
+            line(name, 'limiter="' .. limiter .. '"', "%.1f", s.goodput_rps or 0)
+        end)
     return table.concat(lines)
 end
 
