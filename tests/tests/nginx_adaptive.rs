@@ -19,18 +19,21 @@ fn tick(nginx: &Nginx) -> String {
         "ngx.shared.adaptive:delete('steered:leader') \
          local a = require('resty.slidewin.adaptive').get('steered') \
          local limit = a:tick() local s = a:stats() \
-         return limit .. ' ' .. s.reason .. ' ' .. tostring(s.p50_ms) .. ' ' .. s.refused",
+         return limit .. ' ' .. s.reason .. ' ' .. tostring(s.p50_ms) .. ' ' .. s.refused \
+             .. ' ' .. require('rates'):get('steered-rate'):limits()[1]",
     );
     assert_eq!(r.status, 200, "{}", r.body);
     r.body
 }
 
-/// limit, reason, p50 (NaN before an interval with answers), refused.
-fn fields(text: &str) -> (u64, String, f64, u64) {
+/// limit, reason, p50 (NaN before an interval with answers), refused, the rate limiter's
+/// live limit.
+fn fields(text: &str) -> (u64, String, f64, u64, u64) {
     let f: Vec<&str> = text.split(' ').collect();
     let number = |i: usize| f[i].parse::<f64>().unwrap_or_else(|_| panic!("{text}"));
     let p50 = if f[2] == "nil" { f64::NAN } else { number(2) };
-    (number(0) as u64, f[1].to_string(), p50, number(3) as u64)
+    let (refused, rate) = (number(3) as u64, number(4) as u64);
+    (number(0) as u64, f[1].to_string(), p50, refused, rate)
 }
 
 #[test]
@@ -40,31 +43,34 @@ fn an_interval_of_log_phase_signals_moves_the_limit() {
     assert!(first.starts_with("4 hold "), "no interval yet: {first}");
 
     // Unbound (one at a time against 4 slots): the limit holds; p50 is the 200 ms sleep
-    // ($request_time: no upstream), the bucket of 192..208 ms.
+    // ($request_time: no upstream).
     for _ in 0..8 {
         assert_eq!(nginx.get("/steered?ms=200").status, 200);
     }
-    let (limit, reason, p50, refused) = fields(&tick(&nginx));
+    let (limit, reason, p50, refused, rate) = fields(&tick(&nginx));
     assert_eq!((limit, reason.as_str(), refused), (4, "hold", 0));
-    assert!((192.0..=208.0).contains(&p50), "p50 {p50}");
+    assert_eq!(p50, 199.5, "the bucket of 192..208 ms");
+    // The rate limiter: 4 in flight at 199.5 ms let 20.05 through a second.
+    assert_eq!(rate, 21);
 
     // Bound (16 clients, 4 slots) at the same latency: no queue, so it grows by 20%.
     let responses = hammer(&nginx, "/steered?ms=200", 16, 1_200);
     let refused_now = responses.iter().filter(|r| r.status == 429).count() as u64;
     assert!(refused_now > 0);
-    let (limit, reason, p50, refused) = fields(&tick(&nginx));
+    let (limit, reason, p50, refused, rate) = fields(&tick(&nginx));
     assert_eq!((limit, reason.as_str()), (5, "grow"), "p50 {p50}");
     assert_eq!(
         refused, refused_now,
         "the region's refusals of the interval"
     );
+    assert_eq!(rate, 25, "4.8 in flight at 199.5 ms");
 
     // Every answer a 502: loss, so the limit halves (4.8 x 0.5, at most to min_limit 2).
     for _ in 0..6 {
         assert_eq!(nginx.get("/steered?ms=10&status=502").status, 502);
     }
-    let (limit, reason, ..) = fields(&tick(&nginx));
-    assert_eq!((limit, reason.as_str()), (2, "loss"));
+    let (limit, reason, _, _, rate) = fields(&tick(&nginx));
+    assert_eq!((limit, reason.as_str(), rate), (2, "loss", 13));
     let slots = nginx.eval("return require('resty.slidewin.concurrency').get('steered'):limit()");
     assert_eq!(
         slots.body, "2",
@@ -103,6 +109,7 @@ fn bad_options_and_arguments_are_named() {
             "slidewin.adaptive: min_limit must be a positive integer, got 0",
             "slidewin.adaptive: interval_ms must be an integer from 10 to 2^40, got 5",
             "slidewin.adaptive: latency_target_ms must be a positive number, got -1",
+            "rate_limiter must be a resty.slidewin limiter, got nope",
         ]
         .map(|e| e.to_string()),
     );

@@ -5,6 +5,7 @@
 --   lua_shared_dict slidewin_adaptive 1m;
 --   init_by_lua_block {
 --       local concurrency = require "resty.slidewin.concurrency"
+local live_limit = require "resty.slidewin.live_limit"
 --       local slots = assert(concurrency.new{ name = "api", limit = 20, max_limit = 1000 })
 --       assert(require("resty.slidewin.adaptive").new{ name = "api", concurrency = slots,
 --           dict = "slidewin_adaptive", min_limit = 2, max_limit = 1000, interval_ms = 1000 })
@@ -42,7 +43,10 @@ local controllers, order = {}, {}
 -- An adaptive limit, or nil, err. Made in init_by_lua*, beside its concurrency limit.
 -- opts: name, concurrency (a resty.slidewin.concurrency limit, or its name), dict (a
 -- lua_shared_dict), initial_limit (the concurrency limit's), min_limit, max_limit (the
--- concurrency limit's max_limit), interval_ms (1000), latency_target_ms (p95, optional).
+-- concurrency limit's max_limit), interval_ms (1000), latency_target_ms (p95, optional),
+-- rate_limiter (optional: a resty.slidewin limiter, store shm or redis, whose window
+-- rate_window, default 1, gets the rate the limit lets through at the no-load latency,
+-- limit / base x window_ms, each interval: Little's law).
 function _M.new(opts)
     if type(opts) ~= "table" then
         return nil, "opts must be a table, got " .. tostring(opts)
@@ -81,9 +85,17 @@ function _M.new(opts)
         return nil, "max_limit must be at most the concurrency limit's max_limit ("
             .. stats.max_limit .. "), got " .. tostring(opts.max_limit)
     end
+    local rate
+    if opts.rate_limiter ~= nil then
+        local err
+        rate, err = live_limit.new("rate_limiter", opts.rate_limiter, opts.rate_window)
+        if not rate then
+            return nil, err
+        end
+    end
     local prefix = opts.name .. ":"
     local self = setmetatable({
-        name = opts.name, slots = slots, dict = dict, ctl = ctl, prefix = prefix,
+        name = opts.name, slots = slots, dict = dict, ctl = ctl, prefix = prefix, rate = rate,
         interval_ms = opts.interval_ms or 1000,
         key = {
             ok = prefix .. "ok", loss = prefix .. "loss", backpressure = prefix .. "backpressure",
@@ -211,6 +223,13 @@ function _M.tick(self)
     local limit, reason, p50, p95, p99 = self.ctl:update(sample)
     dict:set(key.state, self.ctl:state())
     self.slots:set_limit(limit)
+    local per_second = self.rate and self.ctl:rate_limit(1000)
+    if per_second then
+        local ok, err = self.rate:set_rate(per_second)
+        if not ok then
+            ngx.log(ngx.ERR, "slidewin adaptive ", self.name, ": rate_limiter: ", err)
+        end
+    end
     local answered = ok + sample.loss + sample.backpressure
     dict:set(key.stats, table.concat({
         limit, reason, p50 or -1, p95 or -1, p99 or -1,

@@ -23,17 +23,16 @@
 
 local slidewin = require "slidewin"
 local redis_store = require "resty.slidewin.store.redis"
+local live_limit = require "resty.slidewin.live_limit"
 local connection = require "resty.slidewin.store.redis.connection"
 
 local ngx = ngx
 local pcall, type, tostring, setmetatable, ipairs = pcall, type, tostring, setmetatable, ipairs
-local ceil = math.ceil
 
 local _M = {}
 local mt = { __index = _M }
 
 local queues, order = {}, {}
-local SHARED_STORES = { shm = true, redis = true }
 
 -- A queue limit, or nil, err. Made in init_by_lua*.
 -- opts: name, limiter (a resty.slidewin limiter of store shm or redis), window (its index or
@@ -50,30 +49,16 @@ function _M.new(opts)
             return nil, field .. " must be a string, got " .. tostring(opts[field])
         end
     end
-    local sw = opts.limiter
-    if type(sw) ~= "table" or type(sw.set_limit) ~= "function" or type(sw.windows) ~= "table" then
-        return nil, "limiter must be a resty.slidewin limiter, got " .. tostring(sw)
-    end
-    if not SHARED_STORES[sw.conf.store] then
-        return nil, "limiter must keep its live limits for every worker (store shm or redis), got store "
-            .. tostring(sw.conf.store)
-    end
-    local window = opts.window or 1
-    local w
-    for i, candidate in ipairs(sw.windows) do
-        if window == i or window == candidate.name then
-            window, w = i, candidate
-        end
-    end
-    if not w then
-        return nil, "window must be a window's index or name of limiter " .. sw.name .. ", got "
-            .. tostring(opts.window)
+    local target, err = live_limit.new("limiter", opts.limiter, opts.window)
+    if not target then
+        return nil, err
     end
     local interval_ms = opts.interval_ms or 1000
     if type(interval_ms) ~= "number" or interval_ms < 10 or interval_ms % 1 ~= 0 then
         return nil, "interval_ms must be an integer of at least 10, got " .. tostring(interval_ms)
     end
-    local redis, err = redis_store.options(opts.redis)
+    local redis
+    redis, err = redis_store.options(opts.redis)
     if not redis then
         return nil, err
     end
@@ -84,13 +69,13 @@ function _M.new(opts)
         target_backlog = opts.target_backlog, settle_ms = opts.settle_ms,
         rate_half_life_ms = opts.rate_half_life_ms, headroom = opts.headroom,
         min_limit = opts.min_limit,
-        max_limit = opts.max_limit or math.max(1, math.floor(w.max_limit * 1000 / w.window_ms)),
+        max_limit = opts.max_limit or math.max(1, math.floor(target.max_limit * 1000 / target.window_ms)),
     })
     if not ok then
         return nil, ctl
     end
     local self = setmetatable({
-        name = opts.name, sw = sw, window = window, window_ms = w.window_ms, ctl = ctl,
+        name = opts.name, target = target, ctl = ctl,
         redis = redis, node = { host = redis.host, port = redis.port, name = redis.host .. ":" .. redis.port },
         stream = opts.stream, group = opts.group, interval_ms = interval_ms,
         last = {},
@@ -167,11 +152,9 @@ function _M.tick(self)
     self.last = { backlog = q.backlog, lag = q.lag, pending = q.pending, rate = self.ctl:rate(),
         per_second = per_second }
     if per_second then
-        local w = self.sw.windows[self.window]
-        local limit = math.min(w.max_limit, math.max(1, ceil(per_second * self.window_ms / 1000)))
-        local ok
-        ok, err = self.sw:set_limit(limit, self.window)
-        if not ok then
+        local set
+        set, err = self.target:set_rate(per_second)
+        if not set then
             return nil, err
         end
     end
@@ -205,7 +188,7 @@ end
 -- last interval (in worker 0; the live limit in every worker).
 function _M.stats(self)
     local last = self.last
-    return { limit = self.sw:limits()[self.window], per_second = last.per_second, rate = last.rate,
+    return { limit = self.target:limit(), per_second = last.per_second, rate = last.rate,
         backlog = last.backlog, lag = last.lag, pending = last.pending, error = last.error }
 end
 
