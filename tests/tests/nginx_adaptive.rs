@@ -5,6 +5,7 @@
 //! after the leading worker is SIGKILLed.
 
 use std::process::Command;
+use std::sync::Mutex;
 use std::thread;
 use std::time::Duration;
 
@@ -12,6 +13,14 @@ use slidewin_tests::http;
 use slidewin_tests::load::hammer;
 use slidewin_tests::nginx::Nginx;
 use slidewin_tests::openloop::{quantile, Load, Outcome};
+
+/// The tests of this file run one at a time: the load test measures latency on a machine the
+/// others would share.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Runs `steered`'s update now, in whichever worker answers (its lease is handed over first).
 fn tick(nginx: &Nginx) -> String {
@@ -38,6 +47,7 @@ fn fields(text: &str) -> (u64, String, f64, u64, u64) {
 
 #[test]
 fn an_interval_of_log_phase_signals_moves_the_limit() {
+    let _alone = one_at_a_time();
     let nginx = Nginx::start("concurrency.conf", 4);
     let first = tick(&nginx);
     assert!(first.starts_with("4 hold "), "no interval yet: {first}");
@@ -96,6 +106,7 @@ fn an_interval_of_log_phase_signals_moves_the_limit() {
 
 #[test]
 fn bad_options_and_arguments_are_named() {
+    let _alone = one_at_a_time();
     let nginx = Nginx::start("concurrency.conf", 1);
     let errors = nginx.eval("return table.concat(package.loaded.adaptive_errors, '\\n')");
     let errors: Vec<&str> = errors.body.lines().collect();
@@ -178,6 +189,7 @@ fn leader(port: u16) -> u32 {
 
 #[test]
 fn under_overload_goodput_stays_near_capacity_also_when_the_leader_dies() {
+    let _alone = one_at_a_time();
     let upstream = Nginx::start("bench-upstream.conf", 1);
     upstream_admin(&upstream, "c=4&s_ms=25&jitter=0"); // 160 requests/s
     let front = Nginx::start_with_env(
