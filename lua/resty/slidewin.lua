@@ -411,7 +411,16 @@ end
 -- {"now_ms": ..., "limiters": {"<name>": {"allowed", "rejected", "store_errors", "keys"}}},
 -- and `members`' JSON members ('"adaptive":{...}') after them.
 function _M.stats_json(limiters, members)
-    return metrics.json(metrics_of("stats_json", limiters), now_ms(), members)
+    local list = metrics_of("stats_json", limiters)
+    if members ~= nil and type(members) ~= "table" then
+        error(format("slidewin.stats_json: members must be an array of JSON members, got %s", show(members)), 2)
+    end
+    for i, member in ipairs(members or {}) do
+        if type(member) ~= "string" then
+            error(format("slidewin.stats_json: members[%d] must be a string (a JSON member), got %s", i, show(member)), 2)
+        end
+    end
+    return metrics.json(list, now_ms(), members)
 end
 
 -- Gateway switches (resty.slidewin.switch, README "Gateway switches"): what they use of the

@@ -462,6 +462,10 @@ test("methods called with '.' and bad limiter lists say so (issue 12)", function
     eq(raised(sw.stats), "sw:stats: self must be a resty.slidewin limiter (call sw:stats(...) with ':'), got nil")
     eq(raised(sw.metrics, 5), "sw:metrics: self must be a resty.slidewin limiter (call sw:metrics(...) with ':'), got 5")
     eq(raised(layer.stats_json, { 1, 2 }), "slidewin.stats_json: limiters[1] must be a resty.slidewin limiter, got 1")
+    eq(raised(layer.stats_json, { sw }, 7), "slidewin.stats_json: members must be an array of JSON members, got 7")
+    eq(raised(layer.stats_json, { sw }, { true }),
+        "slidewin.stats_json: members[1] must be a string (a JSON member), got true")
+    assert(layer.stats_json({ sw }, { '"extra":{}' }):find(',"extra":{}}$'))
     eq(raised(layer.metrics_text, "x"), 'slidewin.metrics_text: limiters must be an array of limiters, got "x"')
     eq(raised(sw.enforce, sw, nil), "sw:enforce: key must be a string or a finite number, got nil")
     assert(raised(sw.enforce, sw, {}):find("^sw:enforce: key must be a string or a finite number, got table"))

@@ -148,7 +148,8 @@ function _M.log()
     if seen then
         local var = ngx.var
         local status = ngx.status
-        local upstream = tonumber(var.upstream_status) or status
+        -- The last upstream tried ("502, 200" after a retry; "504 : 200" across a redirect).
+        local upstream = tonumber((var.upstream_status or ""):match("(%d+)%s*$")) or status
         for i = 1, #seen, 2 do
             local self, bound = seen[i], seen[i + 1]
             local dict, key = self.dict, self.key
