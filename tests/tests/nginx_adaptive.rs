@@ -102,6 +102,14 @@ fn an_interval_of_log_phase_signals_moves_the_limit() {
         "{}",
         metrics.body
     );
+
+    // A saved state that does not fit (another version's) is set aside, with a warning.
+    nginx.eval("ngx.shared.adaptive:set('steered:state', 'torn') return ''");
+    let (limit, reason, ..) = fields(&tick(&nginx));
+    assert_eq!((limit, reason.as_str()), (2, "hold"));
+    assert!(nginx
+        .error_log()
+        .contains("slidewin adaptive steered: the saved state does not fit"));
 }
 
 #[test]

@@ -73,11 +73,12 @@ function _M.new(opts)
         return nil, "dict must name a lua_shared_dict, got " .. tostring(opts.dict)
     end
     local stats = slots:stats()
-    local ok, ctl = pcall(slidewin.adaptive, {
-        initial_limit = opts.initial_limit or stats.limit, min_limit = opts.min_limit,
+    local settings = {
+        initial_limit = opts.initial_limit or stats.limit, min_limit = opts.min_limit or 1,
         max_limit = opts.max_limit or stats.max_limit, interval_ms = opts.interval_ms or 1000,
         latency_target_ms = opts.latency_target_ms,
-    })
+    }
+    local ok, ctl = pcall(slidewin.adaptive, settings)
     if not ok then
         return nil, ctl
     end
@@ -96,6 +97,7 @@ function _M.new(opts)
     local prefix = opts.name .. ":"
     local self = setmetatable({
         name = opts.name, slots = slots, dict = dict, ctl = ctl, prefix = prefix, rate = rate,
+        settings = settings,
         interval_ms = opts.interval_ms or 1000,
         key = {
             ok = prefix .. "ok", loss = prefix .. "loss", backpressure = prefix .. "backpressure",
@@ -218,8 +220,13 @@ function _M.tick(self)
     -- Admissions at the limit: in flight reached it (the count of slots seen is not kept).
     sample.max_inflight = take(dict, key.bound) > 0 and stats.limit or 0
     local state = dict:get(key.state)
-    if state then
-        self.ctl:restore(state)
+    -- A state another version of slidewin wrote (the dict outlives a binary upgrade) is
+    -- refused: a fresh controller starts at the live limit, and its state replaces it.
+    if state and not pcall(self.ctl.restore, self.ctl, state) then
+        ngx.log(ngx.WARN, "slidewin adaptive ", self.name, ": the saved state does not fit, starting afresh")
+        local s = self.settings
+        s.initial_limit = math.min(s.max_limit, math.max(s.min_limit, self.slots:limit()))
+        self.ctl = slidewin.adaptive(s)
     end
     local limit, reason, p50, p95, p99 = self.ctl:update(sample)
     dict:set(key.state, self.ctl:state())
