@@ -39,9 +39,7 @@ pub fn register(lua: &Lua, module: &Table) -> LuaResult<()> {
     module.set(
         "latency_bucket",
         lua.create_function(|_, ms: Value| {
-            let function = "slidewin.latency_bucket";
-            let ms = args::number(function, "ms", &ms)?;
-            let ms = slidewin::arg::uint("ms", ms).map_err(args::core(function))?;
+            let ms = args::uint("slidewin.latency_bucket", "ms", &ms)?;
             Ok(bucket_of(ms) + 1)
         })?,
     )?;
@@ -80,10 +78,7 @@ fn new(_: &Lua, opts: Table) -> LuaResult<LuaAdaptive> {
 fn count(sample: &Table, field: &'static str) -> LuaResult<u64> {
     match sample.raw_get::<Value>(field)? {
         Value::Nil => Ok(0),
-        v => {
-            let n = args::number(UPDATE, field, &v)?;
-            slidewin::arg::uint(field, n).map_err(args::core(UPDATE))
-        }
+        v => args::uint(UPDATE, field, &v),
     }
 }
 
@@ -107,10 +102,7 @@ fn histogram(sample: &Table) -> LuaResult<Vec<u64>> {
         ));
     }
     (1..=BUCKETS)
-        .map(|i| {
-            let v = args::number(UPDATE, "counts[i]", &counts.raw_get::<Value>(i)?)?;
-            slidewin::arg::uint("counts[i]", v).map_err(args::core(UPDATE))
-        })
+        .map(|i| args::uint(UPDATE, "counts[i]", &counts.raw_get::<Value>(i)?))
         .collect()
 }
 

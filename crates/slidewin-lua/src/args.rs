@@ -25,6 +25,11 @@ pub fn number(function: &str, name: &str, value: &Value) -> Result<f64, LuaError
     }
 }
 
+/// A Lua value as a non-negative integer (up to 2^53), or the error naming `name` and the value.
+pub fn uint(function: &'static str, name: &'static str, value: &Value) -> Result<u64, LuaError> {
+    slidewin::arg::uint(name, number(function, name, value)?).map_err(core(function))
+}
+
 /// A field of an options table as a positive integer (up to 2^53); `None` when absent.
 pub fn field_positive(
     function: &'static str,

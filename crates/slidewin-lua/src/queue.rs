@@ -44,19 +44,14 @@ pub fn new(_: &Lua, opts: Table) -> LuaResult<LuaQueueLimit> {
 /// The controller's object.
 pub struct LuaQueueLimit(QueueLimit);
 
-fn count(name: &'static str, value: &Value) -> LuaResult<u64> {
-    let v = args::number(UPDATE, name, value)?;
-    slidewin::arg::uint(name, v).map_err(args::core(UPDATE))
-}
-
 impl UserData for LuaQueueLimit {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
         // `update(processed, backlog)` -> the next limit (messages per second), nil until the
         // consumers' rate is known.
         methods.add_method_mut("update", |_, this, (processed, backlog): (Value, Value)| {
             let sample = QueueSample {
-                processed: count("processed", &processed)?,
-                backlog: count("backlog", &backlog)?,
+                processed: args::uint(UPDATE, "processed", &processed)?,
+                backlog: args::uint(UPDATE, "backlog", &backlog)?,
             };
             this.0
                 .update_at(now_ms(), sample)

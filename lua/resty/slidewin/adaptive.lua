@@ -5,7 +5,6 @@
 --   lua_shared_dict slidewin_adaptive 1m;
 --   init_by_lua_block {
 --       local concurrency = require "resty.slidewin.concurrency"
-local live_limit = require "resty.slidewin.live_limit"
 --       local slots = assert(concurrency.new{ name = "api", limit = 20, max_limit = 1000 })
 --       assert(require("resty.slidewin.adaptive").new{ name = "api", concurrency = slots,
 --           dict = "slidewin_adaptive", min_limit = 2, max_limit = 1000, interval_ms = 1000 })
@@ -23,6 +22,8 @@ local live_limit = require "resty.slidewin.live_limit"
 
 local slidewin = require "slidewin"
 local concurrency = require "resty.slidewin.concurrency"
+local live_limit = require "resty.slidewin.live_limit"
+local controllers = require("resty.slidewin.controllers").new("adaptive limit")
 
 local ngx = ngx
 local pcall, type, tostring, tonumber, setmetatable, getmetatable, ipairs =
@@ -37,8 +38,6 @@ local BACKPRESSURE = { [429] = true, [503] = true }
 
 local _M = {}
 local mt = { __index = _M }
-
-local controllers, order = {}, {}
 
 -- An adaptive limit, or nil, err. Made in init_by_lua*, beside its concurrency limit.
 -- opts: name, concurrency (a resty.slidewin.concurrency limit, or its name), dict (a
@@ -109,17 +108,13 @@ function _M.new(opts)
     for i = 1, BUCKETS do
         self.buckets[i] = prefix .. "h" .. i
     end
-    if not controllers[opts.name] then
-        order[#order + 1] = opts.name
-    end
-    controllers[opts.name] = self
+    controllers:add(self)
     return self
 end
 
 -- The adaptive limit called `name`, or nil, err.
 function _M.get(name)
-    local ctl = controllers[name]
-    return ctl or nil, not ctl and "no adaptive limit called " .. tostring(name) or nil
+    return controllers:get(name)
 end
 
 -- Takes a slot of `key` from the concurrency limit (or refuses the request, as its enter
@@ -250,21 +245,7 @@ end
 
 -- init_worker_by_lua: every worker runs a timer per adaptive limit (only the leader updates).
 function _M.start()
-    for _, name in ipairs(order) do
-        local self = controllers[name]
-        local ok, err = ngx.timer.every(self.interval_ms / 1000, function(premature)
-            if not premature then
-                local fine, e = pcall(_M.tick, self)
-                if not fine then
-                    ngx.log(ngx.ERR, "slidewin adaptive ", self.name, ": ", e)
-                end
-            end
-        end)
-        if not ok then
-            return nil, err
-        end
-    end
-    return true
+    return controllers:start()
 end
 
 local function number(v)
@@ -297,8 +278,8 @@ local STATS_FIELDS = { "limit", "inflight", "reason", "leader", "p50_ms", "p95_m
 -- Every adaptive limit's stats by name.
 function _M.all_stats()
     local out = {}
-    for _, name in ipairs(order) do
-        out[name] = controllers[name]:stats()
+    for _, ctl in ipairs(controllers:each()) do
+        out[ctl.name] = ctl:stats()
     end
     return out
 end
@@ -307,62 +288,62 @@ end
 -- the values are numbers and the reason's word).
 function _M.json()
     local limits = {}
-    for i, name in ipairs(order) do
-        local s, fields = controllers[name]:stats(), {}
+    for i, ctl in ipairs(controllers:each()) do
+        local s, fields = ctl:stats(), {}
         for _, field in ipairs(STATS_FIELDS) do
             local v = s[field]
             if v ~= nil then
                 fields[#fields + 1] = string.format(type(v) == "string" and '"%s":"%s"' or '"%s":%.17g', field, v)
             end
         end
-        limits[i] = string.format('"%s":{%s}', name, table.concat(fields, ","))
+        limits[i] = string.format('"%s":{%s}', ctl.name, table.concat(fields, ","))
     end
     return "{" .. table.concat(limits, ",") .. "}"
 end
 
 -- '"adaptive":{...}' for /stats.json, or nil when there is no adaptive limit.
 function _M.json_member()
-    return order[1] and '"adaptive":' .. _M.json() or nil
+    return controllers.names[1] and '"adaptive":' .. _M.json() or nil
 end
 
 -- Prometheus lines, one sample per adaptive limit: slidewin_adaptive_limit, _inflight,
 -- _latency_seconds{quantile} (the last interval's; Prometheus' base unit), _loss_ratio and
 -- _goodput_requests_per_second.
 function _M.metrics()
-    if not order[1] then
+    if not controllers.names[1] then
         return ""
     end
     local all, lines = _M.all_stats(), {}
     local function family(name, help, sample)
         lines[#lines + 1] = "# HELP " .. name .. " " .. help .. "\n# TYPE " .. name .. " gauge\n"
-        for _, limiter in ipairs(order) do
-            sample(name, limiter, all[limiter])
+        for _, limiter in ipairs(controllers.names) do
+            sample(name, 'limiter="' .. limiter .. '"', all[limiter])
         end
     end
     local function line(name, labels, format, value)
         lines[#lines + 1] = name .. "{" .. labels .. "} " .. string.format(format, value) .. "\n"
     end
-    family("slidewin_adaptive_limit", "The adaptive concurrency limit now.", function(name, limiter, s)
-        line(name, 'limiter="' .. limiter .. '"', "%d", s.limit)
+    family("slidewin_adaptive_limit", "The adaptive concurrency limit now.", function(name, label, s)
+        line(name, label, "%d", s.limit)
     end)
-    family("slidewin_adaptive_inflight", "Requests in flight under the adaptive limit.", function(name, limiter, s)
-        line(name, 'limiter="' .. limiter .. '"', "%d", s.inflight)
+    family("slidewin_adaptive_inflight", "Requests in flight under the adaptive limit.", function(name, label, s)
+        line(name, label, "%d", s.inflight)
     end)
     family("slidewin_adaptive_latency_seconds", "Latency quantiles of the last interval's good answers.",
-        function(name, limiter, s)
+        function(name, label, s)
             for _, q in ipairs { { "0.5", s.p50_ms }, { "0.95", s.p95_ms }, { "0.99", s.p99_ms } } do
                 if q[2] then
-                    line(name, 'limiter="' .. limiter .. '",quantile="' .. q[1] .. '"', "%.4f", q[2] / 1000)
+                    line(name, label .. ',quantile="' .. q[1] .. '"', "%.4f", q[2] / 1000)
                 end
             end
         end)
     family("slidewin_adaptive_loss_ratio", "Lost and pushed-back answers of the last interval, over all.",
-        function(name, limiter, s)
-            line(name, 'limiter="' .. limiter .. '"', "%.4f", s.loss_ratio or 0)
+        function(name, label, s)
+            line(name, label, "%.4f", s.loss_ratio or 0)
         end)
     family("slidewin_adaptive_goodput_requests_per_second", "Good answers per second, last interval.",
-        function(name, limiter, s)
-            line(name, 'limiter="' .. limiter .. '"', "%.1f", s.goodput_rps or 0)
+        function(name, label, s)
+            line(name, label, "%.1f", s.goodput_rps or 0)
         end)
     return table.concat(lines)
 end

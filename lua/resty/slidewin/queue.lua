@@ -23,16 +23,15 @@
 
 local slidewin = require "slidewin"
 local redis_store = require "resty.slidewin.store.redis"
-local live_limit = require "resty.slidewin.live_limit"
 local connection = require "resty.slidewin.store.redis.connection"
+local live_limit = require "resty.slidewin.live_limit"
+local queues = require("resty.slidewin.controllers").new("queue limit")
 
 local ngx = ngx
 local pcall, type, tostring, setmetatable, ipairs = pcall, type, tostring, setmetatable, ipairs
 
 local _M = {}
 local mt = { __index = _M }
-
-local queues, order = {}, {}
 
 -- A queue limit, or nil, err. Made in init_by_lua*.
 -- opts: name, limiter (a resty.slidewin limiter of store shm or redis), window (its index or
@@ -80,17 +79,13 @@ function _M.new(opts)
         stream = opts.stream, group = opts.group, interval_ms = interval_ms,
         last = {},
     }, mt)
-    if not queues[opts.name] then
-        order[#order + 1] = opts.name
-    end
-    queues[opts.name] = self
+    queues:add(self)
     return self
 end
 
 -- The queue limit called `name`, or nil, err.
 function _M.get(name)
-    local q = queues[name]
-    return q or nil, not q and "no queue limit called " .. tostring(name) or nil
+    return queues:get(name)
 end
 
 -- A flat [k1, v1, k2, v2, ...] reply as a table (ngx.null values as nil).
@@ -166,22 +161,7 @@ function _M.start()
     if ngx.worker.id() ~= 0 then
         return true
     end
-    for _, name in ipairs(order) do
-        local self = queues[name]
-        local ok, err = ngx.timer.every(self.interval_ms / 1000, function(premature)
-            if premature then
-                return
-            end
-            local fine, per_second, err = pcall(_M.tick, self)
-            if not fine or err then
-                ngx.log(ngx.ERR, "slidewin queue ", self.name, ": ", fine and err or per_second)
-            end
-        end)
-        if not ok then
-            return nil, err
-        end
-    end
-    return true
+    return queues:start()
 end
 
 -- { limit (the window's live limit), per_second, rate, backlog, lag, pending, error } of the
