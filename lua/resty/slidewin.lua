@@ -65,10 +65,12 @@
 -- modules of their own around enforce, see resty.slidewin.switch and README.
 
 local config = require "resty.slidewin.config"
+local fast = require "resty.slidewin.fast"
 local metrics = require "resty.slidewin.metrics"
 local policy = require "resty.slidewin.policy"
 local switch = require "resty.slidewin.switch"
 local now_ms = require("slidewin").now_ms
+local var_get = require("resty.slidewin.var").get
 
 local format = string.format
 local huge = math.huge
@@ -128,12 +130,16 @@ function _M.new(opts)
         tier_policies = {},
         fail_open = conf.on_store_error == "allow",
         counts_in_layer = not store.counts_decisions, -- else the store counts (shm)
-        decide_in = store.lim and store.lim.decide or store.incoming,
-        decider = store.lim or store,
+        decide_in = store.incoming,
+        decider = store,
         errors_unlogged = 0,
         error_logged_at = -huge,
         polled_at = -huge,
     }, mt)
+    if store.lim then
+        -- The limiter's own decide, through the FFI: one Lua call less per request, compiled.
+        self.decide_in, self.decider = fast.decider(store.lim)
+    end
     self.live = store.lim and store.lim:limits() or configured
     self.policy = policy.policy(conf.windows, self.live)
     return with_switches(self)
@@ -204,6 +210,21 @@ local function poll_limits(self)
     end
 end
 
+-- The call's key: its own, else the value of conf.key_var (read through resty.slidewin.var,
+-- which the JIT compiles where ngx.var runs interpreted).
+local function key_of(self, key, method, level)
+    local name = self.conf.key_var
+    if key ~= nil or name == nil then
+        return key
+    end
+    key = var_get(name)
+    if key == nil then
+        error(format("sw:%s: no key given and key_var $%s has no value in this request", method, name),
+            level or 4)
+    end
+    return key
+end
+
 local function check_key(key, method, level)
     local key_type = type(key)
     if not (key_type == "string" or key_type == "number" and key == key and key ~= huge and key ~= -huge) then
@@ -228,6 +249,7 @@ end
 
 -- The store's answer under the call's limits, and the policy to advertise.
 local function decide(self, key, cost, commit, opts, method)
+    key = key_of(self, key, method)
     check_key(key, method)
     cost = check_cost(self, cost, method)
     local limits, call_policy = call_limits(self, opts, method)
@@ -235,7 +257,7 @@ local function decide(self, key, cost, commit, opts, method)
     local allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window, version =
         self.decide_in(self.decider, key, cost, commit, limits or self.store.poll_limits and self.live)
     if version and version ~= self.limits_version then
-        self.limits_version, self.live = version, self.decider:limits()
+        self.limits_version, self.live = version, self.store.lim:limits()
         self.policy = policy.policy(self.windows, self.live)
     end
     return allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window or 1,
@@ -430,11 +452,14 @@ _M.log_store_error, _M.refuse = log_store_error, refuse
 
 -- sw:check_call(key, cost, opts, method, level): raises what decide would for these
 -- arguments, naming `method` (a switched limiter's enforce checks before its switches call
--- sw:decide), at `level` as error counts it from here (3: the caller of that enforce).
+-- sw:decide), at `level` as error counts it from here (3: the caller of that enforce); the
+-- key to decide on (key_var's value when no key is given).
 function _M.check_call(self, key, cost, opts, method, level)
+    key = key_of(self, key, method, level + 1)
     check_key(key, method, level + 1)
     check_cost(self, cost, method, level + 1)
     call_limits(self, opts, method, level + 1)
+    return key
 end
 
 _M.log = switch.log

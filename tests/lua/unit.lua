@@ -366,6 +366,10 @@ test("new returns nil, err naming the field and the value", function()
             'metrics_dict must name a lua_shared_dict, got "nope"' },
         { { name = "api", limit = 1, window_ms = 10, store = "shdict", dict = "slidewin" },
             'algorithm must be "counter" with store "shdict", got "log"' },
+        { { name = "api", limit = 1, window_ms = 10, key_var = "$remote_addr" },
+            'key_var must be an nginx variable\'s name without the $ (e.g. "remote_addr"), got "$remote_addr"' },
+        { { name = "api", limit = 1, window_ms = 10, key_var = 7 },
+            'key_var must be an nginx variable\'s name without the $ (e.g. "remote_addr"), got 7' },
     }
     for _, case in ipairs(cases) do
         local sw, err = layer.new(case[1])
@@ -376,6 +380,33 @@ test("new returns nil, err naming the field and the value", function()
     eq(sw, nil)
     assert(err:find('^store must be a resty.slidewin.store module, got "nosuch"'), err)
     assert(layer.new { name = "api", limit = 30, window_ms = 5000 }, "a good config")
+end)
+
+test("the FFI decider answers as lim:decide, errors included", function()
+    local fast = require "resty.slidewin.fast"
+    local windows = {
+        { algorithm = "log", limit = 5, window_ms = 1000 },
+        { algorithm = "buckets", limit = 12, window_ms = 4000, bucket_ms = 500 },
+    }
+    local by_ffi = slidewin.limiter { windows = windows }
+    local by_api = slidewin.limiter { windows = windows }
+    local decide, decider = fast.decider(by_ffi)
+    assert(decider ~= by_ffi and decider.block, "the FFI decider loaded")
+    math.randomseed(7)
+    for i = 1, 2000 do
+        local key, cost, commit = "k" .. math.random(3), math.random(0, 3), math.random() < 0.8
+        local got = { decide(decider, key, cost, commit) }
+        local want = { by_api:decide(key, cost, commit) }
+        -- retry/reset move with the clock between the two calls: compare what does not.
+        for _, at in ipairs { 1, 2, 6, 7 } do
+            eq(got[at], want[at], "call " .. i .. " value " .. at)
+        end
+        eq(got[3] == nil, want[3] == nil, "call " .. i .. ": retry_after_ms nil alike")
+    end
+    eq(raised(decide, decider, "k", 1.5, true), "lim:decide: cost must be a non-negative integer, got 1.5")
+    eq(raised(decide, decider, "k", -1, true), "lim:decide: cost must be a non-negative integer, got -1")
+    -- Per-call limits and number keys take lim:decide itself.
+    eq(select(2, decide(decider, 42, 1, false, { 3, 12 })), select(2, by_ffi:decide("42", 1, false, { 3, 12 })))
 end)
 
 test("shdict store counts like slidewin::SlidingCounter", function()

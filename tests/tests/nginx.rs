@@ -197,6 +197,33 @@ fn bad_configs_answer_500_and_log_why_while_other_locations_serve() {
 }
 
 #[test]
+fn key_var_keys_by_the_variable_across_workers_and_a_missing_value_is_an_error() {
+    let nginx = Nginx::start("test.conf", 2);
+    let answers = get_many(&nginx, "/byvar?user=carol", 8);
+    assert_eq!(statuses(&answers), [200, 200, 200, 429, 429, 429, 429, 429]);
+    assert_eq!(
+        answers[2].header("ratelimit").as_deref(),
+        Some("\"byvar\";r=0;t=60")
+    );
+    assert_eq!(
+        nginx.get("/byvar?user=dave").status,
+        200,
+        "another value, another key"
+    );
+    assert_eq!(nginx.get("/byvar").status, 500);
+    let log = nginx.error_log();
+    assert!(
+        log.contains("sw:enforce: no key given and key_var $arg_user has no value in this request"),
+        "{log}"
+    );
+    assert_eq!(
+        nginx.get("/byvar?user=erin").status,
+        200,
+        "the worker keeps serving"
+    );
+}
+
+#[test]
 fn stats_json_reports_node_wide_counters() {
     let nginx = Nginx::start("test.conf", 2);
     let _ = hammer(&nginx, "/limit/shared?user=gina", 4, 30);

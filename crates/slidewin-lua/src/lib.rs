@@ -10,6 +10,7 @@
 mod adaptive;
 mod args;
 mod concurrency;
+mod fast;
 mod limiter;
 mod mapping;
 mod object;

@@ -30,8 +30,9 @@ const METATABLE: &CStr = c"slidewin.limiter";
 
 /// Creates the objects' metatable (once per Lua VM, when the module is loaded).
 pub fn register(lua: &Lua) -> LuaResult<()> {
-    const METHODS: [(&CStr, ffi::lua_CFunction); 11] = [
+    const METHODS: [(&CStr, ffi::lua_CFunction); 12] = [
         (c"incoming", incoming),
+        (c"ffi_handle", ffi_handle),
         (c"decide", decide),
         (c"check", check),
         (c"uncommit", uncommit),
@@ -63,7 +64,7 @@ pub fn register(lua: &Lua) -> LuaResult<()> {
 }
 
 /// What the userdata block holds: the limiter until `__gc` takes it.
-type Block = Option<LuaLimiter>;
+pub(crate) type Block = Option<LuaLimiter>;
 
 /// A new object owning `limiter`.
 pub fn push(lua: &Lua, limiter: LuaLimiter) -> LuaResult<Value> {
@@ -285,6 +286,14 @@ unsafe extern "C-unwind" fn decide(state: *mut lua_State) -> c_int {
     ffi::lua_pushnumber(state, (d.window + 1) as f64);
     ffi::lua_pushnumber(state, version as f64);
     7
+}
+
+/// `lim:ffi_handle()`: the object's block as a light userdata, for `slidewin_decide` through
+/// LuaJIT's FFI (crate::fast). Lua does not move userdata, so it stays valid while `lim` lives.
+unsafe extern "C-unwind" fn ffi_handle(state: *mut lua_State) -> c_int {
+    let block = ffi::luaL_checkudata(state, 1, METATABLE.as_ptr());
+    ffi::lua_pushlightuserdata(state, block);
+    1
 }
 
 pub(crate) unsafe fn set_number(state: *mut lua_State, field: &CStr, value: u64) {

@@ -198,6 +198,9 @@ function _M.validate(opts)
     if not positive_integer(conf.error_log_interval_ms) then
         return invalid("error_log_interval_ms", "a positive integer", conf.error_log_interval_ms)
     end
+    if conf.key_var ~= nil and not (type(conf.key_var) == "string" and conf.key_var:find("^[%w_]+$")) then
+        return invalid("key_var", "an nginx variable's name without the $ (e.g. \"remote_addr\")", conf.key_var)
+    end
     if conf.local_refusal_cache ~= nil and type(conf.local_refusal_cache) ~= "boolean" then
         return invalid("local_refusal_cache", "a boolean", conf.local_refusal_cache)
     end

@@ -68,7 +68,7 @@ function _M.plan(conf)
             if self ~= sw then
                 error("sw:enforce: self must be the limiter (call sw:enforce(...) with ':'), got " .. show(self), 2)
             end
-            self:check_call(key, cost, opts, "enforce", 3)
+            key = self:check_call(key, cost, opts, "enforce", 3)
             return enforce(self, key, cost, opts)
         end
         local counters = sw.counters

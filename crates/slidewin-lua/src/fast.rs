@@ -1,0 +1,92 @@
+//! `lim:decide` as a plain C function for LuaJIT's FFI (`resty.slidewin.fast`), so that a
+//! compiled trace calls it directly. A method on the Lua C API makes LuaJIT leave the trace and
+//! stitch a new one around the call, which costs a request more than the decision itself
+//! (BENCHMARKS.md, "The access phase").
+//!
+//! The Lua side gets the limiter's block with `lim:ffi_handle()` and keeps `lim` beside it, so
+//! the block outlives every call made through the handle. The decision comes back in a
+//! [`FastDecision`] the caller owns; errors as its message, never as a panic or a long jump.
+
+use std::ffi::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use slidewin::arg;
+
+use crate::object::Block;
+
+/// The decision as `resty.slidewin.fast` declares it (`slidewin_decision_t`): numbers as
+/// doubles, which LuaJIT reads as plain Lua numbers.
+#[repr(C)]
+pub struct FastDecision {
+    allowed: c_int,
+    /// 1-based.
+    window: c_int,
+    /// 0: `retry_after_ms` is nil (the cost never fits).
+    has_retry: c_int,
+    message_len: c_int,
+    remaining: f64,
+    retry_after_ms: f64,
+    reset_after_ms: f64,
+    limits_version: f64,
+    message: [u8; MESSAGE_BYTES],
+}
+
+const MESSAGE_BYTES: usize = 256;
+
+/// Decides for `key` (`key_len` bytes) as `lim:decide(key, cost, commit)` under the live
+/// limits. Returns 0 with `out` filled, or 1 with `out.message` saying what was wrong.
+///
+/// # Safety
+/// `block` comes from `lim:ffi_handle()` of a limiter still referenced by the caller; `key`
+/// points to `key_len` readable bytes; `out` to a writable `FastDecision`.
+#[no_mangle]
+pub unsafe extern "C" fn slidewin_decide(
+    block: *mut Block,
+    key: *const u8,
+    key_len: usize,
+    cost: f64,
+    commit: c_int,
+    out: *mut FastDecision,
+) -> c_int {
+    // SAFETY: the caller's contract above: `out` is writable and not aliased during the call.
+    let out = unsafe { &mut *out };
+    // SAFETY: the caller's contract above: `key` holds `key_len` bytes for the call's length.
+    let key = unsafe { std::slice::from_raw_parts(key, key_len) };
+    // SAFETY: the block lives while `lim` does (the caller keeps it), and a worker's Lua runs
+    // on one thread, so nothing else borrows it during the call.
+    let block = unsafe { &mut *block };
+    let decided = catch_unwind(AssertUnwindSafe(|| {
+        let Some(this) = block.as_mut() else {
+            return Err("lim:decide: the limiter was collected (its __gc ran)".to_owned());
+        };
+        let cost = match cost {
+            n if n.is_finite() && n > arg::MAX_EXACT => u64::MAX,
+            n => arg::uint("cost", n).map_err(|e| format!("lim:decide: {e}"))?,
+        };
+        let d = this
+            .decide(key, cost, commit != 0, None)
+            .map_err(|e| format!("lim:decide: {e}"))?;
+        Ok((d, this.limits_version()))
+    }));
+    match decided {
+        Ok(Ok((d, version))) => {
+            out.allowed = d.allowed as c_int;
+            out.window = d.window as c_int + 1;
+            out.has_retry = d.retry_after_ms.is_some() as c_int;
+            out.remaining = d.remaining as f64;
+            out.retry_after_ms = d.retry_after_ms.unwrap_or(0) as f64;
+            out.reset_after_ms = d.reset_after_ms as f64;
+            out.limits_version = version as f64;
+            0
+        }
+        Ok(Err(message)) => fail(out, &message),
+        Err(_) => fail(out, "lim:decide: internal error"),
+    }
+}
+
+fn fail(out: &mut FastDecision, message: &str) -> c_int {
+    let len = message.len().min(MESSAGE_BYTES);
+    out.message[..len].copy_from_slice(&message.as_bytes()[..len]);
+    out.message_len = len as c_int;
+    1
+}
