@@ -66,6 +66,7 @@
 
 local config = require "resty.slidewin.config"
 local fast = require "resty.slidewin.fast"
+local rate_header = fast.rate_header
 local metrics = require "resty.slidewin.metrics"
 local policy = require "resty.slidewin.policy"
 local switch = require "resty.slidewin.switch"
@@ -83,7 +84,6 @@ local mt = { __index = _M }
 
 local show = config.show
 local seconds = policy.seconds
-local digits = policy.digits
 
 -- How often a worker asks a store shared by several nodes for limits set elsewhere.
 local POLL_LIMITS_MS = 1000
@@ -273,9 +273,8 @@ function _M.decide(self, key, cost, commit, opts)
 end
 
 local function set_headers(self, rate_policy, window, remaining, t_ms)
-    local header = ngx.header
-    header["RateLimit-Policy"] = rate_policy
-    header["RateLimit"] = self.rate_prefixes[window] .. digits(remaining) .. ";t=" .. seconds(t_ms)
+    ngx.header["RateLimit-Policy"] = rate_policy
+    rate_header(self.rate_prefixes[window], remaining, t_ms)
 end
 
 local function refuse(self)

@@ -90,3 +90,37 @@ fn fail(out: &mut FastDecision, message: &str) -> c_int {
     out.message_len = len as c_int;
     1
 }
+
+/// Writes the RateLimit header's value, `<prefix><remaining>;t=<t_ms in whole seconds, rounded
+/// up>`, into `out` (`cap` bytes): its length, or -1 when it does not fit. Every store's
+/// headers are written by this one function (`resty.slidewin.fast`).
+///
+/// # Safety
+/// `prefix` points to `prefix_len` readable bytes, `out` to `cap` writable ones.
+#[no_mangle]
+pub unsafe extern "C" fn slidewin_rate_value(
+    prefix: *const u8,
+    prefix_len: usize,
+    remaining: f64,
+    t_ms: f64,
+    out: *mut u8,
+    cap: usize,
+) -> c_int {
+    use std::io::Write;
+    // SAFETY: the caller's contract above.
+    let (prefix, out) = unsafe {
+        (
+            std::slice::from_raw_parts(prefix, prefix_len),
+            std::slice::from_raw_parts_mut(out, cap),
+        )
+    };
+    // Whole numbers below 2^53 (counts and milliseconds), exact as doubles.
+    let (remaining, t_ms) = (remaining as u64, t_ms as u64);
+    let mut rest = &mut out[..];
+    let written = rest.write_all(prefix).is_ok()
+        && write!(rest, "{remaining};t={}", t_ms.div_ceil(1000)).is_ok();
+    match written {
+        true => (cap - rest.len()) as c_int,
+        false => -1,
+    }
+}

@@ -1,14 +1,14 @@
--- resty.slidewin.fast: lim:decide through LuaJIT's FFI, for the stores whose limiter lives
--- in the worker (local, shm, zone). A compiled trace calls the C function directly; a method
--- on the Lua C API (lim:decide) makes LuaJIT leave the trace and stitch a new one around each
--- call, which cost a request more than the decision (BENCHMARKS.md, "The access phase").
+-- resty.slidewin.fast: the per-request calls into the slidewin module through LuaJIT's FFI,
+-- which a compiled trace makes directly. A method on the Lua C API (lim:decide) makes LuaJIT
+-- leave the trace and stitch a new one around each call, and a header value built with `..`
+-- is a new Lua string each request: together they cost a request more than the decision
+-- (BENCHMARKS.md, "The access phase").
 --
---   local decide, decider = require("resty.slidewin.fast").decider(lim)
---   decide(decider, key, cost, commit, limits)   -- lim:decide(key, cost, commit, limits)
+--   local decide, decider = fast.decider(lim)
+--   decide(decider, key, cost, commit, limits)   -- answers as lim:decide(key, cost, commit, limits)
+--   fast.rate_header(prefix, remaining, t_ms)    -- RateLimit: <prefix><remaining>;t=<seconds>
 --
--- Same answers and errors as lim:decide. Per-call limits and number keys take lim:decide
--- itself (their conversions live there). Where the FFI cannot load the module's library,
--- decider returns lim:decide and lim.
+-- Per-call limits and number keys take lim:decide itself (their conversions live there).
 
 local ffi = require "ffi"
 
@@ -25,25 +25,27 @@ if not pcall(ffi.typeof, "slidewin_decision_t") then
     } slidewin_decision_t;
     int slidewin_decide(void *block, const char *key, size_t key_len, double cost, int commit,
         slidewin_decision_t *out);
+    int slidewin_rate_value(const char *prefix, size_t prefix_len, double remaining, double t_ms,
+        char *out, size_t cap);
     ]]
 end
 
 -- The library `require "slidewin"` loaded (the same file: dlopen hands back its handle).
 local function library()
     local path = package.searchpath("slidewin", package.cpath)
-    if not path then
-        return nil, "slidewin.so is not on lua_package_cpath"
-    end
-    local ok, lib = pcall(ffi.load, path)
+    local ok, lib = pcall(ffi.load, path or "slidewin")
     if not ok then
-        return nil, lib
+        error("resty.slidewin.fast: cannot load slidewin.so through the FFI (lua_package_cpath): " .. lib)
     end
     return lib
 end
 
 local lib = library()
--- One answer per worker, reused: a call allocates nothing.
+-- One answer and one header buffer per worker, reused: a call allocates nothing.
 local out = ffi.new("slidewin_decision_t")
+local VALUE_ROOM = 48 -- two numbers and ";t="
+local value_cap = 256
+local value = ffi.new("char[?]", value_cap)
 
 local function decide(d, key, cost, commit, limits)
     if limits ~= nil or type(key) ~= "string" then
@@ -64,11 +66,42 @@ local _M = {}
 
 -- The decide function and its first argument for limiter object `lim`.
 function _M.decider(lim)
-    if not lib then
-        return lim.decide, lim
-    end
     -- A cdata pointer: the JIT cannot pass a light userdata as a C argument.
     return decide, { lim = lim, block = ffi.cast("void *", lim:ffi_handle()) }
+end
+
+-- Sets header `name` to the `len` bytes at `value`: straight through ngx_lua's FFI entry (as
+-- declared by resty.core, which ngx.header itself calls), else through ngx.header.
+local set_header
+do
+    local ok, base = pcall(require, "resty.core.base")
+    local declared = ok and pcall(require, "resty.core.response")
+        and pcall(function() return ffi.C.ngx_http_lua_ffi_set_resp_header end)
+    if declared and jit.os ~= "OSX" then -- resty.core calls a wrapper of its own there
+        local C = ffi.C
+        local get_request = base.get_request
+        local errmsg = base.get_errmsg_ptr()
+        set_header = function(name, len)
+            local rc = C.ngx_http_lua_ffi_set_resp_header(get_request(), name, #name, false, value,
+                len, nil, 0, true, errmsg)
+            if rc ~= 0 and rc ~= base.FFI_DECLINED then
+                error("resty.slidewin: cannot set header " .. name .. ": " .. ffi_str(errmsg[0]), 3)
+            end
+        end
+    else
+        set_header = function(name, len)
+            ngx.header[name] = ffi_str(value, len)
+        end
+    end
+end
+
+-- RateLimit: <prefix><remaining>;t=<t_ms in whole seconds, rounded up>, written by the module.
+function _M.rate_header(prefix, remaining, t_ms)
+    local room = #prefix + VALUE_ROOM
+    if room > value_cap then
+        value_cap, value = room, ffi.new("char[?]", room)
+    end
+    set_header("RateLimit", lib.slidewin_rate_value(prefix, #prefix, remaining, t_ms, value, value_cap))
 end
 
 return _M

@@ -8,6 +8,7 @@
 local invalid = require("resty.slidewin.config").invalid
 local now_ms = require("slidewin").now_ms
 local policy = require "resty.slidewin.policy"
+local rate_header = require("resty.slidewin.fast").rate_header
 
 local ceil = math.ceil
 local digits = policy.digits
@@ -43,9 +44,8 @@ end
 -- retry_after_ms is nil unless the request is refused.
 local STYLES = {
     draft = function(sw, _, rate_policy, window, remaining, t_ms, retry_after_ms)
-        local header = ngx.header
-        header["RateLimit-Policy"] = rate_policy
-        header["RateLimit"] = sw.rate_prefixes[window] .. digits(remaining) .. ";t=" .. seconds(t_ms)
+        ngx.header["RateLimit-Policy"] = rate_policy
+        rate_header(sw.rate_prefixes[window], remaining, t_ms)
         retry_after(retry_after_ms)
     end,
     ["x-ratelimit"] = function(sw, opts, _, window, remaining, t_ms, retry_after_ms)
