@@ -53,7 +53,9 @@
 -- (shdict), metrics_dict (a lua_shared_dict for node-wide metrics; default conf.dict; without
 -- one, metrics are per worker), status (429), body, on_store_error ("allow" | "deny": the
 -- answer while the store fails; one error.log line per error_log_interval_ms (10000) per
--- worker), redis and local_refusal_cache (store "redis", see resty.slidewin.store.redis).
+-- worker), redis and local_refusal_cache (store "redis", see resty.slidewin.store.redis),
+-- key_var (an nginx variable's name: sw:enforce() with no key reads it, compiled, through
+-- resty.slidewin.var).
 --
 -- Limits that change: sw:set_limit(limit [, window]) (window: 1-based index or name; default
 -- 1) changes a window's limit for every worker at once (store "redis": for every node within
@@ -66,7 +68,7 @@
 
 local config = require "resty.slidewin.config"
 local fast = require "resty.slidewin.fast"
-local rate_header = fast.rate_header
+local rate_headers = fast.rate_headers
 local metrics = require "resty.slidewin.metrics"
 local policy = require "resty.slidewin.policy"
 local switch = require "resty.slidewin.switch"
@@ -273,8 +275,7 @@ function _M.decide(self, key, cost, commit, opts)
 end
 
 local function set_headers(self, rate_policy, window, remaining, t_ms)
-    ngx.header["RateLimit-Policy"] = rate_policy
-    rate_header(self.rate_prefixes[window], remaining, t_ms)
+    rate_headers(rate_policy, self.rate_prefixes[window], remaining, t_ms)
 end
 
 local function refuse(self)

@@ -6,7 +6,7 @@
 --
 --   local decide, decider = fast.decider(lim)
 --   decide(decider, key, cost, commit, limits)   -- answers as lim:decide(key, cost, commit, limits)
---   fast.rate_header(prefix, remaining, t_ms)    -- RateLimit: <prefix><remaining>;t=<seconds>
+--   fast.rate_headers(rate_policy, prefix, remaining, t_ms)  -- RateLimit-Policy and RateLimit
 --
 -- Per-call limits and number keys take lim:decide itself (their conversions live there).
 
@@ -70,8 +70,9 @@ function _M.decider(lim)
     return decide, { lim = lim, block = ffi.cast("void *", lim:ffi_handle()) }
 end
 
--- Sets header `name` to the `len` bytes at `value`: straight through ngx_lua's FFI entry (as
--- declared by resty.core, which ngx.header itself calls), else through ngx.header.
+-- Sets header `name` to `len` bytes of `data` (a Lua string or a char buffer): straight
+-- through ngx_lua's FFI entry (as declared by resty.core, whose ngx.header calls it too),
+-- else through ngx.header.
 local set_header
 do
     local ok, base = pcall(require, "resty.core.base")
@@ -81,27 +82,33 @@ do
         local C = ffi.C
         local get_request = base.get_request
         local errmsg = base.get_errmsg_ptr()
-        set_header = function(name, len)
-            local rc = C.ngx_http_lua_ffi_set_resp_header(get_request(), name, #name, false, value,
-                len, nil, 0, true, errmsg)
+        set_header = function(name, data, len)
+            local r = get_request()
+            if not r then
+                error("resty.slidewin: no request found to set header " .. name .. " on", 3)
+            end
+            local rc = C.ngx_http_lua_ffi_set_resp_header(r, name, #name, false, data, len, nil, 0,
+                true, errmsg)
             if rc ~= 0 and rc ~= base.FFI_DECLINED then
                 error("resty.slidewin: cannot set header " .. name .. ": " .. ffi_str(errmsg[0]), 3)
             end
         end
     else
-        set_header = function(name, len)
-            ngx.header[name] = ffi_str(value, len)
+        set_header = function(name, data, len)
+            ngx.header[name] = ffi_str(data, len)
         end
     end
 end
 
--- RateLimit: <prefix><remaining>;t=<t_ms in whole seconds, rounded up>, written by the module.
-function _M.rate_header(prefix, remaining, t_ms)
+-- The draft's two headers: RateLimit-Policy `rate_policy`, and RateLimit
+-- <prefix><remaining>;t=<t_ms in whole seconds, rounded up>, its value written by the module.
+function _M.rate_headers(rate_policy, prefix, remaining, t_ms)
+    set_header("RateLimit-Policy", rate_policy, #rate_policy)
     local room = #prefix + VALUE_ROOM
     if room > value_cap then
         value_cap, value = room, ffi.new("char[?]", room)
     end
-    set_header("RateLimit", lib.slidewin_rate_value(prefix, #prefix, remaining, t_ms, value, value_cap))
+    set_header("RateLimit", value, lib.slidewin_rate_value(prefix, #prefix, remaining, t_ms, value, value_cap))
 end
 
 return _M

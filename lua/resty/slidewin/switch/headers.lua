@@ -8,7 +8,7 @@
 local invalid = require("resty.slidewin.config").invalid
 local now_ms = require("slidewin").now_ms
 local policy = require "resty.slidewin.policy"
-local rate_header = require("resty.slidewin.fast").rate_header
+local rate_headers = require("resty.slidewin.fast").rate_headers
 
 local ceil = math.ceil
 local digits = policy.digits
@@ -44,8 +44,7 @@ end
 -- retry_after_ms is nil unless the request is refused.
 local STYLES = {
     draft = function(sw, _, rate_policy, window, remaining, t_ms, retry_after_ms)
-        ngx.header["RateLimit-Policy"] = rate_policy
-        rate_header(sw.rate_prefixes[window], remaining, t_ms)
+        rate_headers(rate_policy, sw.rate_prefixes[window], remaining, t_ms)
         retry_after(retry_after_ms)
     end,
     ["x-ratelimit"] = function(sw, opts, _, window, remaining, t_ms, retry_after_ms)
