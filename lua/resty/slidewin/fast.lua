@@ -82,6 +82,11 @@ do
         local C = ffi.C
         local get_request = base.get_request
         local errmsg = base.get_errmsg_ptr()
+        -- What resty.core says for the codes that leave no message.
+        local WHY = {
+            [base.FFI_NO_REQ_CTX] = "no request ctx found",
+            [base.FFI_BAD_CONTEXT] = "API disabled in the current context",
+        }
         set_header = function(name, data, len)
             local r = get_request()
             if not r then
@@ -89,8 +94,8 @@ do
             end
             local rc = C.ngx_http_lua_ffi_set_resp_header(r, name, #name, false, data, len, nil, 0,
                 true, errmsg)
-            if rc ~= 0 and rc ~= base.FFI_DECLINED then
-                error("resty.slidewin: cannot set header " .. name .. ": " .. ffi_str(errmsg[0]), 3)
+            if rc ~= 0 and rc ~= base.FFI_DECLINED then -- declined: headers already sent
+                error("resty.slidewin: cannot set header " .. name .. ": " .. (WHY[rc] or ffi_str(errmsg[0])), 3)
             end
         end
     else
