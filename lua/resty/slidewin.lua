@@ -55,7 +55,7 @@
 -- answer while the store fails; one error.log line per error_log_interval_ms (10000) per
 -- worker), redis and local_refusal_cache (store "redis", see resty.slidewin.store.redis),
 -- key_var (an nginx variable's name: sw:enforce() with no key reads it, compiled, through
--- resty.slidewin.var).
+-- resty.slidewin.variable).
 --
 -- Limits that change: sw:set_limit(limit [, window]) (window: 1-based index or name; default
 -- 1) changes a window's limit for every worker at once (store "redis": for every node within
@@ -73,7 +73,7 @@ local metrics = require "resty.slidewin.metrics"
 local policy = require "resty.slidewin.policy"
 local switch = require "resty.slidewin.switch"
 local now_ms = require("slidewin").now_ms
-local var_get = require("resty.slidewin.var").get
+local var_get = require("resty.slidewin.variable").get
 
 local format = string.format
 local huge = math.huge
@@ -212,7 +212,7 @@ local function poll_limits(self)
     end
 end
 
--- The call's key: its own, else the value of conf.key_var (read through resty.slidewin.var,
+-- The call's key: its own, else the value of conf.key_var (read through resty.slidewin.variable,
 -- which the JIT compiles where ngx.var runs interpreted).
 local function key_of(self, key, method, level)
     local name = self.conf.key_var

@@ -1,5 +1,6 @@
 //! resty.slidewin and the slidewin module inside real nginx (nginx/test.conf).
 
+use std::os::unix::fs::PermissionsExt;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -220,6 +221,42 @@ fn key_var_keys_by_the_variable_across_workers_and_a_missing_value_is_an_error()
         nginx.get("/byvar?user=erin").status,
         200,
         "the worker keeps serving"
+    );
+}
+
+/// The fast path stays fast: with a location reading `ngx.var` in its chunk (which makes LuaJIT
+/// blacklist resty.core's getter, as in any real config), `enforce` by `key_var` on store
+/// `shm` compiles, and no trace through the layer, the FFI decider or the variable read aborts.
+#[test]
+fn enforce_by_key_var_compiles_into_traces_that_never_abort() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // nginx's workers (user nobody) write the log.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let log = dir.path().join("jit.log");
+    let env = [("SLIDEWIN_JIT_LOG", log.display().to_string())];
+    let nginx = Nginx::start_with_env("test.conf", 1, &env);
+    for i in 0..600 {
+        let status = nginx.get(&format!("/limit/huge?user=u{i}")).status;
+        assert_eq!(status, 200, "ngx.var read in the chunk");
+        assert_eq!(
+            nginx.get(&format!("/byvar?user=u{i}")).status,
+            200,
+            "key_var"
+        );
+    }
+    drop(nginx);
+    let traces = std::fs::read_to_string(&log).expect("jit.v wrote its log");
+    let ours = ["slidewin.lua", "registry.lua", "fast.lua", "variable.lua"];
+    let aborted: Vec<&str> = traces
+        .lines()
+        .filter(|line| line.starts_with("[TRACE ---") && ours.iter().any(|f| line.contains(f)))
+        .collect();
+    assert!(aborted.is_empty(), "aborted traces: {aborted:#?}\n{traces}");
+    assert!(
+        traces
+            .lines()
+            .any(|line| line.contains("registry.lua") && !line.starts_with("[TRACE ---")),
+        "no trace through the registry's enforce: {traces}"
     );
 }
 

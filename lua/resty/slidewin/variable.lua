@@ -1,7 +1,7 @@
--- resty.slidewin.var: an nginx variable's value, read through ngx_lua's own FFI entry in a
+-- resty.slidewin.variable: an nginx variable's value, read through ngx_lua's own FFI entry in a
 -- function LuaJIT compiles.
 --
---   local var = require "resty.slidewin.var"
+--   local var = require "resty.slidewin.variable"
 --   local addr = var.get("remote_addr")      -- like ngx.var.remote_addr; nil when unset
 --
 -- Why not ngx.var: its metamethod ends in a tail call LuaJIT cannot compile ("NYI: return to
@@ -40,7 +40,7 @@ local NGX_OK, NGX_DECLINED = 0, -5
 function _M.get(name)
     local r = get_request()
     if not r then
-        error("resty.slidewin.var: no request found (call it while serving one)", 2)
+        error("resty.slidewin.variable: no request found (call it while serving one)", 2)
     end
     local len = #name
     local rc = C.ngx_http_lua_ffi_var_get(r, name, len, get_string_buf(len), 0, value, value_len,
@@ -53,7 +53,7 @@ function _M.get(name)
     if rc == NGX_DECLINED then
         return nil
     end
-    error("resty.slidewin.var: $" .. name .. ": " .. ffi_str(errmsg[0]), 2)
+    error("resty.slidewin.variable: $" .. name .. ": " .. ffi_str(errmsg[0]), 2)
 end
 
 return _M
