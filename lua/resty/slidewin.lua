@@ -139,7 +139,7 @@ function _M.new(opts)
         polled_at = -huge,
     }, mt)
     if store.lim then
-        -- The limiter's own decide, through the FFI: one Lua call less per request, compiled.
+        -- The limiter's own decide through the FFI, compiled into the caller's trace.
         self.decide_in, self.decider = fast.decider(store.lim)
     end
     self.live = store.lim and store.lim:limits() or configured
