@@ -252,11 +252,13 @@ fn enforce_by_key_var_compiles_into_traces_that_never_abort() {
         .filter(|line| line.starts_with("[TRACE ---") && ours.iter().any(|f| line.contains(f)))
         .collect();
     assert!(aborted.is_empty(), "aborted traces: {aborted:#?}\n{traces}");
+    // Which function roots the traces through enforce varies from run to run (LuaJIT's hot
+    // counters), but some trace starts or ends in our code.
+    let compiled =
+        |line: &str| !line.starts_with("[TRACE ---") && ours.iter().any(|f| line.contains(f));
     assert!(
-        traces
-            .lines()
-            .any(|line| line.contains("registry.lua") && !line.starts_with("[TRACE ---")),
-        "no trace through the registry's enforce: {traces}"
+        traces.lines().any(compiled),
+        "no trace through enforce: {traces}"
     );
 }
 
