@@ -8,11 +8,8 @@
 //! [`FastDecision`] the caller owns; errors as its message, never as a panic or a long jump.
 
 use std::ffi::c_int;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use slidewin::arg;
-
-use crate::object::Block;
+use crate::object::{cost_value, decide_versioned, on_block, Block};
 
 /// The decision as `resty.slidewin.fast` declares it (`slidewin_decision_t`): numbers as
 /// doubles, which LuaJIT reads as plain Lua numbers.
@@ -55,21 +52,12 @@ pub unsafe extern "C" fn slidewin_decide(
     // SAFETY: the block lives while `lim` does (the caller keeps it), and a worker's Lua runs
     // on one thread, so nothing else borrows it during the call.
     let block = unsafe { &mut *block };
-    let decided = catch_unwind(AssertUnwindSafe(|| {
-        let Some(this) = block.as_mut() else {
-            return Err("lim:decide: the limiter was collected (its __gc ran)".to_owned());
-        };
-        let cost = match cost {
-            n if n.is_finite() && n > arg::MAX_EXACT => u64::MAX,
-            n => arg::uint("cost", n).map_err(|e| format!("lim:decide: {e}"))?,
-        };
-        let d = this
-            .decide(key, cost, commit != 0, None)
-            .map_err(|e| format!("lim:decide: {e}"))?;
-        Ok((d, this.limits_version()))
-    }));
+    let decided = on_block(block, "lim:decide", |this| {
+        let cost = cost_value(cost, "lim:decide")?;
+        decide_versioned(this, key, cost, commit != 0, None, "lim:decide")
+    });
     match decided {
-        Ok(Ok((d, version))) => {
+        Ok((d, version)) => {
             out.allowed = d.allowed as c_int;
             out.window = d.window as c_int + 1;
             out.has_retry = d.retry_after_ms.is_some() as c_int;
@@ -79,8 +67,7 @@ pub unsafe extern "C" fn slidewin_decide(
             out.limits_version = version as f64;
             0
         }
-        Ok(Err(message)) => fail(out, &message),
-        Err(_) => fail(out, "lim:decide: internal error"),
+        Err(message) => fail(out, &message),
     }
 }
 

@@ -88,7 +88,20 @@ pub(crate) unsafe fn with_self<T>(
     body: impl FnOnce(&mut LuaLimiter) -> Result<T, String>,
 ) -> T {
     let block = ffi::luaL_checkudata(state, 1, METATABLE.as_ptr()) as *mut Block;
-    let outcome = match &mut *block {
+    match on_block(&mut *block, function, body) {
+        Ok(value) => value,
+        Err(message) => raise(state, message),
+    }
+}
+
+/// Runs `body` on the limiter `block` holds: its error, "collected" once `__gc` ran, or
+/// "internal error" if it panicked (so no panic crosses into Lua).
+pub(crate) fn on_block<T>(
+    block: &mut Block,
+    function: &str,
+    body: impl FnOnce(&mut LuaLimiter) -> Result<T, String>,
+) -> Result<T, String> {
+    match block {
         None => Err(format!(
             "{function}: the limiter was collected (its __gc ran)"
         )),
@@ -96,10 +109,6 @@ pub(crate) unsafe fn with_self<T>(
             Ok(outcome) => outcome,
             Err(_) => Err(format!("{function}: internal error")),
         },
-    };
-    match outcome {
-        Ok(value) => value,
-        Err(message) => raise(state, message),
     }
 }
 
@@ -152,15 +161,20 @@ pub(crate) unsafe fn cost(
 ) -> Result<u64, String> {
     match ffi::lua_type(state, index) {
         ffi::LUA_TNIL | ffi::LUA_TNONE => Ok(1),
-        ffi::LUA_TNUMBER => match ffi::lua_tonumber(state, index) {
-            n if n.is_finite() && n > arg::MAX_EXACT => Ok(u64::MAX),
-            n => arg::uint("cost", n).map_err(|e| format!("{function}: {e}")),
-        },
+        ffi::LUA_TNUMBER => cost_value(ffi::lua_tonumber(state, index), function),
         _ => Err(format!(
             "{function}: cost must be a number, got {}",
             describe(state, index)
         )),
     }
+}
+
+/// A number as a cost (see [`cost`]).
+pub(crate) fn cost_value(n: f64, function: &str) -> Result<u64, String> {
+    if n.is_finite() && n > arg::MAX_EXACT {
+        return Ok(u64::MAX);
+    }
+    arg::uint("cost", n).map_err(|e| format!("{function}: {e}"))
 }
 
 /// A value as messages show it: strings quoted, other types by name.
@@ -239,11 +253,31 @@ unsafe fn decide_at(
             None => None,
         };
         with_key(state, 2, function, |key| {
-            let d = this.decide(key, cost, commit, given.map(|n| &limits[..n]));
-            d.map(|d| (d, this.limits_version()))
-                .map_err(|e| format!("{function}: {e}"))
+            decide_versioned(
+                this,
+                key,
+                cost,
+                commit,
+                given.map(|n| &limits[..n]),
+                function,
+            )
         })
     })
+}
+
+/// `this`'s decision, and the count of limit changes it was made after; errors name
+/// `function`.
+pub(crate) fn decide_versioned(
+    this: &mut LuaLimiter,
+    key: &[u8],
+    cost: u64,
+    commit: bool,
+    limits: Option<&[u64]>,
+    function: &str,
+) -> Result<(Decision, u64), String> {
+    let d = this.decide(key, cost, commit, limits);
+    d.map(|d| (d, this.limits_version()))
+        .map_err(|e| format!("{function}: {e}"))
 }
 
 pub(crate) unsafe fn push_retry(state: *mut lua_State, d: &Decision) {

@@ -81,7 +81,7 @@ function _M.new(opts)
     if not ok then
         return nil, ctl
     end
-    if (opts.max_limit or stats.max_limit) > stats.max_limit then
+    if settings.max_limit > stats.max_limit then
         return nil, "max_limit must be at most the concurrency limit's max_limit ("
             .. stats.max_limit .. "), got " .. tostring(opts.max_limit)
     end
@@ -97,7 +97,7 @@ function _M.new(opts)
     local self = setmetatable({
         name = opts.name, slots = slots, dict = dict, ctl = ctl, prefix = prefix, rate = rate,
         settings = settings,
-        interval_ms = opts.interval_ms or 1000,
+        interval_ms = settings.interval_ms,
         key = {
             ok = prefix .. "ok", loss = prefix .. "loss", backpressure = prefix .. "backpressure",
             bound = prefix .. "bound", leader = prefix .. "leader", last_ms = prefix .. "last_ms",

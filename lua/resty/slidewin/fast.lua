@@ -75,10 +75,11 @@ end
 -- else through ngx.header.
 local set_header
 do
-    local ok, base = pcall(require, "resty.core.base")
-    local declared = ok and pcall(require, "resty.core.response")
-        and pcall(function() return ffi.C.ngx_http_lua_ffi_set_resp_header end)
-    if declared and jit.os ~= "OSX" then -- resty.core calls a wrapper of its own there
+    -- In nginx's http subsystem (as resty.slidewin.variable), where resty.core declares it;
+    -- not on macOS, where resty.core calls a wrapper of its own.
+    if ngx and ngx.config and ngx.config.subsystem == "http" and jit.os ~= "OSX" then
+        local base = require "resty.core.base"
+        require "resty.core.response" -- declares ngx_http_lua_ffi_set_resp_header
         local C = ffi.C
         local get_request = base.get_request
         local errmsg = base.get_errmsg_ptr()
