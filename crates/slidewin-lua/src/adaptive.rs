@@ -121,25 +121,24 @@ pub struct LuaAdaptive(Adaptive);
 
 impl UserData for LuaAdaptive {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        // `update{ ok, loss, backpressure, refused, max_inflight, elapsed_ms, counts }`
+        // `update{ ok, loss, backpressure, refused, at_limit, elapsed_ms, counts }`
         // -> limit, reason, p50_ms, p95_ms, p99_ms (the quantiles nil with no answer).
         methods.add_method_mut("update", |_, this, sample: Table| {
             let counts = histogram(&sample)?;
             let elapsed_ms = count(&sample, "elapsed_ms")?;
-            let q = |p| quantile(&counts, p);
-            let s = Sample {
+            let mut s = Sample {
                 ok: count(&sample, "ok")?,
                 loss: count(&sample, "loss")?,
                 backpressure: count(&sample, "backpressure")?,
                 refused: count(&sample, "refused")?,
-                max_inflight: count(&sample, "max_inflight")?,
-                p50_ms: q(0.5).unwrap_or(0.0),
-                p95_ms: q(0.95).unwrap_or(0.0),
-                p99_ms: q(0.99).unwrap_or(0.0),
+                at_limit: count(&sample, "at_limit")?,
                 elapsed_ms: i64::try_from(elapsed_ms).unwrap_or(i64::MAX),
+                ..Sample::default()
             };
+            s.set_latencies(&counts);
             let limit = this.0.update(&s);
             let reason = reason_name(this.0.reason());
+            let q = |p| quantile(&counts, p);
             Ok((limit, reason, q(0.5), q(0.95), q(0.99)))
         });
         methods.add_method("limit", |_, this, ()| Ok(this.0.limit()));

@@ -2,74 +2,135 @@
 //! the interval's requests showed ([`Sample`]) and gets the next limit.
 //!
 //! The model is the one a FIFO upstream obeys (Little's law): below its knee `K` (the requests
-//! it serves at once) latency stays at the no-load time `base` and goodput grows with the
-//! limit; above it goodput stays at `K / base` and the surplus waits in its queue. So
-//! `K ~ goodput x base`, measured at any load. Each interval, in this order:
+//! it serves at once) a request waits for nothing and takes the no-load time `S`; above it the
+//! surplus waits in a queue and goodput stays at `K / S`. Under overload the limit should sit
+//! just above `K`: all of the goodput, next to no queue. Below capacity it should stay out of
+//! the way: requests wait by chance there too (at 0.95x with exponential service times the
+//! median latency doubles), and no limit can take that wait away without refusing requests
+//! the upstream would have served.
 //!
+//! So the controller first asks **is the upstream overloaded**, and only then looks at latency:
+//! - **Pinned**: the limit held requests back all interval (a third of the admissions took the
+//!   last slot, or a quarter of the arrivals were refused). Arrivals faster than the upstream
+//!   serves pin the limit; a limit that is only touched by a burst is not pinned.
+//! - **Queued**: the interval's mean latency is above the no-load mean by more than
+//!   [`TOLERANCE`] *and* by more than [`SIGNIFICANCE`] standard errors of that mean (the
+//!   interval's own spread over the square root of its answers): a 500 ms interval of a
+//!   jittery upstream moves its mean by 10-20% by chance, which is not a queue.
+//!
+//! Each interval, in this order:
 //! 1. **Loss** (502, 504, timeouts, client gave up) or **backpressure** (upstream 503/429)
 //!    above their own baseline by more than [`LOSS_TOLERANCE`]: the limit goes to the knee
 //!    (10 to 50% down) and does not grow for [`BASE_WINDOW`] intervals while that keeps the
-//!    loss away (an upstream that fails fast shows no queue before it fails). Latency alone misses an upstream that
-//!    fails fast or times out at a steady rate.
-//! 2. **Latency inflated** (p50 above `base x (1 + TOLERANCE)`, or p95 above the optional
-//!    target): the limit goes to the knee `goodput x base` (5 to 50% down at once).
-//! 3. **Bound and no queue** (requests were refused or in flight reached the limit, p50
-//!    within `HEADROOM / 4` of base): the limit grows by [`GROWTH`], so a doubled capacity is
-//!    found in a few intervals.
-//! 4. **Bound with a standing queue** for [`PROBE_EVERY`] intervals: one interval at
-//!    `knee x (1 - HEADROOM / 2)`, so the queue drains and `base` is measured again.
-//! 5. Otherwise the limit holds: an unbound limit never climbs.
+//!    loss away (an upstream that fails fast shows no queue before it fails).
+//! 2. **A probe** is under way (below): it runs its course.
+//! 3. **Pinned and queued** (or over the optional p95 target): the limit goes to
+//!    `goodput x S x (1 + HEADROOM)` at once (5 to 50% down): Little's law's knee, from a
+//!    goodput that only a saturated upstream delivers.
+//! 4. **Pinned, no queue**: the upstream has room, the limit grows by [`GROWTH`].
+//! 5. **Touched, not pinned** (a refusal, or an admission took the last slot): the load is
+//!    under capacity and its bursts reach the limit: it grows by [`GROWTH`], so a limit set
+//!    too low stops refusing within a few intervals.
+//! 6. Otherwise the limit holds: an untouched limit never climbs.
 //!
-//! How the anchors' failure modes are kept away:
-//! - **No baseline creep.** `base` is the lowest p50 of the last [`BASE_WINDOW`] intervals
-//!   (never an average that follows the load), and step 4 makes a queue-free interval at least
-//!   every few intervals while the limit is bound, so the window always holds a true no-load
-//!   time; the limit is derived from it, not grown from itself.
-//! - **Cheap probes.** A probe lowers the limit to just under the knee, where the upstream is
-//!   still fully busy: it costs a few refusals, not goodput (not a drop to a floor).
-//! - **Never stuck at the floor.** When lowering does not help (three lowered intervals in a
-//!   row whose p50, or loss, fell by less than 10%), the latency or loss is not caused by
-//!   the load: its baseline is reset to what is seen now, and the target is set aside for
-//!   [`BASE_WINDOW`] intervals, so a slower upstream or a steady error rate does not pin the
-//!   limit at `min_limit`.
+//! **The no-load time is measured, never inherited.** `S` (its mean and median) comes from
+//! *probes*: intervals in which the limit was below the knee, so nothing waited. A probe
+//! lowers the limit (by half when nothing is known, to `0.75 x knee` otherwise) and checks
+//! that it worked: while goodput stays at the saturated goodput, the limit was still above the
+//! knee and it halves again (draining a queue of any depth in a few intervals); once goodput
+//! falls, the queue is gone, and the next [`MEASURE_INTERVALS`] intervals measure `S`. A
+//! probe runs
+//! - when the limit is pinned and queued while `S` has never been measured (a cold start
+//!   above the knee under overload: the queue the limit let in is never taken for the
+//!   no-load time),
+//! - every [`PROBE_EVERY`] pinned intervals (the upstream may have become faster),
+//! - when three cuts in a row did not bring latency down (it became slower).
+//!
+//! Until the first probe, `S` is a provisional estimate from intervals in which the limit was
+//! not touched; it is used only to tell whether a probe is due.
+//!
+//! How the failure modes are kept away:
+//! - **Healthy traffic is never shed for chance latency**: a cut needs the limit pinned and a
+//!   significant queue; below capacity the limit is not pinned, and when its bursts touch it,
+//!   it grows.
+//! - **A lucky interval cannot drag the baseline down**: `S` is not a minimum over intervals
+//!   (the lowest of thirty noisy medians is a lucky low, and every ordinary interval then
+//!   reads as a queue); it is the weighted mean of the probes' measurements, by their answer
+//!   counts, the older ones at half weight each time.
+//! - **No baseline latches onto a queue**: a probe only measures after goodput showed the
+//!   limit below the knee, and a queue that lasts is probed.
+//! - **No creep**: `S` moves only by probes, not with the load; the limit is derived from it.
+//!
+//! Tested (the core's simulation, `adaptive/sim.rs`) on a FIFO upstream with open-loop
+//! arrivals at even spacing and service times fixed, uniform +-50%, exponential, lognormal
+//! (sigma 0.5 and 1) and bimodal (one request in ten 5x slower), at 0.5x, 0.8x, 0.95x, 2x and
+//! 5x of capacity, from a limit near the knee and from ten times it, with capacity halved
+//! and doubled, a fail-fast upstream and a steady error rate.
 //!
 //! ```
 //! use slidewin::adaptive::{Adaptive, AdaptiveConfig, Sample};
 //! let mut a = Adaptive::new(AdaptiveConfig { initial_limit: 10, ..AdaptiveConfig::default() })?;
-//! // 1 s, 250 answered at 40 ms, 30 refused at the limit: bound, no queue, so it grows.
-//! let s = Sample { ok: 250, refused: 30, p50_ms: 40.0, p95_ms: 41.0, p99_ms: 42.0,
-//!                  elapsed_ms: 1_000, ..Sample::default() };
-//! assert_eq!(a.update(&s), 12);
+//! // 1 s, 250 answered at 40 ms, 30 refused at the limit: touched by a burst, not pinned
+//! // (under capacity), so it grows out of the way: by 40%.
+//! let s = Sample { ok: 250, refused: 30, p50_ms: 40.0, mean_ms: 40.0, p95_ms: 41.0,
+//!                  p99_ms: 42.0, elapsed_ms: 1_000, ..Sample::default() };
+//! assert_eq!(a.update(&s), 14);
 //! # Ok::<(), slidewin::Error>(())
 //! ```
 
 mod histogram;
+#[cfg(test)]
+mod sim;
 mod state;
 mod upstream;
 
-pub use histogram::{bucket_of, bucket_value, quantile, BUCKETS};
+pub use histogram::{bucket_of, bucket_value, mean_and_sd, quantile, BUCKETS};
 pub use state::STATE_WORDS;
 pub use upstream::upstream_time_ms;
 
 use crate::{Error, Value};
-use state::{MinWindow, Streak};
+use state::{Baseline, Measuring, MinWindow, Phase, Streak};
 
-/// Intervals whose lowest p50 (and loss ratio) is the baseline.
+/// Intervals whose lowest loss ratio is the loss baseline; and how long a loss cut holds.
 pub const BASE_WINDOW: usize = 30;
-/// How far p50 may rise above the baseline before the limit drops to the knee.
-pub const TOLERANCE: f64 = 0.25;
-/// The queue the limit tolerates while bound, as a share of the knee.
+/// How far the mean latency may rise above the no-load mean before it counts as a queue.
+pub const TOLERANCE: f64 = 0.1;
+/// Standard errors of the interval's mean the rise must also exceed to count as a queue.
+pub const SIGNIFICANCE: f64 = 2.5;
+/// The queue the limit leaves above the knee, as a share of the knee.
 pub const HEADROOM: f64 = 0.1;
-/// Growth per interval while bound with no queue.
+/// Growth per interval while the limit is touched with no queue.
 pub const GROWTH: f64 = 0.2;
 /// Loss (or backpressure) ratio above its baseline that counts as overload.
 pub const LOSS_TOLERANCE: f64 = 0.02;
-/// Intervals bound with a standing queue before a probe under the knee.
-pub const PROBE_EVERY: u32 = 5;
+/// Pinned intervals between two probes.
+pub const PROBE_EVERY: u32 = 240;
+/// Answers a probe measures the no-load time on, once below the knee (the median of 300
+/// exponential service times is within 6% of the true one, one standard error)...
+pub const MEASURE_ANSWERS: u64 = 300;
+/// ...or intervals, when they come slowly.
+pub const MEASURE_MOST: u64 = 6;
 /// Fewer answered requests in an interval than this carry no signal: the limit holds.
 pub const MIN_SAMPLES: u64 = 5;
-/// Lowered intervals in a row that did not help before a baseline is reset.
+/// Lowered intervals in a row that did not help before a baseline is set aside.
 const STALE_AFTER: u32 = 3;
+/// Admissions at the limit, as a share of those answered, that pin it.
+const PINNED_AT_LIMIT: f64 = 1.0 / 3.0;
+/// Refusals, as a share of the arrivals, that pin it.
+const PINNED_REFUSED: f64 = 0.25;
+/// Refusals, as a share of the arrivals, of a crowd.
+const CROWDED: f64 = 1.0 / 3.0;
+/// Crowded intervals in a row before a first probe.
+const CROWDED_FOR: u32 = 2;
+/// Goodput, as a share of the saturated goodput, below which a drain step reached the knee.
+const DRAINED: f64 = 0.8;
+/// Goodput over a probe's measurement, as a share of the saturated goodput, below which its
+/// limit was under the knee.
+const UNDER_KNEE: f64 = 0.87;
+/// A probe measures at this share of the knee the drain showed.
+const MEASURE_DEPTH: f64 = 0.75;
+/// A periodic probe's limit, as a share of the knee.
+const PROBE_DEPTH: f64 = 0.7;
 
 /// The controller's bounds and pace.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -145,19 +206,31 @@ pub struct Sample {
     pub backpressure: u64,
     /// Requests refused at the limit.
     pub refused: u64,
-    /// The most requests in flight seen at an admission (with the admitted one).
-    pub max_inflight: u64,
+    /// Requests admitted into the last slot (in flight reached the limit with them).
+    pub at_limit: u64,
     /// Latency quantiles of the requests answered well (ms).
     pub p50_ms: f64,
     /// p95 of the same (ms).
     pub p95_ms: f64,
     /// p99 of the same (ms).
     pub p99_ms: f64,
+    /// Mean latency of the same (ms).
+    pub mean_ms: f64,
+    /// Standard deviation of the same (ms).
+    pub sd_ms: f64,
     /// How long the interval was (ms).
     pub elapsed_ms: i64,
 }
 
 impl Sample {
+    /// Sets the latency fields from a histogram of the good answers' latencies (counts by
+    /// [`bucket_of`]); they stay 0 when it counts nothing.
+    pub fn set_latencies(&mut self, counts: &[u64]) {
+        let q = |p| quantile(counts, p).unwrap_or(0.0);
+        (self.p50_ms, self.p95_ms, self.p99_ms) = (q(0.5), q(0.95), q(0.99));
+        (self.mean_ms, self.sd_ms) = mean_and_sd(counts).unwrap_or((0.0, 0.0));
+    }
+
     /// Requests answered well per second.
     pub fn goodput_rps(&self) -> f64 {
         if self.elapsed_ms <= 0 {
@@ -174,21 +247,76 @@ impl Sample {
             all => bad as f64 / all as f64,
         }
     }
+
+    fn answered(&self) -> u64 {
+        self.ok + self.loss + self.backpressure
+    }
+
+    /// The limit held requests back all interval: arrivals came faster than answers.
+    fn pinned(&self) -> bool {
+        self.at_limit as f64 >= PINNED_AT_LIMIT * self.answered() as f64
+            || self.refused_share() >= PINNED_REFUSED
+    }
+
+    /// The loss ratio is above `loss_base` by more than [`LOSS_TOLERANCE`], and by more
+    /// than chance explains for this many answers (one timeout in thirty is not overload).
+    fn lossy_over(&self, loss_base: f64) -> bool {
+        let excess = self.loss_ratio() - loss_base;
+        let edge = (loss_base + LOSS_TOLERANCE).min(1.0);
+        let standard_error = libm::sqrt(edge * (1.0 - edge) / self.answered() as f64);
+        excess > LOSS_TOLERANCE && excess > SIGNIFICANCE * standard_error
+    }
+
+    fn refused_share(&self) -> f64 {
+        self.refused as f64 / (self.answered() + self.refused).max(1) as f64
+    }
+
+    /// A third of the arrivals were refused: 1.5x capacity or more, or a limit far too low.
+    fn crowded(&self) -> bool {
+        self.refused_share() >= CROWDED
+    }
+
+    /// Requests in flight on average (Little's law). A limit touched while this is under
+    /// half of it was reached by a queue still building up, not by the load's bursts.
+    fn busy(&self) -> f64 {
+        self.goodput_rps() * self.mean_ms / 1e3
+    }
+
+    /// The limit stopped or nearly stopped a request.
+    fn touched(&self) -> bool {
+        self.refused > 0 || self.at_limit > 0
+    }
+
+    /// The mean latency is above the no-load mean by more than the tolerance and by more than
+    /// chance explains for this many answers.
+    fn queued_over(&self, base_mean: f64) -> bool {
+        self.significantly_above(base_mean, self.mean_ms)
+    }
+
+    /// The mean latency is below the no-load mean by as much: the upstream got faster.
+    fn faster_than(&self, base_mean: f64) -> bool {
+        self.significantly_above(self.mean_ms, base_mean)
+    }
+
+    fn significantly_above(&self, low: f64, high: f64) -> bool {
+        let standard_error = self.sd_ms / libm::sqrt(self.ok.max(1) as f64);
+        high - low > low.min(high) * TOLERANCE && high - low > SIGNIFICANCE * standard_error
+    }
 }
 
 /// Why the last update moved the limit (or did not).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Reason {
-    /// Too few answered requests to tell; or unbound with no sign of overload.
+    /// Too few answered requests to tell; or untouched with no sign of overload.
     Hold = 0,
     /// Lowered for loss or backpressure above their baseline.
     Loss = 1,
-    /// Lowered to the knee: latency above the baseline or the target.
+    /// Lowered to the knee: pinned with a queue, or latency over the target.
     Latency = 2,
-    /// Raised: bound with no queue.
+    /// Raised: touched with no queue.
     Grow = 3,
-    /// An interval just under the knee, to measure the no-load latency again.
+    /// Under the knee, to measure the no-load latency.
     Probe = 4,
 }
 
@@ -198,12 +326,27 @@ pub enum Reason {
 pub struct Adaptive {
     config: AdaptiveConfig,
     limit: f64,
-    base: MinWindow,
+    /// The no-load latency: measured by probes, or provisional until the first one.
+    base: Baseline,
+    /// Goodput of saturated intervals (requests/s; 0 before one), smoothed.
+    saturated_rps: f64,
+    phase: Phase,
+    /// The limit and mean latency before the last drain step.
+    drained_from: (f64, f64),
+    /// What the probe's intervals under the knee showed so far.
+    measuring: Measuring,
+    /// Pinned intervals in a row.
+    pinned_for: u32,
+    /// Crowded intervals in a row.
+    crowded_for: u32,
     loss_base: MinWindow,
-    queued_for: u32,
     held_for: u32,
     held_loss: f64,
-    latency_stale: Streak,
+    /// Intervals in a row with answers faster than the no-load time.
+    faster_for: u32,
+    /// The limit and mean latency when the cuts in a row began, and the cuts so far.
+    cuts_from: (f64, f64, u32),
+    target_stale: Streak,
     loss_stale: Streak,
     target_off_for: u32,
     reason: Reason,
@@ -216,12 +359,19 @@ impl Adaptive {
         Ok(Self {
             limit: config.initial_limit as f64,
             config,
-            base: MinWindow::default(),
+            base: Baseline::default(),
+            saturated_rps: 0.0,
+            phase: Phase::Steer,
+            drained_from: (0.0, 0.0),
+            measuring: Measuring::default(),
+            pinned_for: 0,
+            crowded_for: 0,
             loss_base: MinWindow::default(),
-            queued_for: 0,
             held_for: 0,
             held_loss: 0.0,
-            latency_stale: Streak::default(),
+            faster_for: 0,
+            cuts_from: (0.0, 0.0, 0),
+            target_stale: Streak::default(),
             loss_stale: Streak::default(),
             target_off_for: 0,
             reason: Reason::Hold,
@@ -238,9 +388,13 @@ impl Adaptive {
         libm::round(self.limit) as u64
     }
 
-    /// The no-load latency (ms): the lowest p50 of the last [`BASE_WINDOW`] intervals.
+    /// The no-load latency's median (ms): measured by probes (the first one's running
+    /// measure while it lasts), provisional before.
     pub fn base_ms(&self) -> Option<f64> {
-        self.base.min()
+        let first = (!self.base.is_measured() && self.phase == Phase::Measure)
+            .then(|| self.measuring.latency().map(|(p50, ..)| p50))
+            .flatten();
+        first.or(self.base.p50())
     }
 
     /// Why the last update did what it did.
@@ -251,52 +405,43 @@ impl Adaptive {
     /// A rate (requests per `window_ms`) that admits about as many requests as the limit
     /// keeps in flight at the no-load latency (Little's law), for a rule's live limit.
     pub fn rate_limit(&self, window_ms: i64) -> Option<u64> {
-        let base = self.base.min()?;
+        let base = self.base.mean()?;
         let rate = self.limit * window_ms as f64 / base.max(1.0);
         Some(libm::ceil(rate).max(1.0) as u64)
     }
 
+    /// The requests the upstream serves at once: saturated goodput x the no-load mean.
+    fn knee(&self) -> Option<f64> {
+        let base = self.base.measured_mean()?;
+        (self.saturated_rps > 0.0).then(|| self.saturated_rps * base / 1e3)
+    }
+
     /// The next limit after an interval that showed `s`.
     pub fn update(&mut self, s: &Sample) -> u64 {
-        let answered = s.ok + s.loss + s.backpressure;
-        if answered < MIN_SAMPLES || s.elapsed_ms <= 0 {
+        if s.answered() < MIN_SAMPLES || s.elapsed_ms <= 0 {
             self.reason = Reason::Hold;
             return self.limit();
         }
+        let (next, reason) = self.decide(s);
+        self.reason = reason;
         let c = self.config;
+        self.limit = next.clamp(c.min_limit as f64, c.max_limit as f64);
+        self.limit()
+    }
+
+    fn decide(&mut self, s: &Sample) -> (f64, Reason) {
+        let limit = self.limit;
         let loss = s.loss_ratio();
         // Against the loss before this interval, so a jump shows (the first interval's
         // baseline is no loss).
-        let excess = loss - self.loss_base.min().unwrap_or(0.0);
+        let loss_base = self.loss_base.min().unwrap_or(0.0);
         self.loss_base.push(loss);
-        if s.ok >= MIN_SAMPLES {
-            self.base.push(s.p50_ms);
-        }
-        let base = self.base.min().unwrap_or(s.p50_ms);
-        let knee = s.goodput_rps() * base / 1e3;
-        let limit = self.limit;
-
-        let mut lossy = excess > LOSS_TOLERANCE;
+        let mut lossy = s.lossy_over(loss_base);
         if self.loss_stale.lowered_in_vain(lossy, loss) {
             self.loss_base.reset(loss);
             self.held_for = 0;
             lossy = false;
         }
-        self.target_off_for = self.target_off_for.saturating_sub(1);
-        let over_target =
-            self.target_off_for == 0 && c.latency_target_ms.is_some_and(|t| s.p95_ms > t);
-        let mut inflated = s.p50_ms > base * (1.0 + TOLERANCE) || over_target;
-        if self
-            .latency_stale
-            .lowered_in_vain(inflated && !lossy, s.p50_ms)
-        {
-            self.base.reset(s.p50_ms);
-            self.target_off_for = BASE_WINDOW as u32;
-            inflated = false;
-        }
-        let bound = s.refused > 0 || s.max_inflight as f64 >= limit - 0.5;
-        let queued = bound && s.p50_ms > base * (1.0 + HEADROOM / 4.0);
-        self.queued_for = if queued { self.queued_for + 1 } else { 0 };
         // The hold lasts while the lowering keeps the loss away.
         let helped = loss < self.held_loss * 0.9;
         self.held_for = if helped {
@@ -304,24 +449,171 @@ impl Adaptive {
         } else {
             0
         };
-
-        let (next, reason) = if lossy {
+        let goodput = s.goodput_rps();
+        let knee_now = |base: f64| goodput * base / 1e3;
+        if lossy {
+            self.phase = Phase::Steer;
             (self.held_for, self.held_loss) = (BASE_WINDOW as u32, loss);
-            (knee.clamp(limit * 0.5, limit * 0.9), Reason::Loss)
-        } else if inflated {
-            (knee.clamp(limit * 0.5, limit * 0.95), Reason::Latency)
-        } else if bound && !queued && self.held_for == 0 {
-            (limit * (1.0 + GROWTH), Reason::Grow)
-        } else if self.queued_for >= PROBE_EVERY {
-            self.queued_for = 0;
-            let under = knee * (1.0 - HEADROOM / 2.0);
-            (under.min(limit), Reason::Probe)
+            let knee = self.base.mean().map_or(limit * 0.75, knee_now);
+            return (knee.clamp(limit * 0.5, limit * 0.9), Reason::Loss);
+        }
+        if let Some(next) = self.probe(s, goodput) {
+            return (next, Reason::Probe);
+        }
+
+        let pinned = s.pinned();
+        if !s.touched() && s.ok >= MIN_SAMPLES {
+            self.base.provisional(s.p50_ms, s.mean_ms, s.ok);
+        }
+        self.target_off_for = self.target_off_for.saturating_sub(1);
+        let over_target =
+            self.target_off_for == 0 && self.config.latency_target_ms.is_some_and(|t| s.p95_ms > t);
+        let queued = pinned && self.base.measured_mean().is_some_and(|b| s.queued_over(b));
+        self.crowded_for = if s.crowded() { self.crowded_for + 1 } else { 0 };
+        self.pinned_for = if pinned { self.pinned_for + 1 } else { 0 };
+        let faster = pinned && self.base.measured_mean().is_some_and(|b| s.faster_than(b));
+        self.faster_for = if faster { self.faster_for + 1 } else { 0 };
+        let cut_in_vain = queued && self.cut_in_vain(limit, s.mean_ms);
+        if !queued {
+            self.cuts_from = (0.0, 0.0, 0);
+        }
+        if self.target_stale.lowered_in_vain(over_target, s.p95_ms) {
+            // Lowering did not bring p95 under the target: it is not the load's doing.
+            self.target_off_for = BASE_WINDOW as u32;
+        }
+        if pinned && (queued || s.crowded() || self.knee().is_some_and(|k| limit >= k)) {
+            self.saturated_rps = match self.saturated_rps {
+                0.0 => goodput,
+                rps => rps + (goodput - rps) * 0.3,
+            };
+        }
+
+        let probe_at = if !self.base.is_measured() {
+            // A crowd that lasts, before the no-load time was ever measured: what the limit
+            // let in is not the no-load time. One burst below capacity does not last.
+            (self.crowded_for >= CROWDED_FOR).then_some(limit * 0.5)
+        } else if cut_in_vain || self.faster_for >= STALE_AFTER {
+            // Cuts that did not shorten the queue, or answers faster than the no-load time:
+            // the upstream is not what it was.
+            Some(limit * PROBE_DEPTH)
+        } else if queued && self.pinned_for >= PROBE_EVERY {
+            // Due, and the limit is to be lowered anyway (not while it grows into capacity).
+            self.knee().map(|knee| knee * PROBE_DEPTH)
+        } else {
+            None
+        };
+        if let Some(to) = probe_at {
+            return (self.start_probe(to, s), Reason::Probe);
+        }
+        let unknown_crowd = s.crowded()
+            && !self.base.is_measured()
+            && self.base.mean().is_none_or(|b| s.queued_over(b));
+        if unknown_crowd {
+            // Growing into a crowd that waits, with no no-load time to tell its queue by,
+            // tells nothing; the probe it may call for is near.
+            (limit, Reason::Hold)
+        } else if over_target || queued {
+            // A queue: the knee from the smoothed saturated goodput, which one interval's
+            // count moves by chance; from this one's when it fell too far for chance (the
+            // capacity dropped), or when only the target was missed.
+            if !queued || goodput < 0.75 * self.saturated_rps {
+                self.saturated_rps = goodput;
+            }
+            let rps = self.saturated_rps;
+            let knee = self.base.mean().map_or(limit * 0.75, |b| rps * b / 1e3);
+            let next = knee * (1.0 + HEADROOM);
+            (next.clamp(limit * 0.5, limit * 0.95), Reason::Latency)
+        } else if s.touched() && self.held_for == 0 && s.busy() >= 0.5 * limit {
+            // Not pinned, the load is under capacity: out of its way at once.
+            let growth = if pinned { GROWTH } else { 2.0 * GROWTH };
+            (limit * (1.0 + growth), Reason::Grow)
         } else {
             (limit, Reason::Hold)
-        };
-        self.reason = reason;
-        self.limit = next.clamp(c.min_limit as f64, c.max_limit as f64);
-        self.limit()
+        }
+    }
+
+    /// Whether [`STALE_AFTER`] queued intervals in a row or more cut the limit by 30% without
+    /// the mean latency falling by 10%: above the knee a pinned limit's latency follows the limit down;
+    /// a queue that stays when the limit goes is not the limit's.
+    fn cut_in_vain(&mut self, limit: f64, mean_ms: f64) -> bool {
+        let (from_limit, from_mean, cuts) = self.cuts_from;
+        if cuts == 0 || mean_ms < from_mean * 0.9 {
+            self.cuts_from = (limit, mean_ms, 1);
+            return false;
+        }
+        self.cuts_from.2 += 1;
+        // An interval's answers were admitted before its cut: give the cuts time to show.
+        cuts + 1 >= STALE_AFTER && limit <= from_limit * 0.7
+    }
+
+    /// Lowers the limit to `to` to find the no-load time under the knee.
+    fn start_probe(&mut self, to: f64, s: &Sample) -> f64 {
+        if self.saturated_rps == 0.0 {
+            self.saturated_rps = s.goodput_rps();
+        }
+        self.pinned_for = 0;
+        self.crowded_for = 0;
+        self.faster_for = 0;
+        self.cuts_from = (0.0, 0.0, 0);
+        self.phase = Phase::Drain;
+        self.drained_from = (self.limit, s.mean_ms);
+        to.min(self.limit)
+    }
+
+    /// A probe's next step, or `None` when none is under way.
+    fn probe(&mut self, s: &Sample, goodput: f64) -> Option<f64> {
+        match self.phase {
+            Phase::Steer => None,
+            Phase::Drain if self.still_above_knee(s, goodput, DRAINED) => Some(self.drain_step(s)),
+            Phase::Drain => {
+                // Under the knee now: measure a little under the knee this interval's median
+                // implies (its mean may still hold answers from the queue), for answers
+                // enough and little goodput lost.
+                self.phase = Phase::Measure;
+                self.measuring = Measuring::default();
+                let knee = self.saturated_rps * s.p50_ms / 1e3;
+                Some((MEASURE_DEPTH * knee).clamp(self.limit, self.drained_from.0))
+            }
+            Phase::Measure => {
+                self.measuring.add(s, goodput);
+                let m = self.measuring;
+                if m.answers() < MEASURE_ANSWERS && m.intervals() < MEASURE_MOST {
+                    return Some(self.limit);
+                }
+                if self.still_above_knee(s, m.goodput(), UNDER_KNEE) {
+                    // Little's law: a limit under the knee delivers less than saturated
+                    // goodput. This one did not, so what it measured may hold a queue: again,
+                    // a step lower.
+                    self.measuring = Measuring::default();
+                    return Some(self.limit * MEASURE_DEPTH);
+                }
+                self.phase = Phase::Steer;
+                if let Some((p50, mean, n)) = m.latency() {
+                    self.base.measure(p50, mean, n);
+                }
+                Some(match self.knee() {
+                    Some(knee) => knee * (1.0 + HEADROOM),
+                    None => self.limit,
+                })
+            }
+        }
+    }
+
+    /// Halves the limit (a probe that is not under the knee yet).
+    fn drain_step(&mut self, s: &Sample) -> f64 {
+        self.drained_from = (self.limit, s.mean_ms);
+        self.limit * 0.5
+    }
+
+    /// Whether a probe's limit may still be above the knee: it is pinned, and either the
+    /// upstream still delivers `share` of its saturated goodput or this interval's answers
+    /// mostly waited in the queue from before the last step (their latency says nothing of
+    /// the new limit yet).
+    fn still_above_knee(&self, s: &Sample, goodput: f64, share: f64) -> bool {
+        let lagging = self.drained_from.1 > self.config.interval_ms as f64 / 2.0;
+        s.pinned()
+            && self.limit > self.config.min_limit as f64
+            && (lagging || goodput >= share * self.saturated_rps)
     }
 }
 

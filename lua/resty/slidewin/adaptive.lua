@@ -212,8 +212,8 @@ function _M.tick(self)
         ok = ok, loss = take(dict, key.loss), backpressure = take(dict, key.backpressure),
         refused = stats.refused - refused_before, elapsed_ms = now - last, counts = counts,
     }
-    -- Admissions at the limit: in flight reached it (the count of slots seen is not kept).
-    sample.max_inflight = take(dict, key.bound) > 0 and stats.limit or 0
+    -- Admissions into the last slot: how many the limit nearly refused (pinned when many).
+    sample.at_limit = take(dict, key.bound)
     local state = dict:get(key.state)
     -- A state another version of slidewin wrote (the dict outlives a binary upgrade) is
     -- refused: a fresh controller starts at the live limit, and its state replaces it.

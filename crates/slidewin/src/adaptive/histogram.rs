@@ -33,31 +33,61 @@ pub fn bucket_of(ms: u64) -> usize {
 
 /// The latency a bucket stands for: its value when exact, else its middle.
 pub fn bucket_value(bucket: usize) -> f64 {
+    let (lower, width) = bucket_bounds(bucket);
+    lower as f64 + (width as f64 - 1.0) / 2.0
+}
+
+/// A bucket's lowest latency and how many milliseconds it holds.
+fn bucket_bounds(bucket: usize) -> (u64, u64) {
     let b = bucket as u64;
     if b < EXACT {
-        return b as f64;
+        return (b, 1);
     }
     let (power, sub) = ((b - EXACT) / SUB + 4, (b - EXACT) % SUB);
     let width = 1u64 << (power - 3);
-    ((SUB + sub) * width) as f64 + (width as f64 - 1.0) / 2.0
+    ((SUB + sub) * width, width)
 }
 
-/// The `q` quantile (0..=1) of the counts: the value of the bucket holding the request at
-/// rank `ceil(q x total)`; `None` when they count nothing.
+/// The `q` quantile (0..=1) of the counts: the request at rank `ceil(q x total)`, placed
+/// within its bucket by its rank there (as if the bucket's requests were spread evenly over
+/// it; exact buckets and the open last one give their value); `None` when they count nothing.
 pub fn quantile(counts: &[u64], q: f64) -> Option<f64> {
     let total: u64 = counts.iter().sum();
     if total == 0 {
         return None;
     }
     let rank = (libm::ceil(q.clamp(0.0, 1.0) * total as f64) as u64).max(1);
-    let mut seen = 0;
-    counts
-        .iter()
-        .position(|&n| {
-            seen += n;
-            seen >= rank
-        })
-        .map(bucket_value)
+    let mut before = 0;
+    for (bucket, &n) in counts.iter().enumerate() {
+        if before + n >= rank {
+            let (lower, width) = bucket_bounds(bucket);
+            if width == 1 || bucket == BUCKETS - 1 {
+                return Some(bucket_value(bucket));
+            }
+            let within = (rank - before) as f64 - 0.5;
+            return Some(lower as f64 + width as f64 * within / n as f64);
+        }
+        before += n;
+    }
+    None
+}
+
+/// The mean and standard deviation of the counts (each bucket at its value); `None` when
+/// they count nothing.
+pub fn mean_and_sd(counts: &[u64]) -> Option<(f64, f64)> {
+    let total: u64 = counts.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let (mut sum, mut squares) = (0.0, 0.0);
+    for (bucket, &n) in counts.iter().enumerate().filter(|(_, &n)| n > 0) {
+        let v = bucket_value(bucket);
+        sum += v * n as f64;
+        squares += v * v * n as f64;
+    }
+    let n = total as f64;
+    let mean = sum / n;
+    Some((mean, libm::sqrt((squares / n - mean * mean).max(0.0))))
 }
 
 #[cfg(test)]
@@ -77,5 +107,14 @@ mod tests {
             }
         }
         assert_eq!(bucket_of(u64::MAX), BUCKETS - 1);
+    }
+
+    #[test]
+    fn mean_and_sd_of_exact_buckets() {
+        let mut counts = [0u64; BUCKETS];
+        counts[bucket_of(4)] += 2;
+        counts[bucket_of(8)] += 2;
+        assert_eq!(mean_and_sd(&counts), Some((6.0, 2.0)));
+        assert_eq!(mean_and_sd(&[0; BUCKETS]), None);
     }
 }

@@ -74,9 +74,124 @@ impl Streak {
     }
 }
 
-/// Words of [`Adaptive::to_words`]: the limit, the two windows (values, len, next), the
-/// counters and the loss held at, the two streaks and the reason.
-pub const STATE_WORDS: usize = 1 + 2 * (BASE_WINDOW + 2) + 4 + 2 * 2 + 1;
+/// The no-load latency (median and mean, ms): a mean of measurements weighted by their answer
+/// counts, the older ones at three quarters of their weight at each new one, so a lucky
+/// measure moves it by its share only.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(super) struct Baseline {
+    p50: f64,
+    mean: f64,
+    weight: f64,
+    /// Whether a probe measured it (else it is provisional, or empty with no weight).
+    measured: bool,
+}
+
+impl Baseline {
+    pub(super) fn p50(&self) -> Option<f64> {
+        (self.weight > 0.0).then_some(self.p50)
+    }
+
+    pub(super) fn mean(&self) -> Option<f64> {
+        (self.weight > 0.0).then_some(self.mean)
+    }
+
+    pub(super) fn measured_mean(&self) -> Option<f64> {
+        self.mean().filter(|_| self.measured)
+    }
+
+    pub(super) fn is_measured(&self) -> bool {
+        self.measured
+    }
+
+    /// A probe's measure, under the knee: `n` answers of this median and mean. One that
+    /// differs from the baseline by more than a quarter replaces it: the upstream changed.
+    pub(super) fn measure(&mut self, p50: f64, mean: f64, n: u64) {
+        if !self.measured || (mean - self.mean).abs() > self.mean * 0.25 {
+            *self = Self {
+                measured: true,
+                ..Self::default()
+            };
+        }
+        self.add(p50, mean, n);
+    }
+
+    /// An interval the limit did not touch: counted until the first probe measures.
+    pub(super) fn provisional(&mut self, p50: f64, mean: f64, n: u64) {
+        if !self.measured {
+            self.add(p50, mean, n);
+        }
+    }
+
+    fn add(&mut self, p50: f64, mean: f64, n: u64) {
+        if !(p50.is_finite() && mean.is_finite() && p50 > 0.0 && mean > 0.0) {
+            return;
+        }
+        self.weight = self.weight * 0.75 + n as f64;
+        let share = n as f64 / self.weight;
+        self.p50 += (p50 - self.p50) * share;
+        self.mean += (mean - self.mean) * share;
+    }
+}
+
+/// Sums over a probe's measuring intervals: median x answers, mean x answers, answers, and
+/// goodput (requests/s) x intervals.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(super) struct Measuring {
+    p50_sum: f64,
+    mean_sum: f64,
+    answers: f64,
+    goodput_sum: f64,
+    intervals: f64,
+}
+
+impl Measuring {
+    pub(super) fn add(&mut self, s: &super::Sample, goodput: f64) {
+        self.goodput_sum += goodput;
+        self.intervals += 1.0;
+        if s.ok >= super::MIN_SAMPLES {
+            let n = s.ok as f64;
+            self.p50_sum += s.p50_ms * n;
+            self.mean_sum += s.mean_ms * n;
+            self.answers += n;
+        }
+    }
+
+    pub(super) fn answers(&self) -> u64 {
+        self.answers as u64
+    }
+
+    pub(super) fn intervals(&self) -> u64 {
+        self.intervals as u64
+    }
+
+    pub(super) fn goodput(&self) -> f64 {
+        self.goodput_sum / self.intervals.max(1.0)
+    }
+
+    /// The median and mean latency weighted by answers, and the answers.
+    pub(super) fn latency(&self) -> Option<(f64, f64, u64)> {
+        let n = self.answers;
+        (n > 0.0).then(|| (self.p50_sum / n, self.mean_sum / n, n as u64))
+    }
+}
+
+/// Where a probe is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Phase {
+    /// No probe: the limit follows the signals.
+    Steer,
+    /// Lowered, halving while goodput shows the upstream still saturated.
+    Drain,
+    /// Under the knee: measuring the no-load time.
+    Measure,
+}
+
+/// Words of [`Adaptive::to_words`]: the limit, the baseline (4), the saturated goodput, the
+/// phase, where the drain stepped from (2), the measuring sums (5), the pinned, crowded
+/// and faster counts, where the cuts began (3), the loss window (values, len, next), the hold (2), the two
+/// streaks (2 each), the target's pause and the reason.
+pub const STATE_WORDS: usize =
+    1 + 4 + 1 + 1 + 2 + 5 + 3 + 3 + (BASE_WINDOW + 2) + 2 + 2 * 2 + 1 + 1;
 
 impl Adaptive {
     /// The state as words (floats as their bits).
@@ -85,19 +200,40 @@ impl Adaptive {
         let mut put = out.iter_mut();
         let mut word = |v: u64| *put.next().expect("STATE_WORDS fits the state") = v;
         word(self.limit.to_bits());
-        for w in [&self.base, &self.loss_base] {
-            w.values.iter().for_each(|v| word(v.to_bits()));
-            word(w.len as u64);
-            word(w.next as u64);
-        }
-        word(self.queued_for.into());
+        let b = self.base;
+        [b.p50, b.mean, b.weight]
+            .iter()
+            .for_each(|v| word(v.to_bits()));
+        word(b.measured.into());
+        word(self.saturated_rps.to_bits());
+        word(match self.phase {
+            Phase::Steer => 0,
+            Phase::Drain => 1,
+            Phase::Measure => 2,
+        });
+        word(self.drained_from.0.to_bits());
+        word(self.drained_from.1.to_bits());
+        let m = self.measuring;
+        [m.p50_sum, m.mean_sum, m.answers, m.goodput_sum, m.intervals]
+            .iter()
+            .for_each(|v| word(v.to_bits()));
+        word(self.pinned_for.into());
+        word(self.crowded_for.into());
+        word(self.faster_for.into());
+        word(self.cuts_from.0.to_bits());
+        word(self.cuts_from.1.to_bits());
+        word(self.cuts_from.2.into());
+        let w = &self.loss_base;
+        w.values.iter().for_each(|v| word(v.to_bits()));
+        word(w.len as u64);
+        word(w.next as u64);
         word(self.held_for.into());
         word(self.held_loss.to_bits());
-        word(self.target_off_for.into());
-        for s in [self.latency_stale, self.loss_stale] {
+        for s in [self.target_stale, self.loss_stale] {
             word(s.count.into());
             word(s.start.to_bits());
         }
+        word(self.target_off_for.into());
         word(self.reason as u64);
         out
     }
@@ -118,29 +254,53 @@ impl Adaptive {
         let mut word = || at.next().unwrap_or(0);
         let finite = |w: u64| {
             Some(f64::from_bits(w))
-                .filter(|v| v.is_finite())
+                .filter(|v| v.is_finite() && *v >= 0.0)
                 .unwrap_or(0.0)
         };
         let count = |w: u64| u32::try_from(w).unwrap_or(u32::MAX);
         let c = fresh.config;
         let limit = finite(word()).clamp(c.min_limit as f64, c.max_limit as f64);
-        let mut windows = [MinWindow::default(), MinWindow::default()];
-        for w in &mut windows {
-            w.values.iter_mut().for_each(|v| *v = finite(word()));
-            w.len = (word() as usize).min(BASE_WINDOW);
-            w.next = word() as usize % BASE_WINDOW;
-        }
-        let [base, loss_base] = windows;
-        let queued_for = count(word());
+        let (p50, mean, weight) = (finite(word()), finite(word()), finite(word()));
+        let base = Baseline {
+            p50,
+            mean,
+            weight,
+            measured: word() == 1,
+        };
+        let saturated_rps = finite(word());
+        let phase = match word() {
+            1 => Phase::Drain,
+            2 => Phase::Measure,
+            _ => Phase::Steer,
+        };
+        let drained_from = (finite(word()), finite(word()));
+        let measuring = Measuring {
+            p50_sum: finite(word()),
+            mean_sum: finite(word()),
+            answers: finite(word()),
+            goodput_sum: finite(word()),
+            intervals: finite(word()),
+        };
+        let pinned_for = count(word());
+        let crowded_for = count(word());
+        let faster_for = count(word());
+        let cuts_from = (finite(word()), finite(word()), count(word()));
+        let mut loss_base = MinWindow::default();
+        loss_base
+            .values
+            .iter_mut()
+            .for_each(|v| *v = finite(word()));
+        loss_base.len = (word() as usize).min(BASE_WINDOW);
+        loss_base.next = word() as usize % BASE_WINDOW;
         let held_for = count(word());
         let held_loss = finite(word());
-        let target_off_for = count(word());
         let mut streaks = [Streak::default(); 2];
         for s in &mut streaks {
             s.count = count(word());
             s.start = finite(word());
         }
-        let [latency_stale, loss_stale] = streaks;
+        let [target_stale, loss_stale] = streaks;
+        let target_off_for = count(word());
         let reason = match word() {
             1 => Reason::Loss,
             2 => Reason::Latency,
@@ -152,11 +312,18 @@ impl Adaptive {
             config: c,
             limit,
             base,
+            saturated_rps,
+            phase,
+            drained_from,
+            measuring,
+            pinned_for,
+            crowded_for,
+            faster_for,
+            cuts_from,
             loss_base,
-            queued_for,
             held_for,
             held_loss,
-            latency_stale,
+            target_stale,
             loss_stale,
             target_off_for,
             reason,
