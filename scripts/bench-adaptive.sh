@@ -14,7 +14,9 @@
 #   jitter                 offered 0.8x, service times uniform in S x [0.5, 1.5]
 #   sustained              offered 3x for 180 s (not in the default list)
 # env: C (8), S_MS (40), RUN_SECONDS (30), TIMEOUT_MS (1000), CLIENTS (256), WORKERS (2),
-#      PORT (18610), UPSTREAM_PORT (18611), VARIANTS (every one)
+#      PORT (18610), UPSTREAM_PORT (18611), VARIANTS (every one), REPEAT (1: runs of each)
+# The adaptive limiter runs README's config (a limit of 16 to start, min 2, 500 ms intervals),
+# from a cold start in every run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SCENARIOS=("$@")
@@ -59,6 +61,12 @@ drain() {
   echo "upstream not drained after 180 s: $state" >&2
 }
 
+# A fresh controller at README's starting limit: its state and counts out of the dict, the
+# limit back to 16 (what a restarted nginx with a new dict does).
+cold_start() {
+  curl -sf -X POST "127.0.0.1:$FRONT_PORT/adaptive/reset" >/dev/null
+}
+
 # run SCENARIO NAME PATH METRIC RATE SECONDS MEASURE JITTER REFERENCE [--at ...]: one run, its
 # summary appended to $results as "scenario name reference=... from=... offered=...".
 results=$(mktemp)
@@ -100,19 +108,22 @@ for scenario in "${SCENARIOS[@]}"; do
   for variant in "${ALL_VARIANTS[@]}"; do
     read -r name path metric <<<"$variant"
     if [ -n "${VARIANTS:-}" ] && ! grep -qw -- "$name" <<<"$VARIANTS"; then continue; fi
-    run "$scenario" "$name" "$path" "$metric" "$rate" "$seconds" "$measure" "$jitter" "$reference" "${at[@]}"
+    for _ in $(seq "${REPEAT:-1}"); do
+      [ "$name" = adaptive ] && cold_start
+      run "$scenario" "$name" "$path" "$metric" "$rate" "$seconds" "$measure" "$jitter" "$reference" "${at[@]}"
+    done
   done
 done
 
 echo
 echo "== results: goodput over the reference capacity, admitted p99 over the no-load p99 ($base_p99 ms)"
-echo "| scenario | variant | seconds | offered/s | admitted/s | goodput/s | goodput / capacity | p99 ms | p99 / no-load | refused | limit (min–max) |"
+echo "| scenario | variant | seconds | offered/s | admitted/s | goodput/s | goodput / capacity | p99 ms | p99 / no-load | refused | limit (min–max, mean) |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 awk -v base="$base_p99" '$1 != "noload" {
   for (i = 3; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
   ratio = (v["p99"] == "-") ? "-" : sprintf("%.2f", v["p99"] / base)
-  printf "| %s | %s | %s–%s | %s | %s | %s | %.2f | %s | %s | %.3f%% | %s–%s |\n",
+  printf "| %s | %s | %s–%s | %s | %s | %s | %.2f | %s | %s | %.3f%% | %s–%s, %s |\n",
     $1, $2, v["from"], v["to"], v["offered"], v["admitted"], v["goodput"], v["goodput"] / v["reference"],
-    v["p99"], ratio, 100 * v["refused_ratio"], v["limit_min"], v["limit_max"]
+    v["p99"], ratio, 100 * v["refused_ratio"], v["limit_min"], v["limit_max"], v["limit_mean"]
 }' "$results"
 rm -f "$results" "$results.run"

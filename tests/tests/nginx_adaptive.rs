@@ -59,7 +59,10 @@ fn an_interval_of_log_phase_signals_moves_the_limit() {
     }
     let (limit, reason, p50, refused, rate) = fields(&tick(&nginx));
     assert_eq!((limit, reason.as_str(), refused), (4, "hold", 0));
-    assert_eq!(p50, 199.0, "the 4th of 8 answers in the bucket of 192..208 ms");
+    assert_eq!(
+        p50, 199.0,
+        "the 4th of 8 answers in the bucket of 192..208 ms"
+    );
     // The rate limiter: 4 in flight at 199.5 ms let 20.05 through a second.
     assert_eq!(rate, 21);
 

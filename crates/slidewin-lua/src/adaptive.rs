@@ -121,7 +121,7 @@ pub struct LuaAdaptive(Adaptive);
 
 impl UserData for LuaAdaptive {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        // `update{ ok, loss, backpressure, refused, at_limit, elapsed_ms, counts }`
+        // `update{ ok, loss, backpressure, refused, admitted, at_limit, elapsed_ms, counts }`
         // -> limit, reason, p50_ms, p95_ms, p99_ms (the quantiles nil with no answer).
         methods.add_method_mut("update", |_, this, sample: Table| {
             let counts = histogram(&sample)?;
@@ -131,6 +131,7 @@ impl UserData for LuaAdaptive {
                 loss: count(&sample, "loss")?,
                 backpressure: count(&sample, "backpressure")?,
                 refused: count(&sample, "refused")?,
+                admitted: count(&sample, "admitted")?,
                 at_limit: count(&sample, "at_limit")?,
                 elapsed_ms: i64::try_from(elapsed_ms).unwrap_or(i64::MAX),
                 ..Sample::default()

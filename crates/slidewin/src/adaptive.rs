@@ -105,11 +105,11 @@ pub const GROWTH: f64 = 0.2;
 pub const LOSS_TOLERANCE: f64 = 0.02;
 /// Pinned intervals between two probes.
 pub const PROBE_EVERY: u32 = 240;
-/// Answers a probe measures the no-load time on, once below the knee (the median of 300
-/// exponential service times is within 6% of the true one, one standard error)...
-pub const MEASURE_ANSWERS: u64 = 300;
+/// Answers a probe measures the no-load time on, once below the knee (the median of 200
+/// exponential service times is within 7% of the true one, one standard error)...
+pub const MEASURE_ANSWERS: u64 = 200;
 /// ...or intervals, when they come slowly.
-pub const MEASURE_MOST: u64 = 6;
+pub const MEASURE_MOST: u64 = 4;
 /// Fewer answered requests in an interval than this carry no signal: the limit holds.
 pub const MIN_SAMPLES: u64 = 5;
 /// Lowered intervals in a row that did not help before a baseline is set aside.
@@ -126,7 +126,7 @@ const CROWDED_FOR: u32 = 2;
 const DRAINED: f64 = 0.8;
 /// Goodput over a probe's measurement, as a share of the saturated goodput, below which its
 /// limit was under the knee.
-const UNDER_KNEE: f64 = 0.87;
+const UNDER_KNEE: f64 = 0.95;
 /// A probe measures at this share of the knee the drain showed.
 const MEASURE_DEPTH: f64 = 0.75;
 /// A periodic probe's limit, as a share of the knee.
@@ -206,6 +206,8 @@ pub struct Sample {
     pub backpressure: u64,
     /// Requests refused at the limit.
     pub refused: u64,
+    /// Requests admitted (0: not counted).
+    pub admitted: u64,
     /// Requests admitted into the last slot (in flight reached the limit with them).
     pub at_limit: u64,
     /// Latency quantiles of the requests answered well (ms).
@@ -280,6 +282,13 @@ impl Sample {
     /// half of it was reached by a queue still building up, not by the load's bursts.
     fn busy(&self) -> f64 {
         self.goodput_rps() * self.mean_ms / 1e3
+    }
+
+    /// More were admitted than answered, by more than chance: the queue is filling up (a
+    /// limit it reached is no burst's).
+    fn filling(&self) -> bool {
+        let answered = self.answered() as f64;
+        self.admitted as f64 - answered > SIGNIFICANCE * libm::sqrt(answered.max(1.0))
     }
 
     /// The limit stopped or nearly stopped a request.
@@ -482,10 +491,7 @@ impl Adaptive {
             self.target_off_for = BASE_WINDOW as u32;
         }
         if pinned && (queued || s.crowded() || self.knee().is_some_and(|k| limit >= k)) {
-            self.saturated_rps = match self.saturated_rps {
-                0.0 => goodput,
-                rps => rps + (goodput - rps) * 0.3,
-            };
+            self.saturated(goodput);
         }
 
         let probe_at = if !self.base.is_measured() {
@@ -523,7 +529,7 @@ impl Adaptive {
             let knee = self.base.mean().map_or(limit * 0.75, |b| rps * b / 1e3);
             let next = knee * (1.0 + HEADROOM);
             (next.clamp(limit * 0.5, limit * 0.95), Reason::Latency)
-        } else if s.touched() && self.held_for == 0 && s.busy() >= 0.5 * limit {
+        } else if s.touched() && self.held_for == 0 && !s.filling() {
             // Not pinned, the load is under capacity: out of its way at once.
             let growth = if pinned { GROWTH } else { 2.0 * GROWTH };
             (limit * (1.0 + growth), Reason::Grow)
@@ -564,11 +570,14 @@ impl Adaptive {
     fn probe(&mut self, s: &Sample, goodput: f64) -> Option<f64> {
         match self.phase {
             Phase::Steer => None,
-            Phase::Drain if self.still_above_knee(s, goodput, DRAINED) => Some(self.drain_step(s)),
+            Phase::Drain if self.still_above_knee(s, goodput, DRAINED) => {
+                self.saturated(goodput);
+                Some(self.drain_step(s))
+            }
             Phase::Drain => {
                 // Under the knee now: measure a little under the knee this interval's median
-                // implies (its mean may still hold answers from the queue), for answers
-                // enough and little goodput lost.
+                // implies (its mean may still hold answers that waited in the queue), for
+                // answers enough and little goodput lost.
                 self.phase = Phase::Measure;
                 self.measuring = Measuring::default();
                 let knee = self.saturated_rps * s.p50_ms / 1e3;
@@ -597,6 +606,14 @@ impl Adaptive {
                 })
             }
         }
+    }
+
+    /// Smooths in the goodput of an interval the upstream was saturated in.
+    fn saturated(&mut self, goodput: f64) {
+        self.saturated_rps = match self.saturated_rps {
+            0.0 => goodput,
+            rps => rps + (goodput - rps) * 0.3,
+        };
     }
 
     /// Halves the limit (a probe that is not under the knee yet).

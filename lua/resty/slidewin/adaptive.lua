@@ -26,8 +26,8 @@ local live_limit = require "resty.slidewin.live_limit"
 local controllers = require("resty.slidewin.controllers").new("adaptive limit")
 
 local ngx = ngx
-local pcall, type, tostring, tonumber, setmetatable, getmetatable, ipairs =
-    pcall, type, tostring, tonumber, setmetatable, getmetatable, ipairs
+local pcall, type, tostring, tonumber, setmetatable, getmetatable, ipairs, pairs =
+    pcall, type, tostring, tonumber, setmetatable, getmetatable, ipairs, pairs
 local now_ms, upstream_time_ms, latency_bucket = slidewin.now_ms, slidewin.upstream_time_ms,
     slidewin.latency_bucket
 local BUCKETS = slidewin.latency_buckets
@@ -102,6 +102,7 @@ function _M.new(opts)
             ok = prefix .. "ok", loss = prefix .. "loss", backpressure = prefix .. "backpressure",
             bound = prefix .. "bound", leader = prefix .. "leader", last_ms = prefix .. "last_ms",
             state = prefix .. "state", refused = prefix .. "refused", stats = prefix .. "stats",
+            admitted = prefix .. "admitted",
         },
         buckets = {},
     }, mt)
@@ -191,6 +192,25 @@ local function lead(self)
     return false
 end
 
+-- A controller with the settings, starting at `limit` (within its bounds).
+local function fresh(self, limit)
+    local s = self.settings
+    local start = {}
+    for k, v in pairs(s) do
+        start[k] = v
+    end
+    start.initial_limit = math.min(s.max_limit, math.max(s.min_limit, limit))
+    return slidewin.adaptive(start)
+end
+
+-- Starts the controller afresh (as a new nginx with an empty dict would): the limit back to
+-- initial_limit, what it learned of the upstream forgotten. For an upstream replaced by a
+-- different one; any worker can call it.
+function _M.reset(self)
+    self.dict:delete(self.key.state)
+    self.slots:set_limit(self.settings.initial_limit)
+end
+
 -- One interval: the leader's update. Returns the new limit, or nil when another worker leads.
 function _M.tick(self)
     if not lead(self) then
@@ -204,24 +224,30 @@ function _M.tick(self)
     for i = 1, BUCKETS do
         counts[i] = take(dict, self.buckets[i])
     end
+    -- Refusals and admissions since the last interval, from the concurrency region's totals.
     local stats = self.slots:stats()
     local refused_before = dict:get(key.refused) or stats.refused
+    local admitted_before = dict:get(key.admitted) or stats.admitted
     dict:set(key.refused, stats.refused)
+    dict:set(key.admitted, stats.admitted)
     local ok = take(dict, key.ok)
     local sample = {
         ok = ok, loss = take(dict, key.loss), backpressure = take(dict, key.backpressure),
-        refused = stats.refused - refused_before, elapsed_ms = now - last, counts = counts,
+        refused = stats.refused - refused_before, admitted = stats.admitted - admitted_before,
+        elapsed_ms = now - last, counts = counts,
     }
     -- Admissions into the last slot: how many the limit nearly refused (pinned when many).
     sample.at_limit = take(dict, key.bound)
     local state = dict:get(key.state)
-    -- A state another version of slidewin wrote (the dict outlives a binary upgrade) is
-    -- refused: a fresh controller starts at the live limit, and its state replaces it.
-    if state and not pcall(self.ctl.restore, self.ctl, state) then
+    if not state then
+        -- The first interval, or after a reset: this worker may have led before, and its
+        -- controller is not the one in force.
+        self.ctl = fresh(self, self.settings.initial_limit)
+    elseif not pcall(self.ctl.restore, self.ctl, state) then
+        -- A state another version of slidewin wrote (the dict outlives a binary upgrade): a
+        -- fresh controller starts at the live limit, and its state replaces it.
         ngx.log(ngx.WARN, "slidewin adaptive ", self.name, ": the saved state does not fit, starting afresh")
-        local s = self.settings
-        s.initial_limit = math.min(s.max_limit, math.max(s.min_limit, self.slots:limit()))
-        self.ctl = slidewin.adaptive(s)
+        self.ctl = fresh(self, self.slots:limit())
     end
     local limit, reason, p50, p95, p99 = self.ctl:update(sample)
     dict:set(key.state, self.ctl:state())

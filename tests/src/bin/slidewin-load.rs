@@ -85,7 +85,8 @@ fn main() {
     let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
     println!(
         "summary from={from} to={to} offered={:.1} admitted={:.1} goodput={:.1} refused={:.1} \
-         timeout={:.1} refused_ratio={:.5} p50={} p99={} limit_min={} limit_max={} limit_last={}",
+         timeout={:.1} refused_ratio={:.5} p50={} p99={} limit_min={} limit_max={} limit_mean={} \
+         limit_last={}",
         all.offered() as f64 / span,
         all.admitted() as f64 / span,
         all.count(Outcome::Good) as f64 / span,
@@ -96,6 +97,7 @@ fn main() {
         fmt(quantile(&all.admitted_ms, 0.99)),
         fmt(limits.iter().copied().reduce(f64::min)),
         fmt(limits.iter().copied().reduce(f64::max)),
+        fmt((!limits.is_empty()).then(|| limits.iter().sum::<f64>() / limits.len() as f64)),
         fmt(limits.last().copied()),
     );
 }

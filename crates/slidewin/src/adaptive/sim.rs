@@ -219,6 +219,7 @@ impl Sim {
             return;
         }
         self.inflight += 1;
+        self.sample.admitted += 1;
         if self.inflight >= self.limit_in_force {
             self.sample.at_limit += 1;
         }
