@@ -24,7 +24,7 @@ for k = 1, #KEYS do
   -- Every field the windows' functions set, made at once: a table that grows is made again.
   local w = {key = KEYS[k], algorithm = algorithm, width = 1, limit = 0, span = 0, now = 0,
     marked = false, oldest = false, room = 0, retry = 0, newest = false, sum = 0, gone = 0,
-    current = 0, previous = 0, elapsed = 0}
+    current = 0, previous = 0, elapsed = 0, capacity = 0, head = 0, count = 0, header = false}
   w.limit, err = int('limit', ARGV[at + 1], 1, k)
   if not err then w.span, err = int('window_ms', ARGV[at + 2], 1, k) end
   if err then return redis.error_reply(err) end

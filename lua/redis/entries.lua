@@ -1,79 +1,116 @@
--- slidewin log and bucket windows: one sorted set per window, exact like the core's SlidingLog
--- and BucketWindow. Sent after args.lua. The log is the bucket window of 1 ms buckets.
--- Members: a bucket index i (the log: the ms) holding cost, scored by the running sum of cost
--- recorded through it (so a bucket's cost is its score minus the previous one's, and the wait
--- for a refusal is one ZRANGEBYSCORE); above every sum (below MARKS), three marks:
---   "g" MARKS + gone     the running sum through the buckets that left the window
---   "o" 2 MARKS + i      the oldest bucket kept
---   "n" 4 MARKS + t      the newest time seen
--- so that one ZREVRANGE reads the marks and the newest bucket. A key holds its marks and at
--- least one bucket, or is gone (empty window; a lost key reads as one). Bucket i covers
--- [i*bucket_ms, (i+1)*bucket_ms) and its cost counts as if all of it arrived at its last ms: it
--- leaves the window at (i+1)*bucket_ms - 1 + window_ms, never early. Sums stay below 2^50.
+-- slidewin log and bucket windows: one string per window, exact like the core's SlidingLog and
+-- BucketWindow. Sent after args.lua. The log is the bucket window of 1 ms buckets.
+-- A bucket i holding cost (the log: a ms) is its index and the running sum of cost recorded
+-- through it, so a bucket's cost is its sum minus the previous one's and the wait of a refusal
+-- is a search of the sums. The string: a header of 8 big-endian 64-bit words, then a ring of
+-- the buckets but the newest, oldest first from the slot `head`, 14 bytes each (index and sum,
+-- 7 bytes each; a sorted-set member took ~110). The header, which one GETRANGE reads and one
+-- SETRANGE writes for a call in the newest bucket:
+--   capacity head count   the ring (records it has room for, the oldest's slot), the buckets
+--   gone                  the running sum through the buckets that left the window
+--   now                   the newest time seen
+--   oldest newest sum     the oldest and newest bucket, the running sum through the newest
+-- A search (the buckets that left, the bucket whose leaving frees enough) reads up to 8
+-- records a command, the oldest first: O(log n) commands, one when the oldest answer. The ring
+-- is made again, twice as large as its records, when it is full or a quarter full (amortised
+-- O(1) a bucket). A key holds at least one bucket, or is gone (empty window; a lost key reads as
+-- one). Bucket i covers [i*bucket_ms, (i+1)*bucket_ms) and its cost counts as if all of it
+-- arrived at its last ms: it leaves the window at (i+1)*bucket_ms - 1 + window_ms, never early.
+-- Indexes and sums stay below 2^53.
 local entries_assess, entries_finish
 if uses_entries then
-  local MARKS = 2 ^ 50
+  local HEADER, RECORD, HEADER_FORMAT, RECORD_FORMAT = 64, 14, '>i8i8i8i8i8i8i8i8', '>I7I7'
+  local ceil, pack, unpack_bytes = math.ceil, struct.pack, struct.unpack
 
-  -- The newest bucket that left (its sum is the new gone) and the oldest kept, the newest bucket
-  -- `newest` being kept: among the first three, else a binary search of ranks.
-  local function entries_front(key, oldest_kept, newest)
-    local front = redis.call('ZRANGE', key, 0, 2, 'WITHSCORES')
-    local gone, at = nil, 1
-    while at < #front and tonumber(front[at]) < oldest_kept do gone, at = tonumber(front[at + 1]), at + 2 end
-    if front[at] then return gone, tonumber(front[at]) end
-    local rank, inside, oldest = 2, redis.call('ZCARD', key) - 4, newest
-    while inside - rank > 1 do
-      local mid = floor((rank + inside) / 2)
-      local e = redis.call('ZRANGE', key, mid, mid, 'WITHSCORES')
-      if tonumber(e[1]) < oldest_kept then rank, gone = mid, tonumber(e[2]) else inside, oldest = mid, tonumber(e[1]) end
+  -- Where record j (counted from the oldest) of window `w` starts, in bits.
+  local function record_bit(w, j)
+    return 8 * (HEADER + RECORD * ((w.head + j) % w.capacity))
+  end
+
+  -- The first record j in [lo, hi) whose index (field 1) or sum (field 2) reaches `target`,
+  -- with its index and sum; hi and no fields when none does. Also record j - 1's index and sum
+  -- when j > lo. Each command reads up to 8 records: lo, then spread up to hi.
+  local function search(w, lo, hi, field, target)
+    local found, index, sum, before_index, before_sum = hi, nil, nil, nil, nil
+    while lo < hi do
+      local step, js, read = ceil((hi - lo) / 8), {}, {'BITFIELD_RO', w.key}
+      for j = lo, hi - 1, step do
+        js[#js + 1] = j
+        local bit, n = record_bit(w, j), #read
+        read[n + 1], read[n + 2], read[n + 3] = 'GET', 'u56', bit
+        read[n + 4], read[n + 5], read[n + 6] = 'GET', 'u56', bit + 56
+      end
+      local got = redis.call(unpack(read))
+      local k = 1
+      while k <= #js and got[2 * k - 2 + field] < target do k = k + 1 end
+      if k <= #js then found, index, sum, hi = js[k], got[2 * k - 1], got[2 * k], js[k] end
+      if k > 1 then lo, before_index, before_sum = js[k - 1] + 1, got[2 * k - 3], got[2 * k - 2] end
     end
-    return gone, oldest
+    return found, index, sum, before_index, before_sum
+  end
+
+  -- Make the ring of window `w` again with room for `capacity` records, the oldest in slot 0
+  -- (the header, zeros until then, is written after).
+  local function resize(w, capacity)
+    local records, live = w.count - 1, ''
+    if records > 0 then
+      local ring = redis.call('GETRANGE', w.key, HEADER, HEADER + w.capacity * RECORD - 1)
+      local from = w.head * RECORD
+      live = ring:sub(from + 1, from + records * RECORD)
+      live = live .. ring:sub(1, records * RECORD - #live)
+    end
+    redis.call('SET', w.key, string.rep('\0', HEADER) .. live .. string.rep('\0', (capacity - records) * RECORD))
+    w.capacity, w.head, w.header = capacity, 0, false
   end
 
   -- Move window `w` to `now` (or the newest time seen), forgetting what left it; then w.room and,
-  -- when `cost` does not fit, w.retry (the wait; -1: never). w.oldest: the marks g and o to write.
+  -- when `cost` does not fit, w.retry (the wait; -1: never).
   entries_assess = function(w, cost)
     local key, width, span = w.key, w.width, w.span
-    local back = redis.call('ZREVRANGE', key, 0, 3, 'WITHSCORES')
-    local now, marked, newest, sum, gone, oldest = now, nil, nil, 0, 0, nil
-    if back[1] then
-      marked = tonumber(back[2]) - 4 * MARKS
-      now = math.max(now, marked)
-      oldest, gone = tonumber(back[4]) - 2 * MARKS, tonumber(back[6]) - MARKS
-      newest, sum = tonumber(back[7]), tonumber(back[8])
+    local header = redis.pcall('GETRANGE', key, 0, HEADER - 1)
+    if header.err then
+      redis.call('DEL', key) -- a key of another layout (an older version's): an empty window
+    elseif #header == HEADER then
+      w.header = header
+      w.capacity, w.head, w.count, w.gone, w.marked, w.oldest, w.newest, w.sum = unpack_bytes(HEADER_FORMAT, header)
     end
+    local now = w.marked and math.max(now, w.marked) or now
     local oldest_kept = floor((now - span + 1) / width) -- the oldest bucket still in the window
-    if newest and newest < oldest_kept then
+    if w.count > 0 and w.newest < oldest_kept then
       redis.call('DEL', key)
-      newest, sum, gone, marked = nil, 0, 0, nil
-    elseif newest and oldest < oldest_kept then
-      gone, oldest = entries_front(key, oldest_kept, newest)
-      redis.call('ZREMRANGEBYSCORE', key, '-inf', gone)
-      w.oldest = oldest
+      w.header, w.capacity, w.head, w.count, w.gone, w.marked, w.newest, w.sum = false, 0, 0, 0, 0, false, false, 0
+    elseif w.count > 0 and w.oldest < oldest_kept then
+      -- Record 0 left and the newest stays: the first kept is among 1 .. count - 1.
+      local kept, oldest, _, _, gone = search(w, 0, w.count - 1, 1, oldest_kept)
+      w.head, w.count = (w.head + kept) % w.capacity, w.count - kept
+      w.gone, w.oldest = gone, oldest or w.newest
     end
-    w.now, w.marked, w.newest, w.sum, w.gone = now, marked, newest, sum, gone
-    local used = sum - gone
-    w.room = math.max(w.limit - used, 0)
+    w.now = now
+    w.room = math.max(w.limit - (w.sum - w.gone), 0)
     if cost > w.room then
       w.retry = -1
       if cost <= w.limit then
-        -- The first bucket whose leaving frees enough: its score reaches gone + need.
-        local at = redis.call('ZRANGEBYSCORE', key, sum + cost - w.limit, sum, 'LIMIT', 0, 1)
-        w.retry = (tonumber(at[1]) + 1) * width - 1 + span - now
+        -- The first bucket whose leaving frees enough: its sum reaches gone + need.
+        local _, index = search(w, 0, w.count - 1, 2, w.sum + cost - w.limit)
+        w.retry = ((index or w.newest) + 1) * width - 1 + span - now
       end
     end
   end
 
   -- Give `cost` back from the newest buckets: drop those whose predecessor already reaches the
-  -- target sum, then lower the newest one left to it (the oldest bucket stays).
+  -- target sum, then lower the newest one left to it (the oldest bucket stays). Only the
+  -- header changes: the newest bucket lives there.
   local function entries_refund(w, cost)
-    local key, target = w.key, math.max(w.sum - cost, w.gone)
+    local target = math.max(w.sum - cost, w.gone)
     if target > w.gone and target < w.sum then
-      local cut = redis.call('ZRANGEBYSCORE', key, '(' .. target, w.sum, 'LIMIT', 0, 1)[1]
-      local reached = redis.call('ZCOUNT', key, target, target) > 0
-      redis.call('ZREMRANGEBYSCORE', key, '(' .. target, w.sum)
-      if not reached then redis.call('ZADD', key, target, cut) end
-      w.newest = tonumber(redis.call('ZREVRANGEBYSCORE', key, target, '-inf', 'LIMIT', 0, 1)[1])
+      -- The first bucket above the target (the newest is): it holds the target, or goes when
+      -- the one before it already does.
+      local cut, index, _, before_index, before_sum = search(w, 0, w.count - 1, 2, target + 1)
+      if before_sum == target then
+        w.count, w.newest = cut, before_index
+      else
+        w.count, w.newest = cut + 1, index or w.newest
+      end
     end
     w.sum = target
   end
@@ -84,9 +121,21 @@ if uses_entries then
     local moved, recorded = false, record and cost > 0
     if recorded then
       local current = floor(now / width)
-      moved = current ~= w.newest
-      if not w.newest then w.oldest = current end -- a window starting: every mark
-      w.newest, w.sum = current, w.sum + cost
+      if current ~= w.newest then
+        moved = true
+        local records = w.count -- the ring's, once the newest so far joins it
+        if records == 0 then
+          w.oldest = current
+        else
+          if records > w.capacity or 4 * records < w.capacity then
+            -- At most one bucket more than a window's length holds cost at once.
+            resize(w, math.min(math.max(4, 2 * records), floor(span / width)))
+          end
+          redis.call('SETRANGE', key, HEADER + RECORD * ((w.head + records - 1) % w.capacity), pack(RECORD_FORMAT, w.newest, w.sum))
+        end
+        w.count, w.newest = w.count + 1, current
+      end
+      w.sum = w.sum + cost
     elseif mode == 'refund' then
       entries_refund(w, cost)
       moved = true
@@ -95,18 +144,8 @@ if uses_entries then
       if w.marked then redis.call('DEL', key) end
       return 0, w.limit
     end
-    -- One ZADD: the recorded bucket and the marks that moved.
-    if w.oldest then
-      local zadd = {'ZADD', key, MARKS + w.gone, 'g', 2 * MARKS + w.oldest, 'o', 4 * MARKS + now, 'n'}
-      if recorded then zadd[9], zadd[10] = w.sum, w.newest end
-      redis.call(unpack(zadd))
-    elseif recorded and w.marked == now then
-      redis.call('ZADD', key, w.sum, w.newest)
-    elseif recorded then
-      redis.call('ZADD', key, w.sum, w.newest, 4 * MARKS + now, 'n')
-    elseif w.marked ~= now then
-      redis.call('ZADD', key, 4 * MARKS + now, 'n')
-    end
+    local header = pack(HEADER_FORMAT, w.capacity, w.head, w.count, w.gone, now, w.oldest, w.newest, w.sum)
+    if header ~= w.header then redis.call('SETRANGE', key, 0, header) end
     local reset = (w.newest + 1) * width - 1 + span - now
     -- The key's expiry moves only when its newest bucket does.
     if moved then redis.call('PEXPIRE', key, reset + slack * span) end

@@ -136,10 +136,11 @@ fn hundred_concurrent_calls_in_one_millisecond_are_all_counted() {
         [60, 60, 60],
         "log, buckets, counter admit exactly the limit"
     );
-    // The log holds all 60 in one millisecond: its member scores their running sum.
+    // The log holds all 60 in one millisecond: one record, its running sum 60.
+    let log = Window::read(&mut c, LOG_KEYS[0]);
     assert_eq!(
-        c.cmd(&["ZSCORE", LOG_KEYS[0], "5000"]).text(),
-        "60",
+        (log.records, log.sum - log.gone),
+        (vec![(5_000, 60)], 60),
         "no call of one millisecond was lost"
     );
 
@@ -208,34 +209,108 @@ fn buckets_memory_stays_bounded_by_the_window() {
             &["1000000", "1000", "1", "bucket_ms", "100"],
             now,
         );
-        assert!(c.cmd(&["ZCARD", "rl:{m}"]).int() <= 14, "at {now}");
+        let ring = Window::read(&mut c, "rl:{m}");
+        assert!(ring.capacity <= 10, "at {now}: {ring:?}");
     }
-    // The window holds the costs of its buckets: the newest score (the running sum) minus the
-    // mark "g" (2^50 + the sum through the buckets that left); then the marks "o" and "n".
-    let members = match c.cmd(&["ZRANGE", "rl:{m}", "0", "-1", "WITHSCORES"]) {
-        Reply::Array(Some(items)) => items.iter().map(Reply::text).collect::<Vec<_>>(),
-        other => panic!("{other:?}"),
-    };
-    let pairs: Vec<(&str, i64)> = members
-        .chunks(2)
-        .map(|p| (p[0].as_str(), p[1].parse().unwrap()))
-        .collect();
-    let (buckets, marks) = pairs.split_at(pairs.len() - 3);
-    let names: Vec<&str> = marks.iter().map(|m| m.0).collect();
-    assert_eq!(names, ["g", "o", "n"], "{pairs:?}");
-    let index = |b: &(&str, i64)| b.0.parse::<i64>().unwrap();
-    assert!(buckets
+    // The window holds the costs of its buckets: the newest running sum minus the sum through
+    // the buckets that left ("gone"); the records hold increasing indexes and sums.
+    let ring = Window::read(&mut c, "rl:{m}");
+    assert!(ring
+        .records
         .windows(2)
-        .all(|w| index(&w[0]) < index(&w[1]) && w[0].1 < w[1].1));
+        .all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1));
+    assert_eq!(ring.oldest, ring.records[0].0, "the oldest bucket");
     assert_eq!(
-        marks[1].1 - (1 << 51),
-        index(&buckets[0]),
-        "o: the oldest bucket"
+        (ring.newest, ring.sum),
+        *ring.records.last().unwrap(),
+        "the newest bucket"
     );
     assert_eq!(
-        buckets.last().unwrap().1 - (marks[0].1 - (1 << 50)),
+        ring.sum - ring.gone,
         (0..10_000).step_by(7).filter(|t| *t >= 8_900).count() as i64
     );
+    let bytes = c.cmd(&["STRLEN", "rl:{m}"]).int();
+    assert_eq!(bytes, 64 + 14 * ring.capacity, "a header and the ring");
+}
+
+/// A log or bucket window's key as lua/redis/entries.lua keeps it: a header of eight 64-bit
+/// words (the newest bucket among them), then a ring of `capacity` records of the other
+/// buckets (index and running sum, 56 bits each).
+#[derive(Debug)]
+struct Window {
+    capacity: i64,
+    gone: i64,
+    oldest: i64,
+    newest: i64,
+    sum: i64,
+    /// (bucket index, running sum through it), oldest first.
+    records: Vec<(i64, i64)>,
+}
+
+impl Window {
+    fn read(c: &mut Resp, key: &str) -> Self {
+        let words: Vec<String> = (0..8).map(|i| format!("#{i}")).collect();
+        let mut get = vec!["BITFIELD_RO", key];
+        for word in &words {
+            get.extend(["GET", "i64", word]);
+        }
+        let h = c.cmd(&get).ints();
+        let (capacity, head, count) = (h[0], h[1], h[2]);
+        let offsets: Vec<String> = (0..count - 1)
+            .flat_map(|j| {
+                let bit = 512 + 112 * ((head + j) % capacity);
+                [bit.to_string(), (bit + 56).to_string()]
+            })
+            .collect();
+        let mut get = vec!["BITFIELD_RO", key];
+        for offset in &offsets {
+            get.extend(["GET", "u56", offset]);
+        }
+        let fields = if count > 1 {
+            c.cmd(&get).ints()
+        } else {
+            vec![]
+        };
+        Self {
+            capacity,
+            gone: h[3],
+            oldest: h[5],
+            newest: h[6],
+            sum: h[7],
+            records: fields
+                .chunks(2)
+                .map(|r| (r[0], r[1]))
+                .chain([(h[6], h[7])])
+                .collect(),
+        }
+    }
+}
+
+/// An hour of 1 s buckets, each holding cost: 14 bytes a bucket and the header (a sorted set
+/// took 405 KB, a hash of the buckets 242 KB).
+#[test]
+fn an_hour_of_one_second_buckets_takes_14_bytes_a_bucket() {
+    let redis = RedisServer::start();
+    let mut c = redis.client();
+    let buckets = One::load(&mut c, "buckets");
+    let calls: Vec<Vec<String>> = (0..3_600i64)
+        .map(|s| {
+            let now = (1_700_000_000_000 + s * 1_000).to_string();
+            let args = ["1", "buckets", "1000000", "3600000", "1000", "now_ms", &now];
+            let mut call = vec!["EVALSHA", buckets.sha(), "1", "rl:{hour}"];
+            call.extend(args);
+            call.into_iter().map(String::from).collect()
+        })
+        .collect();
+    for reply in c.pipeline(&calls).unwrap() {
+        assert_eq!(reply.ints()[0], 1, "{reply:?}");
+    }
+    let usage = c
+        .cmd(&["MEMORY", "USAGE", "rl:{hour}", "SAMPLES", "0"])
+        .int();
+    assert!(usage < 60_000, "MEMORY USAGE {usage} bytes");
+    let ring = Window::read(&mut c, "rl:{hour}");
+    assert_eq!((ring.records.len(), ring.sum - ring.gone), (3_600, 3_600));
 }
 
 #[test]
@@ -431,6 +506,17 @@ fn log_reads_a_lost_key_as_an_empty_window() {
     // Past the new entries' window: the entry at 1300 left.
     assert_eq!(call(&mut c, 2300), [1, 0, 0, 1000]);
     assert_eq!(call(&mut c, 2350), [0, 0, 50, 950]);
+}
+
+#[test]
+fn a_window_an_earlier_version_kept_as_a_sorted_set_reads_as_empty() {
+    let redis = RedisServer::start();
+    let mut c = redis.client();
+    let log = One::load(&mut c, "log");
+    c.cmd(&["ZADD", "rl:{old}", "3", "1000"]);
+    let call = |c: &mut Resp| at(c, &log, &["rl:{old}"], &["3", "1000", "1"], 1_100);
+    assert_eq!(call(&mut c), [1, 2, 0, 1000]);
+    assert_eq!(c.cmd(&["TYPE", "rl:{old}"]).text(), "string");
 }
 
 #[test]

@@ -118,6 +118,22 @@ impl Call {
     }
 }
 
+impl Call {
+    /// The core rule's answer to this call, as the script gives it.
+    fn decide(&self, core: &mut RuleLimiter) -> [i64; 5] {
+        let (rule, state) = core.parts_mut();
+        let limits = rule.check_limits(&self.limits).unwrap();
+        let decision = match self.mode {
+            "refund" => {
+                RuleLimiter::refund(rule, state, self.now, self.cost).unwrap();
+                rule.decide_with(state, self.now, 0, false, &limits)
+            }
+            mode => rule.decide_with(state, self.now, self.cost, mode == "check", &limits),
+        };
+        reply(&decision.unwrap())
+    }
+}
+
 /// A core decision as the script answers it.
 fn reply(d: &Decision) -> [i64; 5] {
     [
@@ -165,28 +181,75 @@ fn rules_decide_as_the_core_rule() {
             let call = Call::next(&mut rng, now, keys.len(), false);
             now = call.now;
             let got = call.run(&mut c, &script, &keys, &specs);
-            let (rule, state) = core.parts_mut();
-            let limits = rule.check_limits(&call.limits).unwrap();
-            let expected = match call.mode {
-                "refund" => {
-                    RuleLimiter::refund(rule, state, now, call.cost).unwrap();
-                    rule.decide_with(state, now, 0, false, &limits).unwrap()
-                }
-                mode => {
-                    let commit = mode == "check";
-                    rule.decide_with(state, now, call.cost, commit, &limits)
-                        .unwrap()
-                }
-            };
             assert_eq!(
                 got,
-                reply(&expected),
+                call.decide(&mut core),
                 "seed {seed}, step {step}: {} cost {} at {now}, limits {:?}, windows {specs:?}",
                 call.mode,
                 call.cost,
                 call.limits
             );
         }
+    }
+}
+
+/// Windows holding hundreds of buckets at once (the log: milliseconds), where the script's ring
+/// of buckets grows, wraps and shrinks, and its searches take several commands: as the core.
+#[test]
+fn windows_of_hundreds_of_buckets_decide_as_the_core_rule() {
+    let redis = RedisServer::start();
+    let mut c = redis.client();
+    let script = Script::rule(&mut c);
+    let windows = [
+        (Quota::new(400, 2_000).map(RuleWindow::log), "log", None),
+        (
+            BucketQuota::new(400, 3_000, 10).map(RuleWindow::buckets),
+            "buckets",
+            Some("10".to_string()),
+        ),
+    ];
+    for (seed, (window, algorithm, bucket)) in windows.into_iter().enumerate() {
+        let window = window.unwrap();
+        let mut rng = Rng(0x5DEE_CE66_D1CE_4E5B + seed as u64);
+        let keys = vec![format!("rl:{{many{seed}}}")];
+        let span = window.window_ms().to_string();
+        let specs = vec![([algorithm.to_string(), span], bucket)];
+        let mut core = RuleLimiter::from_config(Rule::one(window));
+        let (mut now, mut longest): (i64, i64) = (1_700_000_000_000, 0);
+        for step in 0..6_000 {
+            // More than the window admits, now and then an idle gap.
+            now += match rng.below(200) {
+                0 => rng.below(3_000) as i64,
+                _ => rng.below(6) as i64,
+            };
+            let call = Call {
+                now,
+                cost: match rng.below(40) {
+                    0 => 60,
+                    1 => 0,
+                    _ => 1,
+                },
+                mode: [
+                    "check", "check", "check", "check", "check", "check", "peek", "refund",
+                ][rng.below(8) as usize],
+                limits: vec![[400, 400, 400, 100][rng.below(4) as usize]],
+            };
+            let got = call.run(&mut c, &script, &keys, &specs);
+            assert_eq!(
+                got,
+                call.decide(&mut core),
+                "{algorithm}, step {step}: {} cost {} at {now}, limit {:?}",
+                call.mode,
+                call.cost,
+                call.limits
+            );
+            longest = longest.max(c.cmd(&["STRLEN", &keys[0]]).int());
+        }
+        // The header and a ring of 14-byte records: more than 128 at once.
+        assert!(
+            longest > 64 + 14 * 128,
+            "{algorithm}: {longest} bytes at most"
+        );
     }
 }
 

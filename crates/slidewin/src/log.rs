@@ -160,22 +160,24 @@ impl<E: Entries> Window for LogState<E> {
     #[inline]
     fn wait_ms(&self, quota: &Quota, at_most: u64) -> u64 {
         let need = self.used(quota) - at_most;
-        let frees_enough = |i: usize| self.since_front(self.entries.get(i).through) >= need;
+        let frees_enough = |entry: &Entry| self.since_front(entry.through) >= need;
         let len = self.entries.len();
         if len == 0 {
             return 0;
         }
-        // The oldest entry is usually enough; else a binary search for the first that is.
-        let (mut lo, mut hi) = (0, len);
-        if !frees_enough(0) {
-            lo = 1;
-            while lo < hi {
-                let mid = lo + (hi - lo) / 2;
-                if frees_enough(mid) {
-                    hi = mid;
-                } else {
-                    lo = mid + 1;
-                }
+        // The oldest entry is usually enough (answered from the entry already read); else a
+        // binary search for the first that is.
+        let front = self.entries.get(0);
+        if frees_enough(&front) {
+            return self.expires_in(quota, &front);
+        }
+        let (mut lo, mut hi) = (1, len);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if frees_enough(&self.entries.get(mid)) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
             }
         }
         if lo == len {

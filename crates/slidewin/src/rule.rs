@@ -252,8 +252,9 @@ impl Rule {
 /// The windows' states of one key, as [`decide`] reads them: the heap states of a
 /// [`RuleState`], or a way of a shared region.
 pub(crate) trait States {
-    /// Move window `w` to `now_ms` (checked) and tell whether `cost` fits under `limit`.
-    fn assess(&mut self, w: usize, now_ms: i64, cost: u64, limit: u64) -> Assessment;
+    /// Move window `w` to `now_ms` (checked) and tell whether `cost` fits under `limit`;
+    /// record it when it fits and `record`.
+    fn assess(&mut self, w: usize, now_ms: i64, cost: u64, limit: u64, record: bool) -> Assessment;
     /// Record `cost` in window `w`.
     fn record(&mut self, w: usize, cost: u64);
     /// Milliseconds until window `w` holds nothing.
@@ -273,8 +274,10 @@ pub(crate) fn decide(
     let (mut least_room, mut least_room_window) = (u64::MAX, 0);
     // The refusing window that waits longest (`None`: never fits) and its wait.
     let (mut longest, mut longest_window) = (Some(0), 0);
+    // One window records as it assesses: its admission is the rule's.
+    let alone = limits.len() == 1;
     for (w, &limit) in limits.iter().enumerate() {
-        let found = states.assess(w, now_ms, cost, limit);
+        let found = states.assess(w, now_ms, cost, limit, commit && alone);
         if found.room < least_room {
             (least_room, least_room_window) = (found.room, w);
         }
@@ -290,7 +293,7 @@ pub(crate) fn decide(
             allowed = false;
         }
     }
-    if allowed && commit {
+    if allowed && commit && !alone {
         for w in 0..limits.len() {
             states.record(w, cost);
         }
@@ -300,19 +303,12 @@ pub(crate) fn decide(
     } else {
         longest_window
     };
-    Decision {
+    let found = Assessment {
         allowed,
-        limit: limits[window],
-        // A peek reports what would remain once the cost is recorded, like a committed call.
-        remaining: if allowed {
-            least_room - cost
-        } else {
-            least_room
-        },
+        room: least_room,
         retry_after_ms: longest,
-        reset_after_ms: states.reset_after_ms(window),
-        window,
-    }
+    };
+    found.decision(cost, limits[window], states.reset_after_ms(window), window)
 }
 
 /// One window's state on the heap.
@@ -356,9 +352,9 @@ struct Heap<'a>(&'a Rule, &'a mut RuleState);
 
 impl States for Heap<'_> {
     #[inline]
-    fn assess(&mut self, w: usize, now_ms: i64, cost: u64, limit: u64) -> Assessment {
+    fn assess(&mut self, w: usize, now_ms: i64, cost: u64, limit: u64, record: bool) -> Assessment {
         on_window!(self.0, &mut self.1.windows[w], w, |c, s| window::assess(
-            c, s, now_ms, cost, limit
+            c, s, now_ms, cost, limit, record
         ))
     }
     #[inline]

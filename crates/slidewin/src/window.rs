@@ -3,7 +3,6 @@
 //! counts, records and expires cost ([`Window`]); the rules of a call live here, once.
 
 use crate::clock::check_time;
-use crate::rule::{self, States};
 use crate::{Decision, Error};
 
 /// The `newest_ms` of a state that has seen no call yet: earlier than every valid time.
@@ -70,7 +69,36 @@ pub(crate) struct Assessment {
     pub(crate) retry_after_ms: Option<u64>,
 }
 
-/// Move `state` to `now_ms` (already checked) and tell whether `cost` fits under `limit`.
+impl Assessment {
+    /// The answer to a call of `cost` that this assessment describes, as window `window`.
+    #[inline]
+    pub(crate) fn decision(
+        self,
+        cost: u64,
+        limit: u64,
+        reset_after_ms: u64,
+        window: usize,
+    ) -> Decision {
+        Decision {
+            allowed: self.allowed,
+            limit,
+            // A peek reports what would remain once the cost is recorded, like a committed call.
+            remaining: if self.allowed {
+                self.room - cost
+            } else {
+                self.room
+            },
+            retry_after_ms: self.retry_after_ms,
+            reset_after_ms,
+            window,
+        }
+    }
+}
+
+/// Move `state` to `now_ms` (already checked) and tell whether `cost` fits under `limit`;
+/// record it when it fits and `record_if_fits` (a rule of one window, whose answer is this
+/// window's). Recording here, before the wait of a refusal is looked for, keeps the one-window
+/// call as short as the limiter alone: asked after, the state is read again.
 #[inline]
 pub(crate) fn assess<W: Window>(
     config: &W::Config,
@@ -78,10 +106,14 @@ pub(crate) fn assess<W: Window>(
     now_ms: i64,
     cost: u64,
     limit: u64,
+    record_if_fits: bool,
 ) -> Assessment {
     advance_checked(config, state, now_ms);
     let room = limit.saturating_sub(state.used(config));
     let allowed = cost <= room;
+    if allowed && record_if_fits {
+        record(config, state, cost);
+    }
     let retry_after_ms = match (allowed, limit.checked_sub(cost)) {
         (true, _) => Some(0),
         (false, None) => None,
@@ -108,25 +140,8 @@ pub(crate) fn record<W: Window>(config: &W::Config, state: &mut W, cost: u64) {
     }
 }
 
-/// One window's state, for the decision every rule makes ([`crate::rule`]).
-struct One<'a, W: Window>(&'a W::Config, &'a mut W);
-
-impl<W: Window> States for One<'_, W> {
-    #[inline]
-    fn assess(&mut self, _: usize, now_ms: i64, cost: u64, limit: u64) -> Assessment {
-        assess(self.0, self.1, now_ms, cost, limit)
-    }
-    #[inline]
-    fn record(&mut self, _: usize, cost: u64) {
-        record(self.0, self.1, cost);
-    }
-    #[inline]
-    fn reset_after_ms(&self, _: usize) -> u64 {
-        self.1.reset_after_ms(self.0)
-    }
-}
-
-/// [`crate::Limiter::decide`] for every limiter: the one-window rule.
+/// [`crate::Limiter::decide`] for every limiter: the rule of one window, decided as
+/// [`crate::rule`] decides it, without the bookkeeping of several windows.
 #[inline]
 pub(crate) fn decide<W: Window>(
     config: &W::Config,
@@ -136,14 +151,9 @@ pub(crate) fn decide<W: Window>(
     commit: bool,
 ) -> Result<Decision, Error> {
     let now_ms = check_time("now_ms", now_ms)?;
-    let limits = [W::limit(config)];
-    Ok(rule::decide(
-        &mut One(config, state),
-        &limits,
-        now_ms,
-        cost,
-        commit,
-    ))
+    let limit = W::limit(config);
+    let found = assess(config, state, now_ms, cost, limit, commit);
+    Ok(found.decision(cost, limit, state.reset_after_ms(config), 0))
 }
 
 /// [`crate::Limiter::refund`] for every limiter.

@@ -67,9 +67,10 @@ fn assess_of<'a, V: View<'a>>(
     now_ms: i64,
     cost: u64,
     limit: u64,
+    record: bool,
 ) -> Assessment {
     let mut view = V::load(config, words);
-    let found = window::assess(config, &mut view, now_ms, cost, limit);
+    let found = window::assess(config, &mut view, now_ms, cost, limit, record);
     view.store(words);
     found
 }
@@ -172,8 +173,11 @@ impl<'a> Way<'a> {
 
 impl States for Way<'_> {
     #[inline]
-    fn assess(&mut self, w: usize, now_ms: i64, cost: u64, limit: u64) -> Assessment {
-        on_view!(self.windows[w], assess_of(self.of(w), now_ms, cost, limit))
+    fn assess(&mut self, w: usize, now_ms: i64, cost: u64, limit: u64, record: bool) -> Assessment {
+        on_view!(
+            self.windows[w],
+            assess_of(self.of(w), now_ms, cost, limit, record)
+        )
     }
     #[inline]
     fn record(&mut self, w: usize, cost: u64) {
