@@ -5,10 +5,18 @@
 // Bundler-proof by construction: the aggregate kind is a string each class carries (never
 // `cls.name`, which minifiers rename), objects are made by the class's own constructor (so
 // subclasses work), and nothing here imports a node module (node's file system is reached
-// through `process.getBuiltinModule`, which bundlers for the browser never see).
-import initWasm, * as bindings from "./pkg/slidewin.js";
+// through `process.getBuiltinModule`, which bundlers for the browser never see). The bindings are
+// imported and re-exported by name: Parcel's scope hoisting loses the namespace object of a module
+// that is both `import * as`-ed and `export *`-ed by the same file (a ReferenceError at load).
+import initWasm, {
+  Aggregate,
+  BucketWindow as WasmBucketWindow,
+  SlidingCounter as WasmSlidingCounter,
+  SlidingLog as WasmSlidingLog,
+  nowMs as wasmNowMs,
+} from "./pkg/slidewin.js";
 
-export * from "./pkg/slidewin.js";
+export { Aggregate, initSync } from "./pkg/slidewin.js";
 
 let ready = false;
 
@@ -20,9 +28,7 @@ function checkReady() {
 // wasm-bindgen's free() throws on a second call; make it idempotent, so `free()` in a `finally`
 // after an earlier free is safe. (Objects never freed are reclaimed by wasm-bindgen's
 // FinalizationRegistry when they are garbage-collected.)
-for (const value of Object.values(bindings)) {
-  const proto = value?.prototype;
-  if (typeof proto?.free !== "function") continue;
+for (const { prototype: proto } of [Aggregate, WasmBucketWindow, WasmSlidingCounter, WasmSlidingLog]) {
   const free = proto.free;
   proto.free = function () {
     if (this.__wbg_ptr !== 0) free.call(this);
@@ -41,7 +47,7 @@ const BATCH = 256;
  * paths: `push(x)` crosses into wasm once (a plain number each way), `add(x)` not at all until
  * BATCH samples are gathered or anything is read (every other method takes them in first).
  */
-class Stream extends bindings.Aggregate {
+class Stream extends Aggregate {
   #pending = null;
   #count = 0;
 
@@ -221,19 +227,19 @@ export const TimeEwma = kind(
 );
 
 // The limiters and the clock, refusing (with a clear error) to run before init().
-export class SlidingLog extends bindings.SlidingLog {
+export class SlidingLog extends WasmSlidingLog {
   constructor(...args) {
     checkReady();
     super(...args);
   }
 }
-export class BucketWindow extends bindings.BucketWindow {
+export class BucketWindow extends WasmBucketWindow {
   constructor(...args) {
     checkReady();
     super(...args);
   }
 }
-export class SlidingCounter extends bindings.SlidingCounter {
+export class SlidingCounter extends WasmSlidingCounter {
   constructor(...args) {
     checkReady();
     super(...args);
@@ -241,7 +247,7 @@ export class SlidingCounter extends bindings.SlidingCounter {
 }
 export function nowMs() {
   checkReady();
-  return bindings.nowMs();
+  return wasmNowMs();
 }
 
 // The batch functions: the streaming aggregate over the whole array, so they share its one

@@ -1,10 +1,18 @@
-// What test/bundle.test.mjs runs: every aggregate class, a subclass, and the errors, through the
-// package's public name. test/bundle.test.mjs runs it as it is in node, then bundled and
-// minified by esbuild in node and in Chromium, and wants the same answers everywhere.
+// What the bundle tests run: every aggregate class, a subclass, the limiters' decisions and the
+// errors, through the package's public name. test/bundle.test.mjs runs it as it is in node, then
+// bundled and minified by esbuild in node and in Chromium (test/bundlers.test.mjs: by Parcel,
+// webpack, Vite and Rollup), and wants the same answers everywhere.
 import * as slidewin from "slidewin";
 
 const xs = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9];
 const values = (aggregate) => Array.from(aggregate.pushMany(xs), (v) => (Number.isNaN(v) ? null : v));
+
+/** A limiter's decisions over a burst and the turn of its window: [allowed, remaining, retryAfterMs]. */
+const decisions = (limiter) =>
+  [0, 100, 200, 300, 999, 1000, 1100, 1150].map((t) => {
+    const { allowed, remaining, retryAfterMs } = limiter.check(t);
+    return [allowed, remaining, retryAfterMs];
+  });
 
 class MyMean extends slidewin.SlidingMean {
   get doubled() {
@@ -41,7 +49,11 @@ export function checks() {
     Rate: new slidewin.Rate(1000).push(1, 0),
     push: [1, 2, 3].map((x) => slidewin.SlidingMean.byCount(2).push(x)),
     subclass: [mine instanceof MyMean, mine instanceof slidewin.SlidingMean, mine.value, mine.doubled],
-    limiter: new slidewin.SlidingLog(1, 1000).check(0).allowed,
+    decisions: {
+      SlidingLog: decisions(new slidewin.SlidingLog(3, 1000)),
+      SlidingCounter: decisions(new slidewin.SlidingCounter(3, 1000)),
+      BucketWindow: decisions(new slidewin.BucketWindow(3, 1000, 100)),
+    },
     refused,
   };
 }

@@ -4,13 +4,13 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:http";
 import { tmpdir } from "node:os";
-import { extname, join } from "node:path";
+import { join } from "node:path";
 import { after, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { launchChromium, watchProblems } from "../browser/chromium.mjs";
+import { serveStatic } from "../browser/static-server.mjs";
 import { checks } from "../bundle-check/checks.mjs";
 import "./fixtures.mjs"; // init()
 
@@ -37,7 +37,9 @@ test("the checks themselves hold (so the bundles are compared with right answers
   assert.deepEqual(expected.subclass, [true, true, 2, 4]);
   assert.deepEqual(expected.push, [1, 2, 3]);
   assert.equal(expected.refused, "true: x must be a finite number, got NaN");
-  assert.equal(expected.limiter, true);
+  assert.deepEqual(expected.decisions.SlidingLog, [
+    [true, 2, 0], [true, 1, 0], [true, 0, 0], [false, 0, 700], [false, 0, 1], [true, 0, 0], [true, 0, 0], [false, 0, 50],
+  ]);
 });
 
 test("minified node bundle: same answers, the .wasm found at pkg/ beside the bundle", async () => {
@@ -66,25 +68,13 @@ test("minified browser bundle (esbuild defaults, .wasm emitted by the file loade
   const dir = join(out, "browser");
   await bundleWithWasmFile("../bundle-check/browser.mjs", dir, "browser");
   writeFileSync(join(dir, "index.html"), '<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><script type="module" src="browser.js"></script>');
-
-  const types = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm" };
-  const server = createServer((req, res) => {
-    try {
-      const path = join(dir, new URL(req.url, "http://x").pathname);
-      const body = readFileSync(path.endsWith("/") ? join(path, "index.html") : path);
-      res.writeHead(200, { "content-type": types[extname(path) || ".html"] ?? "application/octet-stream" });
-      res.end(body);
-    } catch {
-      res.writeHead(404).end();
-    }
-  });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const server = await serveStatic(dir);
   const browser = await launchChromium();
   try {
     const page = browser.context.pages()[0] ?? (await browser.context.newPage());
     const problems = [];
     watchProblems(page, problems);
-    await page.goto(`http://127.0.0.1:${server.address().port}/`);
+    await page.goto(server.url);
     await page.waitForFunction(() => window.slidewinChecks !== undefined, null, { timeout: 10_000 });
     const got = await page.evaluate(() => window.slidewinChecks);
     assert.deepEqual(got, JSON.parse(JSON.stringify(expected)));
