@@ -39,8 +39,10 @@
 --   store.counts_decisions: true when the store counts allowed/rejected itself (shm), and
 --   store:stats() -> { keys, capacity, evictions, ... } then gives them
 --   store.lim: a slidewin.limiter object whose lim:decide(key, cost, commit, limits) answers
---   exactly as store:incoming, then the live limits' version (local, shm): enforce calls it
---   directly, one Lua call less per request; lim:set_limit / lim:limits hold the live limits
+--   exactly as store:incoming, then the rule's version (local, shm, zone): enforce calls it
+--   directly, one Lua call less per request; lim:set_limit / lim:limits hold the live limits;
+--   lim:rule() the windows and limits a version stands for (a zone's rule put again with other
+--   windows is a new version), lim:follow() moves to the rule in force
 --   store:set_limits(limits), store:poll_limits(now_ms) -> limits | nil: optional, for stores
 --   that share live limits between nodes (redis)
 --
@@ -90,6 +92,48 @@ local seconds = policy.seconds
 -- How often a worker asks a store shared by several nodes for limits set elsewhere.
 local POLL_LIMITS_MS = 1000
 
+-- The rule's windows (named), their limits and what is derived from them: the headers, the
+-- largest cost that can fit, the tiers' policies.
+local function hold_windows(self, windows, limits)
+    local max_limit = 0
+    for _, w in ipairs(windows) do
+        max_limit = max(max_limit, w.max_limit)
+    end
+    self.windows, self.max_limit, self.live = windows, max_limit, limits
+    self.rate_prefixes = policy.rate_prefixes(windows)
+    self.policy = policy.policy(windows, limits)
+    self.tier_policies = {}
+end
+
+-- The rule the store's limiter decided with at `version` (a version it answered), held unless
+-- it is the one held already. A zone's rule put again with other windows is a new version: a
+-- window keeps the name the config gave the window at its place while its length is the
+-- same, and takes the default name otherwise.
+local function hold(self, version)
+    if version == nil or version == self.rule_version then
+        return
+    end
+    local rule = self.store.lim:rule()
+    local conf, windows, limits = self.conf, {}, {}
+    for i, w in ipairs(rule.windows) do
+        local configured = conf.windows[i]
+        w.name = configured and configured.window_ms == w.window_ms and configured.name
+            or config.default_name(conf.name, i, w.window_ms)
+        windows[i], limits[i] = w, w.limit
+    end
+    hold_windows(self, windows, limits)
+    self.rule_version = rule.version
+end
+
+-- Holds the rule in force (which a decision follows by itself) before reading the windows for
+-- a check made ahead of the decision.
+local function follow(self)
+    local lim = self.store.lim
+    if lim then
+        hold(self, lim:follow())
+    end
+end
+
 -- A limiter from a config table, or nil, err (bad config, unknown store, missing dict).
 function _M.new(opts)
     local conf, err = config.validate(opts)
@@ -117,19 +161,11 @@ function _M.new(opts)
     if not counters then
         return nil, err
     end
-    local configured, max_limit = {}, 0
-    for i, w in ipairs(conf.windows) do
-        configured[i], max_limit = w.limit, max(max_limit, w.max_limit)
-    end
     local self = setmetatable({
         conf = conf,
         name = conf.name,
         store = store,
         counters = counters,
-        windows = conf.windows,
-        max_limit = max_limit,
-        rate_prefixes = policy.rate_prefixes(conf.windows),
-        tier_policies = {},
         fail_open = conf.on_store_error == "allow",
         counts_in_layer = not store.counts_decisions, -- else the store counts (shm)
         decide_in = store.incoming,
@@ -142,8 +178,12 @@ function _M.new(opts)
         -- The limiter's own decide through the FFI, compiled into the caller's trace.
         self.decide_in, self.decider = fast.decider(store.lim)
     end
-    self.live = store.lim and store.lim:limits() or configured
-    self.policy = policy.policy(conf.windows, self.live)
+    -- The configured rule (the store's, until a decision answers a version to hold).
+    local configured = {}
+    for i, w in ipairs(conf.windows) do
+        configured[i] = w.limit
+    end
+    hold_windows(self, conf.windows, store.lim and store.lim:limits() or configured)
     return with_switches(self)
 end
 
@@ -164,6 +204,7 @@ local function call_limits(self, opts, method, level)
         error(format("sw:%s: opts must be a table ({ limit = N }, { limits = {...} } or { tier = name }), got %s",
             method, show(opts)), level or 4)
     end
+    follow(self)
     local tier = opts.tier
     if tier ~= nil then
         local limits = self.conf.tiers and self.conf.tiers[tier]
@@ -172,6 +213,11 @@ local function call_limits(self, opts, method, level)
         end
         local cached = self.tier_policies[tier]
         if not cached then
+            -- Checked with the config, but the rule in force may have other windows.
+            local ok, err = config.check_limits(self.windows, limits, "tiers." .. tostring(tier))
+            if not ok then
+                error(format("sw:%s: %s", method, err), level or 4)
+            end
             cached = policy.policy(self.windows, limits)
             self.tier_policies[tier] = cached
         end
@@ -188,7 +234,7 @@ local function call_limits(self, opts, method, level)
     if limits == nil then
         return nil
     end
-    local ok, err = config.check_limits(self.conf, limits, "limits")
+    local ok, err = config.check_limits(self.windows, limits, "limits")
     if not ok then
         error(format("sw:%s: %s", method, err), level or 4)
     end
@@ -242,6 +288,9 @@ local function check_cost(self, cost, method, level)
         error(format("sw:%s: cost must be a non-negative integer, got %s", method, show(cost)), level or 4)
     end
     if cost > self.max_limit then
+        follow(self) -- the rule in force may let it fit
+    end
+    if cost > self.max_limit then
         -- Never fits, whatever the store or the limits: every store answers max_limit + 1 with
         -- the same refusal, and its arithmetic stays exact (1e17 would not).
         return self.max_limit + 1
@@ -258,10 +307,7 @@ local function decide(self, key, cost, commit, opts, method)
     poll_limits(self)
     local allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window, version =
         self.decide_in(self.decider, key, cost, commit, limits or self.store.poll_limits and self.live)
-    if version and version ~= self.limits_version then
-        self.limits_version, self.live = version, self.store.lim:limits()
-        self.policy = policy.policy(self.windows, self.live)
-    end
+    hold(self, version)
     return allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window or 1,
         call_policy or self.policy
 end
@@ -354,6 +400,7 @@ end
 -- node) decides with it from its next request; every key keeps its window.
 function _M.set_limit(self, limit, window)
     check_self(self, "set_limit")
+    follow(self)
     local i, err = window_index(self, window)
     if not i then
         return nil, err
@@ -387,9 +434,7 @@ end
 -- sw:limits(): the live limits, one per window.
 function _M.limits(self)
     check_self(self, "limits")
-    if self.store.lim then
-        return self.store.lim:limits()
-    end
+    follow(self)
     poll_limits(self)
     local limits = {}
     for i, l in ipairs(self.live) do

@@ -24,7 +24,7 @@ pub struct FastDecision {
     remaining: f64,
     retry_after_ms: f64,
     reset_after_ms: f64,
-    limits_version: f64,
+    version: f64,
     message: [u8; MESSAGE_BYTES],
 }
 
@@ -64,7 +64,7 @@ pub unsafe extern "C" fn slidewin_decide(
             out.remaining = d.remaining as f64;
             out.retry_after_ms = d.retry_after_ms.unwrap_or(0) as f64;
             out.reset_after_ms = d.reset_after_ms as f64;
-            out.limits_version = version as f64;
+            out.version = version as f64;
             0
         }
         Err(message) => fail(out, &message),

@@ -46,12 +46,20 @@ pub trait Store {
     fn uncommit(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error>;
     fn reset(&mut self, key: &[u8]);
     fn stats(&self) -> ZoneStats;
+    /// The rule decided with (its windows; their live limits are [`Store::limits`]).
+    fn rule(&self) -> &Rule;
     /// The live limits.
     fn limits(&self) -> Limits;
     /// Sets window `window`'s live limit (0-based).
     fn set_limit(&mut self, window: usize, limit: u64) -> Result<(), Error>;
-    /// How many times a live limit changed.
-    fn limits_version(&self) -> u64;
+    /// Moves to the rule in force when it can be replaced while the limiter lives (a zone's
+    /// rule put again with other windows); decisions do it themselves.
+    fn follow(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+    /// Changes whenever the rule decided with or one of its live limits does: what is derived
+    /// from them (a header) is rebuilt when it moves.
+    fn version(&self) -> u64;
     /// The heaviest keys and the window usage, from a store that can list its keys (a
     /// region), else `None`.
     fn scan(&self, _now_ms: i64, _top: usize) -> Option<Result<Scan, Error>> {
@@ -125,13 +133,16 @@ impl Store for Local {
             rejected: stats.rejected,
         }
     }
+    fn rule(&self) -> &Rule {
+        self.keyed.config()
+    }
     fn limits(&self) -> Limits {
         self.live.get(self.keyed.config())
     }
     fn set_limit(&mut self, window: usize, limit: u64) -> Result<(), Error> {
         self.live.set(self.keyed.config(), window, limit)
     }
-    fn limits_version(&self) -> u64 {
+    fn version(&self) -> u64 {
         self.live.version()
     }
 }
@@ -160,13 +171,16 @@ impl<R: AsRef<[AtomicU64]>> Store for Zone<R, WorkerOwner> {
     fn stats(&self) -> ZoneStats {
         Zone::stats(self)
     }
+    fn rule(&self) -> &Rule {
+        Zone::rule(self)
+    }
     fn limits(&self) -> Limits {
         Zone::limits(self)
     }
     fn set_limit(&mut self, window: usize, limit: u64) -> Result<(), Error> {
         Zone::set_limit(self, window, limit)
     }
-    fn limits_version(&self) -> u64 {
+    fn version(&self) -> u64 {
         Zone::limits_version(self)
     }
     fn scan(&self, now_ms: i64, top: usize) -> Option<Result<Scan, Error>> {
@@ -211,17 +225,31 @@ impl LuaLimiter {
         self.store.stats()
     }
 
-    /// The live limits.
-    pub fn limits(&self) -> Limits {
-        self.store.limits()
+    /// The live limits of the rule in force.
+    pub fn limits(&mut self) -> Result<Limits, Error> {
+        self.store.follow()?;
+        Ok(self.store.limits())
     }
 
     pub fn set_limit(&mut self, window: usize, limit: u64) -> Result<(), Error> {
         self.store.set_limit(window, limit)
     }
 
-    pub fn limits_version(&self) -> u64 {
-        self.store.limits_version()
+    /// Moves to the rule in force; its version.
+    pub fn follow(&mut self) -> Result<u64, Error> {
+        self.store.follow()?;
+        Ok(self.store.version())
+    }
+
+    /// The rule of the last decision (or follow), its live limits and its version, which
+    /// that decision answered with.
+    pub fn rule(&self) -> (&Rule, Limits, u64) {
+        (self.store.rule(), self.store.limits(), self.store.version())
+    }
+
+    /// See [`Store::version`].
+    pub fn version(&self) -> u64 {
+        self.store.version()
     }
 
     pub fn scan(&self, top: usize) -> Option<Result<Scan, Error>> {

@@ -21,7 +21,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use mlua::ffi::{self, lua_State};
 use mlua::{Lua, Result as LuaResult, Value};
-use slidewin::rule::MAX_WINDOWS;
+use slidewin::rule::{Limits, WindowConfig, MAX_WINDOWS};
 use slidewin::{arg, Decision};
 
 use crate::limiter::LuaLimiter;
@@ -30,7 +30,7 @@ const METATABLE: &CStr = c"slidewin.limiter";
 
 /// Creates the objects' metatable (once per Lua VM, when the module is loaded).
 pub fn register(lua: &Lua) -> LuaResult<()> {
-    const METHODS: [(&CStr, ffi::lua_CFunction); 12] = [
+    const METHODS: [(&CStr, ffi::lua_CFunction); 14] = [
         (c"incoming", incoming),
         (c"ffi_handle", ffi_handle),
         (c"decide", decide),
@@ -41,6 +41,8 @@ pub fn register(lua: &Lua) -> LuaResult<()> {
         (c"limit", limit),
         (c"limits", limits),
         (c"set_limit", set_limit),
+        (c"rule", rule),
+        (c"follow", follow),
         (c"top", crate::report::top),
         (c"window", crate::report::window),
     ];
@@ -237,7 +239,7 @@ unsafe fn limits_arg(
     }
 }
 
-/// The decision, and the count of limit changes it was made after.
+/// The decision, and the version of the rule it was made under ([`LuaLimiter::version`]).
 unsafe fn decide_at(
     state: *mut lua_State,
     function: &str,
@@ -265,8 +267,7 @@ unsafe fn decide_at(
     })
 }
 
-/// `this`'s decision, and the count of limit changes it was made after; errors name
-/// `function`.
+/// `this`'s decision, and the version of the rule it was made under; errors name `function`.
 pub(crate) fn decide_versioned(
     this: &mut LuaLimiter,
     key: &[u8],
@@ -276,7 +277,7 @@ pub(crate) fn decide_versioned(
     function: &str,
 ) -> Result<(Decision, u64), String> {
     let d = this.decide(key, cost, commit, limits);
-    d.map(|d| (d, this.limits_version()))
+    d.map(|d| (d, this.version()))
         .map_err(|e| format!("{function}: {e}"))
 }
 
@@ -305,10 +306,10 @@ unsafe extern "C-unwind" fn incoming(state: *mut lua_State) -> c_int {
 }
 
 /// `lim:decide(key, cost, commit, limits)`: `allowed, remaining, retry_after_ms,
-/// reset_after_ms, nil, window, limits_version` (the store seam's form: `window` is the
-/// 1-based window the answer describes; nil stands for "decided locally", which an in-memory
-/// store never is; `limits_version` counts live limit changes, so headers built from the
-/// limits are rebuilt when it moves).
+/// reset_after_ms, nil, window, version` (the store seam's form: `window` is the 1-based
+/// window the answer describes; nil stands for "decided locally", which an in-memory store
+/// never is; `version` moves whenever the rule decided with or a live limit changes, so
+/// headers built from them are rebuilt from `lim:rule()`).
 unsafe extern "C-unwind" fn decide(state: *mut lua_State) -> c_int {
     let commit = ffi::lua_toboolean(state, 4) != 0;
     let (d, version) = decide_at(state, "lim:decide", 3, commit, Some(5));
@@ -390,16 +391,23 @@ unsafe extern "C-unwind" fn stats(state: *mut lua_State) -> c_int {
     1
 }
 
+/// The live limits of the rule in force; errors name `function`.
+unsafe fn live_limits(state: *mut lua_State, function: &str) -> Limits {
+    with_self(state, function, |this| {
+        this.limits().map_err(|e| format!("{function}: {e}"))
+    })
+}
+
 /// `lim:limit()`: the first window's live limit.
 unsafe extern "C-unwind" fn limit(state: *mut lua_State) -> c_int {
-    let limit = with_self(state, "lim:limit", |this| Ok(this.limits()[0]));
+    let limit = live_limits(state, "lim:limit")[0];
     ffi::lua_pushnumber(state, limit as f64);
     1
 }
 
 /// `lim:limits()`: the live limits, one per window.
 unsafe extern "C-unwind" fn limits(state: *mut lua_State) -> c_int {
-    let limits = with_self(state, "lim:limits", |this| Ok(this.limits()));
+    let limits = live_limits(state, "lim:limits");
     ffi::lua_createtable(state, limits.len() as c_int, 0);
     for (i, &limit) in limits.iter().enumerate() {
         ffi::lua_pushnumber(state, limit as f64);
@@ -433,6 +441,48 @@ unsafe extern "C-unwind" fn set_limit(state: *mut lua_State) -> c_int {
             .map_err(|e| format!("{function}: {e}"))
     });
     ffi::lua_pushboolean(state, 1);
+    1
+}
+
+/// `lim:follow()`: moves to the rule in force (a zone's rule put again with other windows,
+/// as a decision does); its version. Raises once the rule was removed.
+unsafe extern "C-unwind" fn follow(state: *mut lua_State) -> c_int {
+    let version = with_self(state, "lim:follow", |this| {
+        this.follow().map_err(|e| format!("lim:follow: {e}"))
+    });
+    ffi::lua_pushnumber(state, version as f64);
+    1
+}
+
+/// `lim:rule()`: `{ version, windows = { { algorithm, limit, window_ms, bucket_ms, max_limit },
+/// ... } }`, the rule of the limiter's last decision (or follow) with its live limits, and the
+/// version that decision answered with: everything a header says about the rule.
+unsafe extern "C-unwind" fn rule(state: *mut lua_State) -> c_int {
+    let (windows, limits, version) = with_self(state, "lim:rule", |this| {
+        let (rule, limits, version) = this.rule();
+        Ok((rule.windows().to_vec(), limits, version))
+    });
+    ffi::lua_createtable(state, 0, 2);
+    set_number(state, c"version", version);
+    ffi::lua_createtable(state, windows.len() as c_int, 0);
+    for (i, window) in windows.iter().enumerate() {
+        let (algorithm, bucket_ms) = match window.config() {
+            WindowConfig::Log(_) => (c"log", None),
+            WindowConfig::Buckets(c) => (c"buckets", Some(c.bucket_ms() as u64)),
+            WindowConfig::Counter(_) => (c"counter", None),
+        };
+        ffi::lua_createtable(state, 0, 5);
+        ffi::lua_pushstring(state, algorithm.as_ptr());
+        ffi::lua_setfield(state, -2, c"algorithm".as_ptr());
+        set_number(state, c"limit", limits[i]);
+        set_number(state, c"window_ms", window.window_ms() as u64);
+        if let Some(bucket_ms) = bucket_ms {
+            set_number(state, c"bucket_ms", bucket_ms);
+        }
+        set_number(state, c"max_limit", window.max_limit());
+        ffi::lua_rawseti(state, -2, i as ffi::lua_Integer + 1);
+    }
+    ffi::lua_setfield(state, -2, c"windows".as_ptr());
     1
 }
 

@@ -11,13 +11,14 @@
 //!
 //! `put` answers the rule's limiter object (the methods of `slidewin.limiter`): a rule put
 //! again with other limits only keeps its keys; other windows replace it. A limiter whose rule
-//! was replaced follows the new one at its next call; one whose rule was removed raises
-//! "the rule was removed from its zone".
+//! was replaced follows the new one at its next call (`lim:rule()` then describes it, with a
+//! version no earlier rule had); one whose rule was removed raises "the rule was removed from
+//! its zone".
 
 use std::sync::Arc;
 
 use mlua::{Lua, Result as LuaResult, Table, UserData, UserDataMethods, Value};
-use slidewin::rule::Limits;
+use slidewin::rule::{Limits, Rule};
 use slidewin::shared::{Directory, Found, KeyWindow, Part, Scan, Zone, ZoneStats};
 use slidewin::{Decision, Error};
 
@@ -129,6 +130,7 @@ fn limiter(lua: &Lua, rules: &Arc<Rules>, name: Vec<u8>, found: Found) -> Result
         name,
         found,
         zone,
+        earlier_versions: 0,
     };
     crate::object::push(lua, LuaLimiter::new(Box::new(store))).map_err(|_| Error::RuleRemoved)
 }
@@ -139,6 +141,9 @@ struct ZoneRule {
     name: Vec<u8>,
     found: Found,
     zone: Zone<Part<Region>, WorkerOwner>,
+    /// Added to the zone's limits version: versions go on from the replaced rule's, so no
+    /// version stands for two rules.
+    earlier_versions: u64,
 }
 
 impl ZoneRule {
@@ -146,7 +151,12 @@ impl ZoneRule {
     fn current(&mut self) -> Result<&mut Zone<Part<Region>, WorkerOwner>, Error> {
         if !self.rules.is_current(&self.found) {
             let found = self.rules.find(&self.name).ok_or(Error::RuleRemoved)?;
-            self.zone = self.rules.zone(&found, WorkerOwner::new())?;
+            let zone = self.rules.zone(&found, WorkerOwner::new())?;
+            // Wrapping: only the sum is a version, and it is the last one plus one.
+            self.earlier_versions = Store::version(self)
+                .wrapping_add(1)
+                .wrapping_sub(zone.limits_version());
+            self.zone = zone;
             self.found = found;
         }
         Ok(&mut self.zone)
@@ -175,14 +185,21 @@ impl Store for ZoneRule {
     fn stats(&self) -> ZoneStats {
         Store::stats(&self.zone)
     }
+    fn rule(&self) -> &Rule {
+        self.zone.rule()
+    }
     fn limits(&self) -> Limits {
         Store::limits(&self.zone)
     }
     fn set_limit(&mut self, window: usize, limit: u64) -> Result<(), Error> {
         Store::set_limit(self.current()?, window, limit)
     }
-    fn limits_version(&self) -> u64 {
-        Store::limits_version(&self.zone)
+    fn follow(&mut self) -> Result<(), Error> {
+        self.current().map(|_| ())
+    }
+    fn version(&self) -> u64 {
+        self.earlier_versions
+            .wrapping_add(Store::version(&self.zone))
     }
     fn scan(&self, now_ms: i64, top: usize) -> Option<Result<Scan, Error>> {
         Store::scan(&self.zone, now_ms, top)

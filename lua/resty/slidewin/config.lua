@@ -55,6 +55,16 @@ local function span(ms)
     return format("%dms", ms)
 end
 
+-- The name of window `i` of limiter `name` when its config gives none: the limiter's for the
+-- first window, with the window's length after it for the others ("api-1h").
+local function default_name(name, i, window_ms)
+    if i == 1 then
+        return name
+    end
+    return name .. "-" .. span(window_ms)
+end
+_M.default_name = default_name
+
 -- Window `i` of `conf` (its table `w`) checked, with defaults; `at` names it in errors.
 local function window_of(conf, w, i, at)
     local window = {
@@ -63,7 +73,7 @@ local function window_of(conf, w, i, at)
         window_ms = w.window_ms,
         bucket_ms = w.bucket_ms,
         max_limit = w.max_limit or w.limit,
-        name = w.name or (i == 1 and conf.name) or conf.name .. "-" .. span(w.window_ms or 0),
+        name = w.name or default_name(conf.name, i, w.window_ms or 0),
     }
     if not ALGORITHMS[window.algorithm] then
         return invalid(at .. "algorithm", '"log", "buckets" or "counter"', window.algorithm)
@@ -122,7 +132,7 @@ local function check_tiers(conf)
         return invalid("tiers", "a table of tier name = { limit per window }", conf.tiers)
     end
     for tier, limits in pairs(conf.tiers) do
-        local ok, err = _M.check_limits(conf, limits, format("tiers.%s", tostring(tier)))
+        local ok, err = _M.check_limits(conf.windows, limits, format("tiers.%s", tostring(tier)))
         if not ok then
             return nil, err
         end
@@ -130,9 +140,8 @@ local function check_tiers(conf)
     return true
 end
 
--- `limits` (one per window of conf) checked: true, or nil, err naming `field`.
-function _M.check_limits(conf, limits, field)
-    local windows = conf.windows
+-- `limits` (one per window of `windows`) checked: true, or nil, err naming `field`.
+function _M.check_limits(windows, limits, field)
     if type(limits) ~= "table" or #limits ~= #windows then
         return invalid(field, format("a list of %d limit(s), one per window", #windows), limits)
     end

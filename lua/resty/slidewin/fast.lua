@@ -20,7 +20,7 @@ if not pcall(ffi.typeof, "slidewin_decision_t") then
     ffi.cdef [[
     typedef struct {
         int allowed, window, has_retry, message_len;
-        double remaining, retry_after_ms, reset_after_ms, limits_version;
+        double remaining, retry_after_ms, reset_after_ms, version;
         char message[256];
     } slidewin_decision_t;
     int slidewin_decide(void *block, const char *key, size_t key_len, double cost, int commit,
@@ -59,7 +59,7 @@ local function decide(d, key, cost, commit, limits)
         retry_after_ms = out.retry_after_ms
     end
     return out.allowed ~= 0, out.remaining, retry_after_ms, out.reset_after_ms, nil, out.window,
-        out.limits_version
+        out.version
 end
 
 local _M = {}

@@ -14,7 +14,8 @@
 -- holding up to max_rules rules; a rule's memory comes from the zone's free pages and goes back
 -- to them a second after the rule is removed. A rule that does not fit is nil, err naming the
 -- bytes it needs. Putting a rule again with other limits keeps its keys' windows; with other
--- windows it replaces the rule, and every worker's limiter follows at its next request.
+-- windows it replaces the rule, and every worker's limiter follows at its next request, its
+-- decisions and its headers alike.
 
 local slidewin = require "slidewin"
 local bytes = require("resty.slidewin.config").bytes

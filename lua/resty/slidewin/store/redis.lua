@@ -436,7 +436,7 @@ local function parse_limits(self, text)
     for limit in gmatch(text, "%S+") do
         limits[#limits + 1] = tonumber(limit)
     end
-    if config.check_limits(self.conf, limits, "limits") then
+    if config.check_limits(self.conf.windows, limits, "limits") then
         return limits
     end
 end
