@@ -37,14 +37,43 @@ pub fn post(port: u16, path: &str, body: &str) -> Response {
     request("127.0.0.1", port, "POST", path, body)
 }
 
+/// `POST path` as an operator's client sends a change to an admin location: with the header
+/// `X-Slidewin-Admin: 1` that resty.slidewin.guard asks of every change.
+pub fn admin_post(port: u16, path: &str) -> Response {
+    send(port, "POST", path, &[("X-Slidewin-Admin", "1")], "")
+}
+
+/// `method path` on 127.0.0.1:`port` with `headers` (a `Host` among them replaces 127.0.0.1).
+pub fn send(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Response {
+    request_with("127.0.0.1", port, method, path, headers, body)
+}
+
 fn request(host: &str, port: u16, method: &str, path: &str, body: &str) -> Response {
+    request_with(host, port, method, path, &[], body)
+}
+
+fn request_with(
+    host: &str,
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Response {
     let mut stream = TcpStream::connect((host, port)).expect("connect to nginx");
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .expect("set timeout");
+    let mut head = format!("{method} {path} HTTP/1.1\r\n");
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        head.push_str("Host: 127.0.0.1\r\n");
+    }
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        "{head}Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .expect("send request");

@@ -283,11 +283,7 @@ fn a_rule_of_two_windows_with_live_limits_across_two_instances() {
     );
 
     // Raised on one instance, the other applies it from its next poll (at most 1 s later).
-    let set = http::post(
-        a.port(),
-        "/slidewin/limits?limiter=rule&limit=30&window=2",
-        "",
-    );
+    let set = http::admin_post(a.port(), "/slidewin/limits?limiter=rule&limit=30&window=2");
     assert_eq!(set.status, 200, "{}", set.body);
     thread::sleep(Duration::from_millis(1_200));
     assert_eq!(admin_limit(&b, 2), 30);
@@ -312,11 +308,7 @@ fn a_rule_of_two_windows_with_live_limits_across_two_instances() {
     slidewin_tests::load::reload(&b);
     thread::sleep(Duration::from_millis(1_200));
     assert_eq!(admin_limit(&b, 2), 30);
-    let bad = http::post(
-        a.port(),
-        "/slidewin/limits?limiter=rule&limit=101&window=2",
-        "",
-    );
+    let bad = http::admin_post(a.port(), "/slidewin/limits?limiter=rule&limit=101&window=2");
     assert_eq!(
         (bad.status, bad.body.trim()),
         (

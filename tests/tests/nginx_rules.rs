@@ -20,7 +20,7 @@ fn statuses(nginx: &Nginx, path: &str, n: usize) -> Vec<u16> {
 }
 
 fn set_limit(nginx: &Nginx, query: &str) -> Response {
-    http::post(nginx.port(), &format!("/slidewin/limits?{query}"), "")
+    http::admin_post(nginx.port(), &format!("/slidewin/limits?{query}"))
 }
 
 #[test]
