@@ -396,7 +396,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
             self.words(),
             HEADER_WORDS,
             self.set_words,
-            self.sets,
+            0..self.sets,
             fields,
         );
         Ok(stats)
