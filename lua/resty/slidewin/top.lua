@@ -50,6 +50,8 @@ local function walk(lim, n)
         if over ~= false then
             return over, why
         end
+        -- The cached clock is a step old: a timer set from it would have expired already.
+        ngx.update_time()
         ngx.sleep(PAUSE_S)
     end
 end
