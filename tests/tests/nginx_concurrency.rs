@@ -147,7 +147,8 @@ fn counts(nginx: &Nginx, name: &str) -> String {
     nginx
         .eval(&format!(
             "local c = require('resty.slidewin.concurrency').get('{name}') local s = c:stats() \
-             return c:inflight('all') .. ' ' .. s.inflight .. ' ' .. s.dead_owner .. ' ' .. s.expired"
+             return c:inflight('all') .. ' ' .. s.inflight .. ' ' \
+                 .. s.dead_owner .. ' ' .. s.expired"
         ))
         .body
 }

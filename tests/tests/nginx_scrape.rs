@@ -95,7 +95,8 @@ fn a_walk_a_step_at_a_time_answers_what_top_and_stats_answer() {
              function() return lim:step(lim:walk(1)) end, \
              function() return lim:step({}, 1) end, \
          } do out[#out + 1] = select(2, pcall(call)) end \
-         local here = require('slidewin').limiter{ algorithm = 'log', limit = 1, window_ms = 1000 } \
+         local here = require('slidewin').limiter{ \
+             algorithm = 'log', limit = 1, window_ms = 1000 } \
          out[#out + 1] = select(2, here:step(here:walk(1), 1)) \
          return table.concat(out, '\\n')",
     );

@@ -126,8 +126,9 @@ fn counts_leave_out_dead_owners_and_ended_leases_without_a_new_enter() {
     assert!(survivor.enter_at(b"idle", 100).unwrap().admitted);
     assert_eq!(survivor.inflight_at(b"k", 100).unwrap(), 3);
     assert_eq!(survivor.stats_at(100).unwrap().inflight, 6);
-    procs.alive[2].store(false, Ordering::Relaxed); // SIGKILLed
-                                                    // Read at once (within LIVENESS_CHECK_MS of the last check), no key entered again.
+    // Process 2 is SIGKILLed; the counts read at once (within LIVENESS_CHECK_MS of the last
+    // check), no key entered again.
+    procs.alive[2].store(false, Ordering::Relaxed);
     assert_eq!(survivor.inflight_at(b"k", 101).unwrap(), 1);
     let stats = survivor.stats_at(101).unwrap();
     assert_eq!(

@@ -5,9 +5,9 @@
 //! answer is a moment's view, not one instant's. A [`Walk`] does the same work a slice of sets
 //! at a time ([`Zone::walk_step`]), so that a host serving many requests on one thread (an
 //! nginx worker) serves the others between slices: a region of a million keys takes a tenth
-//! of a second to walk, too long to keep anyone waiting. A way only adds a word counting its refusals
-//! since its windows were last all empty ([`count_refusal`]); everything else is read off its
-//! windows, under the live limits, recording nothing.
+//! of a second to walk, too long to keep anyone waiting. A way only adds a word counting its
+//! refusals since its windows were last all empty ([`count_refusal`]); everything else is
+//! read off its windows, under the live limits, recording nothing.
 //!
 //! A key of a rule with several windows is reported by the window nearest its limit (the
 //! highest `count / limit`; ties: the lower index): a key at 9 of 10 per second and 100 of
