@@ -44,7 +44,8 @@ local YIELDING = { rewrite = true, access = true, content = true, timer = true }
 -- lim:walk(n) walked to its end (lim:step's answer), yielding between steps where it can.
 local function walk(lim, n)
     local w = lim:walk(n)
-    local budget = ngx and YIELDING[ngx.get_phase()] and STEP_US or ONE_STEP_US
+    local yielding = ngx and ngx.get_phase and YIELDING[ngx.get_phase()]
+    local budget = yielding and STEP_US or ONE_STEP_US
     while true do
         local over, why = lim:step(w, budget)
         if over ~= false then
