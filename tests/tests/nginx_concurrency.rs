@@ -1,6 +1,7 @@
 //! Concurrency limits (resty.slidewin.concurrency) inside real nginx with 4 workers
 //! (nginx/concurrency.conf): the limit holds exactly across workers, 429 + Retry-After, the
-//! slots of a SIGKILLed worker come back, a release that never comes ends with its lease.
+//! slots of a SIGKILLed worker come back, a release that never comes ends with its lease, and
+//! the counts leave both out at once, with no request entering the key again.
 
 use std::process::Command;
 use std::thread;
@@ -139,6 +140,57 @@ fn a_worker_killed_holding_slots_gives_them_back_within_a_second() {
     );
     assert_eq!(stats.body, "0 2", "both slots freed as their owner's");
     assert!(nginx.error_log().contains("exited on signal 9"));
+}
+
+/// `c:inflight('all')`, `c:stats().inflight` and `dead_owner .. expired` of limit `name`.
+fn counts(nginx: &Nginx, name: &str) -> String {
+    nginx
+        .eval(&format!(
+            "local c = require('resty.slidewin.concurrency').get('{name}') local s = c:stats() \
+             return c:inflight('all') .. ' ' .. s.inflight .. ' ' \
+                 .. s.dead_owner .. ' ' .. s.expired"
+        ))
+        .body
+}
+
+/// Whether process `pid` runs (exists and is no zombie).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+    })
+}
+
+#[test]
+fn counts_leave_out_killed_workers_slots_with_no_new_enter() {
+    let nginx = Nginx::start("concurrency.conf", 4);
+    let pids = hold_both(&nginx);
+    for pid in &pids {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    // A killed process runs its exit for a moment after the signal; then it is a zombie or gone.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pids.iter().any(|pid| running(*pid)) {
+        assert!(Instant::now() < deadline, "the killed workers never exited");
+        thread::sleep(Duration::from_millis(5));
+    }
+    // Read by a surviving or a new worker, the key never entered again.
+    assert_eq!(counts(&nginx, "killed"), "0 0 2 0");
+    assert!(nginx.error_log().contains("exited on signal 9"));
+}
+
+#[test]
+fn a_lease_that_ends_on_an_idle_key_stops_counting() {
+    let nginx = Nginx::start("concurrency.conf", 2);
+    // /leaky's log phase releases nothing: both slots stay held until their lease (1000 ms).
+    assert_eq!(nginx.get("/leaky/lease").status, 200);
+    assert_eq!(nginx.get("/leaky/lease").status, 200);
+    let entered = Instant::now();
+    assert_eq!(counts(&nginx, "lease"), "2 2 0 0");
+    thread::sleep(Duration::from_millis(1_100).saturating_sub(entered.elapsed()));
+    assert_eq!(counts(&nginx, "lease"), "0 0 0 2", "no request came since");
 }
 
 #[test]

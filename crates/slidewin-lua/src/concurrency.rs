@@ -1,7 +1,8 @@
 //! `slidewin.concurrency{ name, limit, max_limit, max_hold_ms, size | keys, max_key_bytes }`: at most
 //! `limit` requests of a key in flight across every worker of one nginx
 //! ([`slidewin::shared::Inflight`]), crash safe: the slots of a SIGKILLed worker come back, and
-//! a slot whose leave never comes is freed once its lease (`max_hold_ms`) ends.
+//! a slot whose leave never comes is freed once its lease (`max_hold_ms`) ends, and neither
+//! counts in `inflight(key)` or `stats()` (they free such slots first).
 //!
 //! ```lua
 //! -- init_by_lua (the master maps the region, kept by name across reloads):
@@ -100,7 +101,9 @@ impl UserData for LuaConcurrency {
                 .map_err(args::core("slots:leave"))
         });
         methods.add_method("inflight", |_, this, key: mlua::LuaString| {
-            Ok(this.0.inflight_of(&key.as_bytes()))
+            this.0
+                .inflight_at(&key.as_bytes(), now_ms())
+                .map_err(args::core("slots:inflight"))
         });
         methods.add_method("limit", |_, this, ()| Ok(this.0.limit()));
         methods.add_method("set_limit", |_, this, limit: f64| {
@@ -115,7 +118,10 @@ impl UserData for LuaConcurrency {
             this.0.sweep_at(now_ms()).map_err(args::core("slots:sweep"))
         });
         methods.add_method("stats", |lua, this, ()| {
-            let s = this.0.stats();
+            let s = this
+                .0
+                .stats_at(now_ms())
+                .map_err(args::core("slots:stats"))?;
             let t = lua.create_table()?;
             t.set("inflight", s.inflight)?;
             t.set("admitted", s.admitted)?;

@@ -11,10 +11,11 @@
 //! `resty.limit.traffic.combine`. `retry_after_ms` is nil when `cost` exceeds the limit (never).
 
 use std::sync::atomic::AtomicU64;
+use std::time::{Duration, Instant};
 
 use mlua::{Lua, Result as LuaResult, Value};
 use slidewin::rule::{Limits, Rule, RuleLimiter};
-use slidewin::shared::{KeyWindow, LiveLimits, Scan, Usage, Zone, ZoneStats};
+use slidewin::shared::{KeyWindow, LiveLimits, Scan, Usage, Walk, Zone, ZoneStats};
 use slidewin::{Decision, Error, Keyed};
 
 use crate::args::{self, error};
@@ -27,6 +28,8 @@ use crate::shared::{self, Region, Spec};
 type Key = Vec<u8>;
 
 const DEFAULT_MAX_KEYS: u64 = 100_000;
+/// Sets walked between two looks at the clock: tens of microseconds.
+const WALK_SLICE_SETS: usize = 16;
 /// Longer keys are kept as a 16-byte digest (in shared memory: a 128-bit keyed digest), so a
 /// store's key text is bounded by its keys x this, whatever the clients send.
 const DEFAULT_MAX_KEY_BYTES: u64 = 64;
@@ -60,9 +63,14 @@ pub trait Store {
     /// Changes whenever the rule decided with or one of its live limits does: what is derived
     /// from them (a header) is rebuilt when it moves.
     fn version(&self) -> u64;
-    /// The heaviest keys and the window usage, from a store that can list its keys (a
-    /// region), else `None`.
-    fn scan(&self, _now_ms: i64, _top: usize) -> Option<Result<Scan, Error>> {
+    /// Walks up to `sets` more sets of `walk` (the heaviest keys, the window usage and the
+    /// counters) in a store that can list its keys (a region), else `None`: true once over.
+    fn walk_step(
+        &self,
+        _walk: &mut Walk,
+        _now_ms: i64,
+        _sets: usize,
+    ) -> Option<Result<bool, Error>> {
         None
     }
     /// `key`'s windows as the next call of `cost` finds them, and whether the store counts
@@ -183,8 +191,8 @@ impl<R: AsRef<[AtomicU64]>> Store for Zone<R, WorkerOwner> {
     fn version(&self) -> u64 {
         Zone::limits_version(self)
     }
-    fn scan(&self, now_ms: i64, top: usize) -> Option<Result<Scan, Error>> {
-        Some(self.scan_at(now_ms, top))
+    fn walk_step(&self, walk: &mut Walk, now_ms: i64, sets: usize) -> Option<Result<bool, Error>> {
+        Some(Zone::walk_step(self, walk, now_ms, sets))
     }
     fn window(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(KeyWindow, bool), Error> {
         Ok((self.window_at(key, now_ms, cost)?, true))
@@ -252,8 +260,24 @@ impl LuaLimiter {
         self.store.version()
     }
 
+    /// The heaviest keys and the window usage in one go (a store that cannot list its keys:
+    /// `None`).
     pub fn scan(&self, top: usize) -> Option<Result<Scan, Error>> {
-        self.store.scan(now_ms(), top)
+        let mut walk = Walk::scan(top);
+        let over = self.store.walk_step(&mut walk, now_ms(), usize::MAX)?;
+        Some(over.map(|_| walk.finish().0.unwrap_or_default()))
+    }
+
+    /// Walks `walk` for about `budget` (whole slices of [`WALK_SLICE_SETS`] sets, at least
+    /// one): true once over, `None` for a store that cannot list its keys.
+    pub fn walk_for(&self, walk: &mut Walk, budget: Duration) -> Option<Result<bool, Error>> {
+        let started = Instant::now();
+        loop {
+            match self.store.walk_step(walk, now_ms(), WALK_SLICE_SETS) {
+                Some(Ok(false)) if started.elapsed() < budget => continue,
+                over => return over,
+            }
+        }
     }
 
     pub fn window(&mut self, key: &[u8], cost: u64) -> Result<(KeyWindow, bool), Error> {

@@ -22,6 +22,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use mlua::ffi::{self, lua_State};
 use mlua::{Lua, Result as LuaResult, Value};
 use slidewin::rule::{Limits, WindowConfig, MAX_WINDOWS};
+use slidewin::shared::ZoneStats;
 use slidewin::{arg, Decision};
 
 use crate::limiter::LuaLimiter;
@@ -30,7 +31,7 @@ const METATABLE: &CStr = c"slidewin.limiter";
 
 /// Creates the objects' metatable (once per Lua VM, when the module is loaded).
 pub fn register(lua: &Lua) -> LuaResult<()> {
-    const METHODS: [(&CStr, ffi::lua_CFunction); 14] = [
+    const METHODS: [(&CStr, ffi::lua_CFunction); 16] = [
         (c"incoming", incoming),
         (c"ffi_handle", ffi_handle),
         (c"decide", decide),
@@ -45,6 +46,8 @@ pub fn register(lua: &Lua) -> LuaResult<()> {
         (c"follow", follow),
         (c"top", crate::report::top),
         (c"window", crate::report::window),
+        (c"walk", crate::report::walk),
+        (c"step", crate::report::step),
     ];
     // SAFETY: plain stack operations on a state mlua hands us, balanced (the stack is left as found).
     unsafe {
@@ -60,6 +63,7 @@ pub fn register(lua: &Lua) -> LuaResult<()> {
             ffi::lua_setfield(state, -2, c"__gc".as_ptr());
             ffi::lua_pushboolean(state, 0);
             ffi::lua_setfield(state, -2, c"__metatable".as_ptr());
+            crate::report::register_walks(state);
             ffi::lua_settop(state, 0);
         })
     }
@@ -380,6 +384,12 @@ unsafe extern "C-unwind" fn reset(state: *mut lua_State) -> c_int {
 /// `lim:stats()`: `{ keys, capacity, evictions, reclaimed, repairs, allowed, rejected }`.
 unsafe extern "C-unwind" fn stats(state: *mut lua_State) -> c_int {
     let s = with_self(state, "lim:stats", |this| Ok(this.stats()));
+    push_stats(state, &s);
+    1
+}
+
+/// `lim:stats()`'s table of `s`.
+pub(crate) unsafe fn push_stats(state: *mut lua_State, s: &ZoneStats) {
     ffi::lua_createtable(state, 0, 7);
     set_number(state, c"keys", s.keys);
     set_number(state, c"capacity", s.capacity);
@@ -388,7 +398,6 @@ unsafe extern "C-unwind" fn stats(state: *mut lua_State) -> c_int {
     set_number(state, c"repairs", s.repairs);
     set_number(state, c"allowed", s.allowed);
     set_number(state, c"rejected", s.rejected);
-    1
 }
 
 /// The live limits of the rule in force; errors name `function`.

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use mlua::{Lua, Result as LuaResult, Table, UserData, UserDataMethods, Value};
 use slidewin::rule::{Limits, Rule};
-use slidewin::shared::{Directory, Found, KeyWindow, Part, Scan, Zone, ZoneStats};
+use slidewin::shared::{Directory, Found, KeyWindow, Part, Walk, Zone, ZoneStats};
 use slidewin::{Decision, Error};
 
 use crate::args::{self, error};
@@ -201,8 +201,8 @@ impl Store for ZoneRule {
         self.earlier_versions
             .wrapping_add(Store::version(&self.zone))
     }
-    fn scan(&self, now_ms: i64, top: usize) -> Option<Result<Scan, Error>> {
-        Store::scan(&self.zone, now_ms, top)
+    fn walk_step(&self, walk: &mut Walk, now_ms: i64, sets: usize) -> Option<Result<bool, Error>> {
+        Store::walk_step(&self.zone, walk, now_ms, sets)
     }
     fn window(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(KeyWindow, bool), Error> {
         Store::window(self.current()?, key, now_ms, cost)

@@ -74,7 +74,7 @@ fn threads_never_hold_more_than_the_limit_and_every_slot_comes_back() {
     assert!(most.load(Ordering::SeqCst) <= 5);
     let (slots, attached) = Inflight::attach(&words[..], config, 64, procs, [3, 4]).unwrap();
     assert_eq!(attached, Attached::Reused);
-    let stats = slots.stats();
+    let stats = slots.stats_at(20_000).unwrap();
     assert_eq!(stats.inflight, 0);
     assert_eq!(stats.admitted, admitted.load(Ordering::Relaxed));
     assert_eq!(stats.admitted + stats.refused, 8 * 20_000);
@@ -102,11 +102,52 @@ fn a_dead_owners_slots_are_freed_when_the_key_is_full() {
     assert!(survivor.enter_at(b"k", soon).unwrap().admitted);
     assert!(survivor.enter_at(b"k", soon).unwrap().admitted);
     assert!(!survivor.enter_at(b"k", soon).unwrap().admitted);
-    let stats = survivor.stats();
+    let stats = survivor.stats_at(soon).unwrap();
     assert_eq!((stats.dead_owner, stats.inflight, stats.expired), (2, 3, 0));
     assert!(
         survivor.leave_at(b"k", mine.token).unwrap(),
         "a live owner's slot was kept"
+    );
+}
+
+#[test]
+fn counts_leave_out_dead_owners_and_ended_leases_without_a_new_enter() {
+    let config = InflightConfig::new(3, 3, 500).unwrap();
+    let words = region(&config, 64);
+    let procs = Procs::new();
+    let (victim, _) =
+        Inflight::attach(&words[..], config, 64, procs.as_process(2), [5, 6]).unwrap();
+    let (survivor, _) = Inflight::attach(&words[..], config, 64, procs.clone(), [5, 6]).unwrap();
+    for key in [&b"k"[..], b"j"] {
+        assert!(victim.enter_at(key, 0).unwrap().admitted);
+        assert!(victim.enter_at(key, 0).unwrap().admitted);
+    }
+    assert!(survivor.enter_at(b"k", 100).unwrap().admitted);
+    assert!(survivor.enter_at(b"idle", 100).unwrap().admitted);
+    assert_eq!(survivor.inflight_at(b"k", 100).unwrap(), 3);
+    assert_eq!(survivor.stats_at(100).unwrap().inflight, 6);
+    // Process 2 is SIGKILLed; the counts read at once (within LIVENESS_CHECK_MS of the last
+    // check), no key entered again.
+    procs.alive[2].store(false, Ordering::Relaxed);
+    assert_eq!(survivor.inflight_at(b"k", 101).unwrap(), 1);
+    let stats = survivor.stats_at(101).unwrap();
+    assert_eq!(
+        (stats.inflight, stats.dead_owner),
+        (2, 4),
+        "k's and idle's own"
+    );
+    assert_eq!(survivor.inflight_at(b"j", 101).unwrap(), 0);
+    // The leases taken at 100 end at 600, whatever the key's traffic.
+    assert_eq!(survivor.inflight_at(b"idle", 599).unwrap(), 1);
+    assert_eq!(survivor.inflight_at(b"idle", 600).unwrap(), 0);
+    let stats = survivor.stats_at(600).unwrap();
+    assert_eq!((stats.inflight, stats.expired), (0, 2));
+    assert_eq!(
+        survivor
+            .inflight_at(b"k", i64::MAX)
+            .unwrap_err()
+            .to_string(),
+        "now_ms must be between -2^53 and 2^53, got 9223372036854775807"
     );
 }
 
@@ -120,13 +161,13 @@ fn a_slot_whose_leave_never_comes_is_freed_after_max_hold_ms() {
     assert!(!slots.enter_at(b"k", 1_499).unwrap().admitted);
     let e = slots.enter_at(b"k", 1_500).unwrap();
     assert!(e.admitted, "the first lease ended at 1500");
-    assert_eq!((e.inflight, slots.stats().expired), (2, 1));
+    assert_eq!((e.inflight, slots.stats_at(1_500).unwrap().expired), (2, 1));
     assert!(!slots.leave_at(b"k", lost.token).unwrap(), "already freed");
     assert!(slots.leave_at(b"k", e.token).unwrap());
     // A full sweep frees the rest, and counts them.
     slots.sweep_at(1_600).unwrap();
-    assert_eq!(slots.stats().inflight, 0);
-    assert_eq!(slots.stats().expired, 2);
+    let stats = slots.stats_at(1_600).unwrap();
+    assert_eq!((stats.inflight, stats.expired), (0, 2));
 }
 
 #[test]
@@ -148,7 +189,7 @@ fn the_live_limit_moves_for_every_process_and_survives_a_reattach() {
     let (again, attached) =
         Inflight::attach(&words[..], config, 64, procs.clone(), [1, 1]).unwrap();
     assert_eq!(
-        (attached, again.limit(), again.inflight_of(b"k")),
+        (attached, again.limit(), again.inflight_at(b"k", 6).unwrap()),
         (Attached::Reused, 4, 4)
     );
     let changed = InflightConfig::new(3, 10, 60_000).unwrap();
@@ -167,7 +208,7 @@ fn a_new_key_in_a_set_of_busy_keys_is_refused_not_evicting_their_counts() {
         .collect();
     assert!(tokens.iter().all(|e| e.admitted));
     assert!(!slots.enter_at(b"new", 1).unwrap().admitted);
-    assert_eq!(slots.stats().full, 1);
+    assert_eq!(slots.stats_at(1).unwrap().full, 1);
     assert!(slots.leave_at(b"k3", tokens[3].token).unwrap());
     assert!(
         slots.enter_at(b"new", 2).unwrap().admitted,
@@ -224,7 +265,7 @@ fn threads_attaching_at_once_find_one_layout_and_keep_each_others_slots() {
     );
     let (slots, _) = Inflight::attach(&words[..], config, 64, procs, [3, 4]).unwrap();
     assert_eq!(
-        slots.inflight_of(b"k"),
+        slots.inflight_at(b"k", 1).unwrap(),
         8,
         "no layout zeroed a slot taken before it"
     );

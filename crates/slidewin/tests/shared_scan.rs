@@ -7,7 +7,7 @@ mod common;
 use common::{keyed_ops as ops, KeyedOp as Op};
 use proptest::prelude::*;
 use slidewin::rule::{Rule, RuleWindow};
-use slidewin::shared::{Owner, Scan, StoredKey, Usage, Zone, USAGE_BOUNDS};
+use slidewin::shared::{Owner, Scan, StoredKey, Usage, Walk, Zone, USAGE_BOUNDS, WAYS};
 use slidewin::{BucketQuota, BucketWindow, Limiter, Quota, SlidingCounter, SlidingLog};
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
@@ -341,5 +341,48 @@ fn a_long_key_is_listed_by_its_digest() {
     assert_eq!(
         (scan.refused[0].usage.count, scan.refused[0].refused),
         (1, 1)
+    );
+}
+
+#[test]
+fn a_walk_in_slices_sees_what_one_scan_and_the_counters_see() {
+    let words = region(1 << 20);
+    let (zone, _) = Zone::attach(&words, one_log(50, 60_000), 64, OneProcess, [1, 2]).unwrap();
+    // Key i at i % 50 + 1 of 50; the last five refused 1 to 5 times.
+    for i in 0..400u64 {
+        let calls = if i >= 395 { 50 + i - 394 } else { i % 50 + 1 };
+        for t in 0..calls {
+            zone.check_at(format!("k{i}").as_bytes(), t as i64, 1)
+                .unwrap();
+        }
+    }
+    let sets = zone.capacity() / WAYS;
+    let mut walk = Walk::scan(4);
+    let mut slices = 1;
+    while !zone.walk_step(&mut walk, 100, 3).unwrap() {
+        slices += 1;
+    }
+    assert_eq!(slices, sets.div_ceil(3));
+    let (scan, stats) = walk.finish();
+    let scan = scan.unwrap();
+    assert_eq!(scan, zone.scan_at(100, 4).unwrap());
+    let refused: Vec<_> = scan.refused.iter().map(|h| h.refused).collect();
+    assert_eq!((scan.live, refused), (400, vec![5, 4, 3, 2]));
+    assert_eq!(stats, zone.stats());
+    let mut counters = Walk::counters();
+    while !zone.walk_step(&mut counters, 100, 7).unwrap() {}
+    assert_eq!(counters.finish(), (None, zone.stats()));
+    let mut over = Walk::scan(4);
+    assert!(zone.walk_step(&mut over, 100, usize::MAX).unwrap());
+    assert!(
+        zone.walk_step(&mut over, 100, 1).unwrap(),
+        "a walk past its end stays over"
+    );
+    assert_eq!(over.finish().0, Some(zone.scan_at(100, 4).unwrap()));
+    assert_eq!(
+        zone.walk_step(&mut Walk::counters(), i64::MAX, 1)
+            .unwrap_err()
+            .to_string(),
+        "now_ms must be between -2^53 and 2^53, got 9223372036854775807"
     );
 }

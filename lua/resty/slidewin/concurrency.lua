@@ -11,7 +11,8 @@
 -- the request. log() gives back every slot the request holds; c:leave() gives back this limit's
 -- slots sooner (e.g. once the upstream answered). A slot whose release never comes (a location
 -- with a log_by_lua of its own, an internal redirect, which drops ngx.ctx) is freed after
--- max_hold_ms; the slots of a worker that died are freed when the key needs them.
+-- max_hold_ms; the slots of a worker that died are freed when the key needs them, and before
+-- c:inflight() and c:stats() count.
 -- c:set_limit(n) changes the limit for every worker at once (slots held stay held).
 
 local slidewin = require "slidewin"
@@ -146,7 +147,7 @@ function _M.set_limit(self, limit)
     return true
 end
 
--- Slots of `key` held now.
+-- Slots of `key` held now by live workers within their lease.
 function _M.inflight(self, key)
     return self.slots:inflight(key)
 end

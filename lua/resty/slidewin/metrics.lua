@@ -8,6 +8,7 @@
 local concat = table.concat
 local ngx = ngx
 local window_metrics = require "resty.slidewin.window_metrics"
+local top = require "resty.slidewin.top"
 
 local _M = {}
 local mt = { __index = _M }
@@ -89,15 +90,16 @@ end
 
 -- { allowed, rejected, store_errors, local_refusals, keys, evictions } (keys nil when the store
 -- cannot tell, evictions nil when it does not evict). A store that counts its own decisions
--- (shm: atomics in the region, node-wide) gives allowed, rejected, keys and evictions.
-function _M.snapshot(self)
+-- (shm: atomics in the region, node-wide) gives allowed, rejected, keys and evictions: its
+-- `stats` when given (a scan's), else read a step at a time (resty.slidewin.top.counters).
+function _M.snapshot(self, stats)
     local out = {}
     for _, kind in ipairs(KINDS) do
         out[kind] = self.dict:get(self[kind]) or 0
     end
     local store = self.store
     if store.counts_decisions then
-        local stats = store:stats()
+        stats = stats or top.counters(store)
         out.allowed, out.rejected = stats.allowed, stats.rejected
         -- The store counted every refusal it answered: in a dry run each is a would-be one
         -- (node-wide, exact); a wait's was no refusal of the request (exact node-wide with a
@@ -126,9 +128,12 @@ local FAMILIES = {
 
 -- Prometheus text exposition for a list of metrics objects (one HELP/TYPE per family).
 function _M.render(list)
-    local snaps = {}
+    -- One walk of each region gives both its window usage and its counters.
+    local snaps, scans = {}, {}
     for i, m in ipairs(list) do
-        snaps[i] = { name = m.name, values = m:snapshot(), outcomes = m.outcomes, delays = m.delays }
+        scans[i] = top.scan(m, 0) or nil
+        local values = m:snapshot(scans[i] and scans[i].stats)
+        snaps[i] = { name = m.name, values = values, outcomes = m.outcomes, delays = m.delays }
     end
     local out = {}
     local function family(f, sample)
@@ -177,7 +182,7 @@ function _M.render(list)
             end
         end)
     end
-    out[#out + 1] = window_metrics.render(list)
+    out[#out + 1] = window_metrics.render(list, scans)
     return concat(out)
 end
 

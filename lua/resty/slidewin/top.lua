@@ -13,9 +13,15 @@
 --     a peek (nothing recorded) of what the next request of cost 1 gets, for every store;
 --     count and limit are the decision's window's (the one the RateLimit header describes);
 --     refused and windows only where the store keeps them per key (shm, zone).
---   top.scan(sw, n): lim:top(n) of a limiter whose store can list its keys, else nil, why.
+--   top.scan(sw, n): lim:top(n) of a limiter whose store can list its keys (with `stats`, its
+--     lim:stats()), else nil, why; top.counters(store): store:stats().
+--   Both walk the shared region a step of about STEP_US at a time and, in a phase that can
+--   yield (content, access, rewrite, timer), let the worker's other requests run between
+--   steps: a scrape of a region of a million keys keeps none of them waiting for its whole
+--   walk (a tenth of a second), only for a step.
 --   A key held as a digest (longer than max_key_bytes) is listed as its hex digits, "digest": true.
 
+local ngx = ngx
 local byte = string.byte
 local concat = table.concat
 local format = string.format
@@ -25,6 +31,31 @@ local _M = {}
 
 local DEFAULT_N = 10
 local MAX_N = 10000
+-- How long a walk runs before it lets the worker's other requests run.
+local STEP_US = 1000
+-- A walk in a phase that cannot yield runs in one step.
+local ONE_STEP_US = 2 ^ 52
+-- The pause between steps: ngx.sleep(0) yields only on an nginx with OpenResty's delayed
+-- events patch (elsewhere it warns in error.log at every call); a millisecond's timer yields
+-- on every nginx.
+local PAUSE_S = 0.001
+local YIELDING = { rewrite = true, access = true, content = true, timer = true }
+
+-- lim:walk(n) walked to its end (lim:step's answer), yielding between steps where it can.
+local function walk(lim, n)
+    local w = lim:walk(n)
+    local yielding = ngx and ngx.get_phase and YIELDING[ngx.get_phase()]
+    local budget = yielding and STEP_US or ONE_STEP_US
+    while true do
+        local over, why = lim:step(w, budget)
+        if over ~= false then
+            return over, why
+        end
+        -- The cached clock is a step old: a timer set from it would have expired already.
+        ngx.update_time()
+        ngx.sleep(PAUSE_S)
+    end
+end
 
 -- Whether s is UTF-8 (no overlong forms, surrogates or code points above U+10FFFF).
 local function is_utf8(s)
@@ -95,7 +126,15 @@ function _M.scan(sw, n)
     if not store.lim then
         return nil, UNLISTED
     end
-    return store.lim:top(n)
+    return walk(store.lim, n)
+end
+
+-- store:stats(), a step at a time for a store over a region (shm, zone).
+function _M.counters(store)
+    if store.counts_decisions then
+        return walk(store.lim).stats
+    end
+    return store:stats()
 end
 
 -- n checked here, so a bad one is the caller's error (nil, err), not a Lua error.

@@ -7,7 +7,6 @@
 
 local concat = table.concat
 local format = string.format
-local scan = require("resty.slidewin.top").scan
 
 local _M = {}
 
@@ -15,11 +14,12 @@ local AT_LIMIT = "slidewin_window_keys_at_limit"
 local RATIO = "slidewin_window_usage_ratio"
 
 -- The text of both families for metrics objects `list` (resty.slidewin.metrics: .name and
--- .store), "" when no store can tell.
-function _M.render(list)
+-- .store) and their scans (`scans[i]`: top.scan(list[i], 0), nil when its store cannot
+-- tell), "" when no store can tell.
+function _M.render(list, scans)
     local at_limit, ratio = {}, {}
-    for _, m in ipairs(list) do
-        local u = scan(m, 0)
+    for i, m in ipairs(list) do
+        local u = scans[i]
         if u then
             local limiter = 'limiter="' .. m.name .. '"'
             at_limit[#at_limit + 1] = format("%s{%s} %d\n", AT_LIMIT, limiter, u.at_limit)

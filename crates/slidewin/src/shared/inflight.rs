@@ -6,7 +6,9 @@
 //! never comes is freed once its lease ends, and one whose owner died (SIGKILL: no cleanup
 //! runs) as soon as a caller needs the room: when a key is full, its records are swept,
 //! expired ones always, those of dead owners at most every [`LIVENESS_CHECK_MS`] (asking
-//! whether a process lives costs a system call). [`Inflight::sweep_at`] sweeps every key.
+//! whether a process lives costs a system call). The counts ([`Inflight::inflight_at`],
+//! [`Inflight::stats_at`]) sweep what they count first, asking about every owner, so they
+//! leave out dead owners and ended leases at any time, not only once the key is entered again.
 //!
 //! The region is cut like [`super::Zone`]'s: `sets` of [`WAYS`] keys, each set behind a lock
 //! word naming its owner (a process killed holding it is found dead and the set repaired:
@@ -76,6 +78,10 @@ const R_OWNER: usize = 0;
 const R_DEADLINE: usize = 1;
 const RECORD_WORDS: usize = 2;
 
+/// Owners asked about in one sweep, (id, alive): a few at most (one per worker), so a sweep
+/// of many keys asks about each once.
+type Asked = [(u64, bool); 8];
+
 /// A concurrency limit: `limit` in flight per key now, up to `max_limit` when changed live,
 /// each slot held at most `max_hold_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,7 +149,7 @@ pub struct Entry {
 /// Counters of a region, summed over its sets (for every process that shares it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct InflightStats {
-    /// Slots held now (expired or orphaned ones count until a sweep frees them).
+    /// Slots held now by live owners within their lease.
     pub inflight: u64,
     /// Calls admitted.
     pub admitted: u64,
@@ -287,7 +293,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         set.set(self.way(way) + W_USED_MS, now_ms as u64);
         let mut count = set.get(at);
         if count >= limit {
-            count = self.sweep_way(&set, way, now_ms, false);
+            count = self.sweep_way(&set, way, now_ms, false, &mut Asked::default());
         }
         if count >= limit {
             set.add(S_REFUSED, 1);
@@ -338,31 +344,42 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         }
     }
 
-    /// Slots of `key` held now (expired or orphaned ones included until swept).
-    pub fn inflight_of(&self, key: &[u8]) -> u64 {
+    /// Slots of `key` held at `now_ms`, after freeing its expired ones and those of dead owners.
+    pub fn inflight_at(&self, key: &[u8], now_ms: i64) -> Result<u64, Error> {
+        check_time("now_ms", now_ms)?;
         let key = self.codec.key(key);
         let set = self.lock(&key);
-        self.find(&set, &key)
-            .map_or(0, |way| set.get(self.way(way) + W_KEY + self.key_words))
+        Ok(self.find(&set, &key).map_or(0, |way| {
+            self.sweep_way(&set, way, now_ms, true, &mut Asked::default())
+        }))
     }
 
-    /// Frees every expired slot, and every slot whose owner died, in the whole region.
+    /// Frees every expired slot, and every slot whose owner died, in the whole region: a read
+    /// of each set's count, a lock of those holding slots, a question per owner.
     pub fn sweep_at(&self, now_ms: i64) -> Result<(), Error> {
         check_time("now_ms", now_ms)?;
+        let mut asked = Asked::default();
         for set in 0..self.sets {
+            // A set holding nothing has nothing to free (a slot taken meanwhile is live).
+            let base = HEADER_WORDS + set * self.set_words;
+            if self.words()[base + S_INFLIGHT].load(Ordering::Relaxed) == 0 {
+                continue;
+            }
             let set = self.lock_set(set);
             for way in 0..WAYS {
                 if set.get(S_TAGS + way) != 0 {
-                    self.sweep_way(&set, way, now_ms, true);
+                    self.sweep_way(&set, way, now_ms, true, &mut asked);
                 }
             }
         }
         Ok(())
     }
 
-    /// Counters summed over every set (read without locks: each is exact, the sum is a
-    /// moment's view).
-    pub fn stats(&self) -> InflightStats {
+    /// Counters summed over every set at `now_ms`, after a sweep ([`Self::sweep_at`]), so
+    /// that `inflight` leaves out expired slots and dead owners' (each counter is exact, the
+    /// sum a moment's view).
+    pub fn stats_at(&self, now_ms: i64) -> Result<InflightStats, Error> {
+        self.sweep_at(now_ms)?;
         let mut stats = InflightStats::default();
         let fields = [
             S_INFLIGHT, S_ADMITTED, S_REFUSED, S_FULL, S_EXPIRED, S_DEAD, S_REPAIRS,
@@ -379,10 +396,10 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
             self.words(),
             HEADER_WORDS,
             self.set_words,
-            self.sets,
+            0..self.sets,
             fields,
         );
-        stats
+        Ok(stats)
     }
 
     fn words(&self) -> &[AtomicU64] {
@@ -423,8 +440,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
     fn insert(&self, set: &Set<'_>, key: &Key, now_ms: i64) -> Option<usize> {
         let count = |way: usize| set.get(self.way(way) + W_KEY + self.key_words);
         let free = |way: usize| set.get(S_TAGS + way) == 0 || count(way) == 0;
+        let mut asked = Asked::default();
         let way = (0..WAYS).find(|&w| free(w)).or_else(|| {
-            (0..WAYS).find(|&w| self.sweep_way(set, w, now_ms, false) == 0 || free(w))
+            (0..WAYS).find(|&w| self.sweep_way(set, w, now_ms, false, &mut asked) == 0 || free(w))
         })?;
         // The tag goes last: a process that dies half way leaves a way whose key does not
         // match its tag, which the repair drops.
@@ -439,22 +457,27 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
     }
 
     /// Frees the expired slots of `way` and, when `check_owners` or the last check is
-    /// [`LIVENESS_CHECK_MS`] old, those whose owner died; the count left.
-    fn sweep_way(&self, set: &Set<'_>, way: usize, now_ms: i64, check_owners: bool) -> u64 {
+    /// [`LIVENESS_CHECK_MS`] old, those whose owner died (answers kept in `asked`); the count left.
+    fn sweep_way(
+        &self,
+        set: &Set<'_>,
+        way: usize,
+        now_ms: i64,
+        check_owners: bool,
+        asked: &mut Asked,
+    ) -> u64 {
         let at = self.way(way) + W_KEY + self.key_words;
         let checked_ms = set.get(at + 1) as i64;
         let check_owners = check_owners || now_ms.saturating_sub(checked_ms) >= LIVENESS_CHECK_MS;
         if check_owners {
             set.set(at + 1, now_ms as u64);
         }
-        // Owners asked about in this sweep: (id, alive), a few at most (one per worker).
-        let mut asked = [(0u64, false); 8];
         let mut i = 0;
         while i < set.get(at) as usize {
             let record = self.record(way, i);
             let (owner, deadline) = (set.get(record + R_OWNER), set.get(record + R_DEADLINE));
             let expired = deadline as i64 <= now_ms;
-            let dead = !expired && check_owners && !self.alive(&mut asked, owner);
+            let dead = !expired && check_owners && !self.alive(asked, owner);
             if expired || dead {
                 set.add(if expired { S_EXPIRED } else { S_DEAD }, 1);
                 self.remove(set, way, i);
@@ -465,7 +488,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         set.get(at)
     }
 
-    fn alive(&self, asked: &mut [(u64, bool); 8], owner: u64) -> bool {
+    fn alive(&self, asked: &mut Asked, owner: u64) -> bool {
         if let Some(&(_, alive)) = asked.iter().find(|(id, _)| *id == owner) {
             return alive;
         }
@@ -558,14 +581,14 @@ mod tests {
         words[base + record + R_OWNER].store(1, Ordering::Relaxed);
         words[base + S_LOCK].store(2, Ordering::Relaxed);
         assert_eq!(
-            slots.inflight_of(b"k"),
+            slots.inflight_at(b"k", 1).unwrap(),
             2,
             "the record past the count counts"
         );
-        assert_eq!(slots.stats().repairs, 1);
+        assert_eq!(slots.stats_at(1).unwrap().repairs, 1);
         assert!(slots.enter_at(b"k", 1).unwrap().admitted);
         assert!(!slots.enter_at(b"k", 2).unwrap().admitted, "3 held");
         assert!(slots.leave_at(b"k", a.token).unwrap());
-        assert_eq!(slots.stats().inflight, 2);
+        assert_eq!(slots.stats_at(2).unwrap().inflight, 2);
     }
 }

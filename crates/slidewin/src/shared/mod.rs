@@ -72,8 +72,9 @@ pub use limits::LiveLimits;
 pub use lock::Owner;
 #[cfg(feature = "std")]
 pub use lock::ProcessOwner;
-pub use scan::{HeavyHitter, KeyWindow, Scan, StoredKey, Usage, USAGE_BOUNDS};
+pub use scan::{HeavyHitter, KeyWindow, Scan, StoredKey, Usage, Walk, USAGE_BOUNDS};
 
+use core::ops::Range;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::clock::check_time;
@@ -194,17 +195,17 @@ fn attach_header(
     (attached, seed)
 }
 
-/// Counters `fields` of every set, summed (read without locks: each is exact, the sum is a
+/// Counters `fields` of sets `sets`, summed (read without locks: each is exact, the sum is a
 /// moment's view); sets of `set_words` follow `header` words.
 fn set_totals<const N: usize>(
     words: &[AtomicU64],
     header: usize,
     set_words: usize,
-    sets: usize,
+    sets: Range<usize>,
     fields: [usize; N],
 ) -> [u64; N] {
     let mut totals = [0; N];
-    for set in 0..sets {
+    for set in sets {
         let base = header + set * set_words;
         for (total, field) in totals.iter_mut().zip(fields) {
             *total += words[base + field].load(Ordering::Relaxed);
@@ -390,12 +391,15 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     }
 
     /// Counters summed over every set (read without locks: each is exact, the sum is a
-    /// moment's view).
+    /// moment's view). A walk a slice at a time: [`Walk::counters`].
     pub fn stats(&self) -> ZoneStats {
-        let mut stats = ZoneStats {
-            capacity: self.capacity() as u64,
-            ..ZoneStats::default()
-        };
+        let mut stats = ZoneStats::default();
+        self.add_counters(&mut stats, 0..self.layout.sets);
+        stats
+    }
+
+    /// Adds the counters of sets `sets` to `stats`, and sets its capacity.
+    fn add_counters(&self, stats: &mut ZoneStats, sets: Range<usize>) {
         let fields = [
             S_KEYS,
             S_EVICTIONS,
@@ -404,22 +408,20 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
             S_ALLOWED,
             S_REJECTED,
         ];
-        let words = self.words();
-        [
-            stats.keys,
-            stats.evictions,
-            stats.reclaimed,
-            stats.repairs,
-            stats.allowed,
-            stats.rejected,
-        ] = set_totals(
-            words,
+        let [keys, evictions, reclaimed, repairs, allowed, rejected] = set_totals(
+            self.words(),
             HEADER_WORDS,
             self.layout.set_words,
-            self.layout.sets,
+            sets,
             fields,
         );
-        stats
+        stats.keys += keys;
+        stats.evictions += evictions;
+        stats.reclaimed += reclaimed;
+        stats.repairs += repairs;
+        stats.allowed += allowed;
+        stats.rejected += rejected;
+        stats.capacity = self.capacity() as u64;
     }
 
     /// Decide for `key` at `now_ms` under `limits` (the live ones, or a caller's from

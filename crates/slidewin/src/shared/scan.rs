@@ -2,9 +2,12 @@
 //!
 //! [`Zone::scan_at`] walks the sets one at a time, holding each set's lock only for the peek
 //! of its [`WAYS`] ways (a set's work, like one call), so requests wait at most that long; the
-//! answer is a moment's view, not one instant's. A way only adds a word counting its refusals
-//! since its windows were last all empty ([`count_refusal`]); everything else is read off its
-//! windows, under the live limits, recording nothing.
+//! answer is a moment's view, not one instant's. A [`Walk`] does the same work a slice of sets
+//! at a time ([`Zone::walk_step`]), so that a host serving many requests on one thread (an
+//! nginx worker) serves the others between slices: a region of a million keys takes a tenth
+//! of a second to walk, too long to keep anyone waiting. A way only adds a word counting its
+//! refusals since its windows were last all empty ([`count_refusal`]); everything else is
+//! read off its windows, under the live limits, recording nothing.
 //!
 //! A key of a rule with several windows is reported by the window nearest its limit (the
 //! highest `count / limit`; ties: the lower index): a key at 9 of 10 per second and 100 of
@@ -16,7 +19,7 @@ use core::cmp::Reverse;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 pub use super::keys::Stored as StoredKey;
-use super::{Owner, Zone, S_TAGS, WAYS};
+use super::{Owner, Zone, ZoneStats, S_TAGS, WAYS};
 use crate::clock::check_time;
 use crate::{Decision, Error};
 
@@ -77,6 +80,47 @@ pub struct Scan {
     pub refused: Vec<HeavyHitter>,
     /// The live keys nearest their limit, nearest first; ties in any order.
     pub admitted: Vec<HeavyHitter>,
+}
+
+/// One walk over a region's sets, done a slice at a time by [`Zone::walk_step`]: what
+/// [`Zone::scan_at`] answers and the counters of [`Zone::stats`], or the counters alone.
+pub struct Walk {
+    /// The next set to walk.
+    next: usize,
+    /// The scan so far and its two top lists (none for the counters alone).
+    keys: Option<(Scan, Top, Top)>,
+    stats: ZoneStats,
+}
+
+impl Walk {
+    /// A walk for the scan with the `top` most refused and nearest their limit, and the counters.
+    pub fn scan(top: usize) -> Self {
+        Self {
+            next: 0,
+            keys: Some((Scan::default(), Top::new(top), Top::new(top))),
+            stats: ZoneStats::default(),
+        }
+    }
+
+    /// A walk for the counters alone: a read of each set's header, no lock.
+    pub fn counters() -> Self {
+        Self {
+            next: 0,
+            keys: None,
+            stats: ZoneStats::default(),
+        }
+    }
+
+    /// What the walk saw: the scan (none for a walk of the counters alone) and the counters,
+    /// each set's as the walk passed it.
+    pub fn finish(self) -> (Option<Scan>, ZoneStats) {
+        let scan = self.keys.map(|(mut scan, refused, admitted)| {
+            scan.refused = refused.into_vec();
+            scan.admitted = admitted.into_vec();
+            scan
+        });
+        (scan, self.stats)
+    }
 }
 
 /// One key's windows now, as the next call of some cost finds them (nothing recorded).
@@ -195,11 +239,37 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     /// `top` most refused keys and the `top` nearest their limit. Holds one set's lock at a
     /// time; records nothing.
     pub fn scan_at(&self, now_ms: i64, top: usize) -> Result<Scan, Error> {
+        let mut walk = Walk::scan(top);
+        self.walk_step(&mut walk, now_ms, usize::MAX)?;
+        let (scan, _) = walk.finish();
+        Ok(scan.unwrap_or_default())
+    }
+
+    /// Walks up to `sets` more sets of `walk` at `now_ms`, under the live limits: true once
+    /// every set is walked. A region laid out anew meanwhile ends the walk at its last set.
+    pub fn walk_step(&self, walk: &mut Walk, now_ms: i64, sets: usize) -> Result<bool, Error> {
         let now_ms = check_time("now_ms", now_ms)?;
+        let from = walk.next.min(self.layout.sets);
+        let to = from.saturating_add(sets).min(self.layout.sets);
+        walk.next = to;
+        self.add_counters(&mut walk.stats, from..to);
+        if let Some((scan, refused, admitted)) = &mut walk.keys {
+            self.scan_sets(from..to, now_ms, scan, refused, admitted);
+        }
+        Ok(to == self.layout.sets)
+    }
+
+    /// Adds the live keys of sets `sets` at `now_ms` to `scan` and offers them to the top lists.
+    fn scan_sets(
+        &self,
+        sets: core::ops::Range<usize>,
+        now_ms: i64,
+        scan: &mut Scan,
+        refused: &mut Top,
+        admitted: &mut Top,
+    ) {
         let limits = self.limits();
-        let mut scan = Scan::default();
-        let (mut refused, mut admitted) = (Top::new(top), Top::new(top));
-        for index in 0..self.layout.sets {
+        for index in sets {
             let set = self.lock_index(index);
             for way in (0..WAYS).filter(|&w| set.get(S_TAGS + w) != 0) {
                 let states = self.state(&set, way);
@@ -228,9 +298,6 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
                 }
             }
         }
-        scan.refused = refused.into_vec();
-        scan.admitted = admitted.into_vec();
-        Ok(scan)
     }
 
     /// `key`'s windows at `now_ms` as the next call of `cost` finds them under the live
