@@ -101,7 +101,7 @@ for scenario in "${SCENARIOS[@]}"; do
     double)
       rate=$((3 * CAPACITY)) measure=20:$seconds reference=$((2 * CAPACITY))
       at=(--at "10:$UPSTREAM_PORT:/admin?c=$((2 * C))") ;;
-    jitter) rate=$((CAPACITY * 8 / 10)) measure=5:$seconds reference=$((CAPACITY * 8 / 10)) jitter=0.5 ;;
+    jitter) rate=$((CAPACITY * 8 / 10)) measure=0:$seconds reference=$((CAPACITY * 8 / 10)) jitter=0.5 ;;
     sustained) seconds=180 rate=$((3 * CAPACITY)) measure=30:180 reference=$CAPACITY ;;
     *) echo "unknown scenario $scenario" >&2; exit 2 ;;
   esac

@@ -270,3 +270,37 @@ fn under_overload_goodput_stays_near_capacity_also_when_the_leader_dies() {
         "limit {limit}, the knee is 4: {stats}"
     );
 }
+
+#[test]
+fn a_healthy_upstream_whose_times_vary_is_not_shed_at_0_8x() {
+    let _alone = one_at_a_time();
+    // The defect's service: 12 slots of 80 ms x U[0.5, 1.5] (150 requests/s), offered 120/s,
+    // behind README's config (a limit of 16 to start, min 2, 500 ms intervals). Before, the
+    // limit fell to 2-4 within seconds on a lucky-low baseline and shed 9-66% of the traffic.
+    let upstream = Nginx::start("bench-upstream.conf", 1);
+    upstream_admin(&upstream, "c=12&s_ms=80&jitter=0.5");
+    let front = Nginx::start_with_env(
+        "bench-adaptive.conf",
+        2,
+        &[
+            ("SLIDEWIN_UPSTREAM_PORT", upstream.port().to_string()),
+            ("SLIDEWIN_BENCH_CAPACITY", "150".into()),
+        ],
+    );
+    let run = Load {
+        port: front.port(),
+        path: "/adaptive".into(),
+        rate: 120.0,
+        seconds: 20,
+        timeout: Duration::from_secs(2),
+        ..Load::default()
+    }
+    .run();
+    let all = run.merged(0, 20);
+    assert_eq!(all.count(Outcome::Refused), 0, "{all:?}");
+    assert_eq!(
+        all.count(Outcome::Good),
+        all.offered(),
+        "every request answered well"
+    );
+}

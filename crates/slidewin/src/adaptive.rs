@@ -20,34 +20,39 @@
 //!
 //! Each interval, in this order:
 //! 1. **Loss** (502, 504, timeouts, client gave up) or **backpressure** (upstream 503/429)
-//!    above their own baseline by more than [`LOSS_TOLERANCE`]: the limit goes to the knee
-//!    (10 to 50% down) and does not grow for [`BASE_WINDOW`] intervals while that keeps the
-//!    loss away (an upstream that fails fast shows no queue before it fails).
+//!    above their own baseline by more than [`LOSS_TOLERANCE`], and by more than chance for
+//!    the interval's count (one timeout in thirty answers is not overload): the limit goes to
+//!    the knee (10 to 50% down) and does not grow for [`BASE_WINDOW`] intervals while that
+//!    keeps the loss away (an upstream that fails fast shows no queue before it fails).
 //! 2. **A probe** is under way (below): it runs its course.
-//! 3. **Pinned and queued** (or over the optional p95 target): the limit goes to
-//!    `goodput x S x (1 + HEADROOM)` at once (5 to 50% down): Little's law's knee, from a
-//!    goodput that only a saturated upstream delivers.
-//! 4. **Pinned, no queue**: the upstream has room, the limit grows by [`GROWTH`].
-//! 5. **Touched, not pinned** (a refusal, or an admission took the last slot): the load is
-//!    under capacity and its bursts reach the limit: it grows by [`GROWTH`], so a limit set
-//!    too low stops refusing within a few intervals.
+//! 3. **A probe is due** (below): it starts.
+//! 4. **Pinned and queued** (or over the optional p95 target): the limit goes to the knee,
+//!    `saturated goodput x S x (1 + HEADROOM)` (5 to 50% down): Little's law, from the goodput
+//!    only a saturated upstream delivers, smoothed over the saturated intervals (one interval's
+//!    count moves by chance) unless it fell by a quarter at once (capacity dropped).
+//! 5. **Touched** (a refusal, or an admission took the last slot), no queue: the limit grows
+//!    by [`GROWTH`] when pinned (the upstream has room), by twice that when not (the load is
+//!    under capacity and its bursts reach the limit: out of their way at once), and not at
+//!    all while the queue is filling up (more admitted than answered, by more than chance: the
+//!    limit was reached by an overload's queue, not by a burst).
 //! 6. Otherwise the limit holds: an untouched limit never climbs.
 //!
-//! **The no-load time is measured, never inherited.** `S` (its mean and median) comes from
+//! **The no-load time `S` is measured, never inherited.** Its mean and median come from
 //! *probes*: intervals in which the limit was below the knee, so nothing waited. A probe
-//! lowers the limit (by half when nothing is known, to `0.75 x knee` otherwise) and checks
-//! that it worked: while goodput stays at the saturated goodput, the limit was still above the
-//! knee and it halves again (draining a queue of any depth in a few intervals); once goodput
-//! falls, the queue is gone, and the next [`MEASURE_INTERVALS`] intervals measure `S`. A
-//! probe runs
-//! - when the limit is pinned and queued while `S` has never been measured (a cold start
-//!   above the knee under overload: the queue the limit let in is never taken for the
-//!   no-load time),
-//! - every [`PROBE_EVERY`] pinned intervals (the upstream may have become faster),
-//! - when three cuts in a row did not bring latency down (it became slower).
+//! lowers the limit and drains: while goodput stays at the saturated goodput, the limit is
+//! still above the knee and it halves again (a queue of any depth drains in a few intervals).
+//! Once goodput falls, it measures [`MEASURE_ANSWERS`] answers (or [`MEASURE_MOST`]
+//! intervals) a little under the knee the drain showed, and keeps them only if their goodput
+//! was below 95% of the saturated one (Little's law: under the knee a limit delivers less);
+//! else a step lower, again. A probe runs
+//! - at a cold start into a crowd (a third refused) that lasts two intervals:
+//!   what the limit let in is never taken for the no-load time;
+//! - when cuts in a row took the limit down by 30% and the latency did not follow (the
+//!   upstream became slower), or answers come faster than `S` (it became faster);
+//! - every [`PROBE_EVERY`] pinned intervals, at an interval that would cut anyway.
 //!
-//! Until the first probe, `S` is a provisional estimate from intervals in which the limit was
-//! not touched; it is used only to tell whether a probe is due.
+//! Until the first probe, `S` is a provisional estimate from intervals the limit did not
+//! touch, for [`Adaptive::base_ms`] and [`Adaptive::rate_limit`] only: no cut rests on it.
 //!
 //! How the failure modes are kept away:
 //! - **Healthy traffic is never shed for chance latency**: a cut needs the limit pinned and a
@@ -55,23 +60,23 @@
 //!   it grows.
 //! - **A lucky interval cannot drag the baseline down**: `S` is not a minimum over intervals
 //!   (the lowest of thirty noisy medians is a lucky low, and every ordinary interval then
-//!   reads as a queue); it is the weighted mean of the probes' measurements, by their answer
-//!   counts, the older ones at half weight each time.
-//! - **No baseline latches onto a queue**: a probe only measures after goodput showed the
-//!   limit below the knee, and a queue that lasts is probed.
+//!   reads as a queue); it is the mean of the probes' measures weighted by their answers, the
+//!   older ones at three quarters each time, and a measure a quarter off replaces it.
+//! - **No baseline latches onto a queue**: a probe measures only where goodput showed the
+//!   limit under the knee.
 //! - **No creep**: `S` moves only by probes, not with the load; the limit is derived from it.
 //!
 //! Tested (the core's simulation, `adaptive/sim.rs`) on a FIFO upstream with open-loop
 //! arrivals at even spacing and service times fixed, uniform +-50%, exponential, lognormal
 //! (sigma 0.5 and 1) and bimodal (one request in ten 5x slower), at 0.5x, 0.8x, 0.95x, 2x and
 //! 5x of capacity, from a limit near the knee and from ten times it, with capacity halved
-//! and doubled, a fail-fast upstream and a steady error rate.
+//! and doubled, a slower upstream, a fail-fast upstream and a steady error rate.
 //!
 //! ```
 //! use slidewin::adaptive::{Adaptive, AdaptiveConfig, Sample};
 //! let mut a = Adaptive::new(AdaptiveConfig { initial_limit: 10, ..AdaptiveConfig::default() })?;
-//! // 1 s, 250 answered at 40 ms, 30 refused at the limit: touched by a burst, not pinned
-//! // (under capacity), so it grows out of the way: by 40%.
+//! // 1 s, 250 answered at 40 ms, 30 refused at the limit: touched, not pinned (under
+//! // capacity, a burst), so it grows out of the way: by 40%.
 //! let s = Sample { ok: 250, refused: 30, p50_ms: 40.0, mean_ms: 40.0, p95_ms: 41.0,
 //!                  p99_ms: 42.0, elapsed_ms: 1_000, ..Sample::default() };
 //! assert_eq!(a.update(&s), 14);
@@ -276,12 +281,6 @@ impl Sample {
     /// A third of the arrivals were refused: 1.5x capacity or more, or a limit far too low.
     fn crowded(&self) -> bool {
         self.refused_share() >= CROWDED
-    }
-
-    /// Requests in flight on average (Little's law). A limit touched while this is under
-    /// half of it was reached by a queue still building up, not by the load's bursts.
-    fn busy(&self) -> f64 {
-        self.goodput_rps() * self.mean_ms / 1e3
     }
 
     /// More were admitted than answered, by more than chance: the queue is filling up (a
@@ -539,8 +538,8 @@ impl Adaptive {
     }
 
     /// Whether [`STALE_AFTER`] queued intervals in a row or more cut the limit by 30% without
-    /// the mean latency falling by 10%: above the knee a pinned limit's latency follows the limit down;
-    /// a queue that stays when the limit goes is not the limit's.
+    /// the mean latency falling by 10%: above the knee a pinned limit's latency follows it
+    /// down, so a queue that stays when the limit goes is not the limit's.
     fn cut_in_vain(&mut self, limit: f64, mean_ms: f64) -> bool {
         let (from_limit, from_mean, cuts) = self.cuts_from;
         if cuts == 0 || mean_ms < from_mean * 0.9 {
