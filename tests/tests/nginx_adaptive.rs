@@ -188,6 +188,22 @@ fn upstream_admin(upstream: &Nginx, query: &str) {
     assert_eq!(r.status, 200, "{}", r.body);
 }
 
+/// The FIFO upstream of nginx/bench-upstream.conf set by `admin` (its capacity in requests/s),
+/// and the limiter nginx of nginx/bench-adaptive.conf (2 workers, README's config) before it.
+fn upstream_and_front(admin: &str, capacity: u32) -> (Nginx, Nginx) {
+    let upstream = Nginx::start("bench-upstream.conf", 1);
+    upstream_admin(&upstream, admin);
+    let front = Nginx::start_with_env(
+        "bench-adaptive.conf",
+        2,
+        &[
+            ("SLIDEWIN_UPSTREAM_PORT", upstream.port().to_string()),
+            ("SLIDEWIN_BENCH_CAPACITY", capacity.to_string()),
+        ],
+    );
+    (upstream, front)
+}
+
 /// The leading worker's pid, from the front nginx's /adaptive/stats.
 fn leader(port: u16) -> u32 {
     let body = http::get(port, "/adaptive/stats").body;
@@ -201,16 +217,7 @@ fn leader(port: u16) -> u32 {
 #[test]
 fn under_overload_goodput_stays_near_capacity_also_when_the_leader_dies() {
     let _alone = one_at_a_time();
-    let upstream = Nginx::start("bench-upstream.conf", 1);
-    upstream_admin(&upstream, "c=4&s_ms=25&jitter=0"); // 160 requests/s
-    let front = Nginx::start_with_env(
-        "bench-adaptive.conf",
-        2,
-        &[
-            ("SLIDEWIN_UPSTREAM_PORT", upstream.port().to_string()),
-            ("SLIDEWIN_BENCH_CAPACITY", "160".into()),
-        ],
-    );
+    let (_upstream, front) = upstream_and_front("c=4&s_ms=25&jitter=0", 160); // 4 / 25 ms
     let load = |path: &str, rate: f64, seconds: u64| {
         Load {
             port: front.port(),
@@ -277,16 +284,7 @@ fn a_healthy_upstream_whose_times_vary_is_not_shed_at_0_8x() {
     // The defect's service: 12 slots of 80 ms x U[0.5, 1.5] (150 requests/s), offered 120/s,
     // behind README's config (a limit of 16 to start, min 2, 500 ms intervals). Before, the
     // limit fell to 2-4 within seconds on a lucky-low baseline and shed 9-66% of the traffic.
-    let upstream = Nginx::start("bench-upstream.conf", 1);
-    upstream_admin(&upstream, "c=12&s_ms=80&jitter=0.5");
-    let front = Nginx::start_with_env(
-        "bench-adaptive.conf",
-        2,
-        &[
-            ("SLIDEWIN_UPSTREAM_PORT", upstream.port().to_string()),
-            ("SLIDEWIN_BENCH_CAPACITY", "150".into()),
-        ],
-    );
+    let (_upstream, front) = upstream_and_front("c=12&s_ms=80&jitter=0.5", 150);
     let run = Load {
         port: front.port(),
         path: "/adaptive".into(),
