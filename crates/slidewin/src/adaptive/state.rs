@@ -187,9 +187,9 @@ pub(super) enum Phase {
 }
 
 /// Words of [`Adaptive::to_words`]: the limit, the baseline (4), the saturated goodput, the
-/// phase, where the drain stepped from (2), the measuring sums (5), the pinned, crowded
-/// and faster counts, where the cuts began (3), the loss window (values, len, next), the hold (2), the two
-/// streaks (2 each), the target's pause and the reason.
+/// phase, where the drain stepped from (2), the measuring sums (5), the pinned, crowded and
+/// faster counts, where the cuts began (3), the loss window (values, len, next), the hold (2),
+/// the two streaks (2 each), the target's pause and the reason.
 pub const STATE_WORDS: usize =
     1 + 4 + 1 + 1 + 2 + 5 + 3 + 3 + (BASE_WINDOW + 2) + 2 + 2 * 2 + 1 + 1;
 
