@@ -31,19 +31,25 @@ impl RedisServer {
 
     /// [`RedisServer::start`] with more command-line options, e.g. `["--maxmemory", "16mb"]`.
     pub fn start_with(args: &[&str]) -> Self {
-        let port = free_port();
-        let dir =
-            std::env::temp_dir().join(format!("slidewin-redis-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("create redis dir");
-        let mut server = Self {
-            port,
-            dir,
-            args: args.iter().map(|a| a.to_string()).collect(),
-            process: None,
-            tls_port: None,
-        };
-        server.restart();
-        server
+        // A port found free can be taken by another test's server before this one binds it:
+        // then this one exits, and the listener is not ours. Another port, then.
+        for _ in 0..5 {
+            let port = free_port();
+            let dir =
+                std::env::temp_dir().join(format!("slidewin-redis-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("create redis dir");
+            let mut server = Self {
+                port,
+                dir,
+                args: args.iter().map(|a| a.to_string()).collect(),
+                process: None,
+                tls_port: None,
+            };
+            if server.try_restart() {
+                return server;
+            }
+        }
+        panic!("redis-server did not start on 5 free ports in a row");
     }
 
     /// [`RedisServer::start_with`], serving TLS with `ca`'s server certificate on
@@ -143,6 +149,17 @@ impl RedisServer {
 
     /// Start it again on the same port (empty: nothing is persisted).
     pub fn restart(&mut self) {
+        let dir = self.dir.display().to_string();
+        assert!(
+            self.try_restart(),
+            "redis-server did not start on port {} (its log: {dir}/redis.log)",
+            self.port
+        );
+    }
+
+    /// Starts it on its port: false when the server that listens there is not this one (ours
+    /// exited: another process had the port).
+    fn try_restart(&mut self) -> bool {
         self.stop();
         let child = Command::new("redis-server")
             .args([
@@ -170,8 +187,11 @@ impl RedisServer {
             .stdout(Stdio::null())
             .spawn()
             .expect("spawn redis-server (install it: scripts/deps.sh redis)");
+        let pid = child.id();
         self.process = Some(Owned::new("redis-server", child));
         wait_for_port(self.port, Duration::from_secs(10));
+        let info = Resp::connect(self.port).map(|mut c| c.cmd(&["INFO", "server"]).text());
+        info.is_ok_and(|text| text.contains(&format!("process_id:{pid}\r\n")))
     }
 }
 
