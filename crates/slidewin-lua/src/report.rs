@@ -143,8 +143,8 @@ pub(crate) unsafe extern "C-unwind" fn walk(state: *mut lua_State) -> c_int {
         ffi::LUA_TNIL | ffi::LUA_TNONE => Ok(Walk::counters()),
         _ => top_n(state, "lim:walk").map(Walk::scan),
     });
-    // The block is sized and (8-byte) aligned for WalkBlock, written once here (a Lua memory
-    // error in lua_newuserdata leaks the walk: bounded by `n` keys); __gc empties it.
+    // SAFETY: the block is sized and (8-byte) aligned for WalkBlock, written once here (a Lua
+    // memory error in lua_newuserdata leaks the walk: bounded by `n` keys); __gc empties it.
     let block = ffi::lua_newuserdata(state, size_of::<WalkBlock>()) as *mut WalkBlock;
     block.write(Some(walk));
     ffi::luaL_getmetatable(state, WALK.as_ptr());
@@ -216,6 +216,7 @@ unsafe fn walk_arg(state: *mut lua_State, function: &str) -> Result<*mut WalkBlo
 
 unsafe extern "C-unwind" fn walk_gc(state: *mut lua_State) -> c_int {
     let block = ffi::luaL_checkudata(state, 1, WALK.as_ptr()) as *mut WalkBlock;
+    // SAFETY: luaL_checkudata answers only a block of the walks' metatable, which `walk` wrote.
     let walk = (*block).take();
     // A panic must not unwind into Lua's collector.
     let _ = catch_unwind(AssertUnwindSafe(|| drop(walk)));

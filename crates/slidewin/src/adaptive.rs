@@ -418,10 +418,15 @@ impl Adaptive {
         Some(libm::ceil(rate).max(1.0) as u64)
     }
 
-    /// The requests the upstream serves at once: saturated goodput x the no-load mean.
+    /// The requests the upstream serves at once: saturated goodput x the measured no-load mean.
     fn knee(&self) -> Option<f64> {
         let base = self.base.measured_mean()?;
         (self.saturated_rps > 0.0).then(|| self.saturated_rps * base / 1e3)
+    }
+
+    /// The requests in flight at `rps` with no queue (Little's law), by the baseline's mean.
+    fn knee_at(&self, rps: f64) -> Option<f64> {
+        self.base.mean().map(|base| rps * base / 1e3)
     }
 
     /// The next limit after an interval that showed `s`.
@@ -458,11 +463,10 @@ impl Adaptive {
             0
         };
         let goodput = s.goodput_rps();
-        let knee_now = |base: f64| goodput * base / 1e3;
         if lossy {
             self.phase = Phase::Steer;
             (self.held_for, self.held_loss) = (BASE_WINDOW as u32, loss);
-            let knee = self.base.mean().map_or(limit * 0.75, knee_now);
+            let knee = self.knee_at(goodput).unwrap_or(limit * 0.75);
             return (knee.clamp(limit * 0.5, limit * 0.9), Reason::Loss);
         }
         if let Some(next) = self.probe(s, goodput) {
@@ -524,8 +528,7 @@ impl Adaptive {
             if !queued || goodput < 0.75 * self.saturated_rps {
                 self.saturated_rps = goodput;
             }
-            let rps = self.saturated_rps;
-            let knee = self.base.mean().map_or(limit * 0.75, |b| rps * b / 1e3);
+            let knee = self.knee_at(self.saturated_rps).unwrap_or(limit * 0.75);
             let next = knee * (1.0 + HEADROOM);
             (next.clamp(limit * 0.5, limit * 0.95), Reason::Latency)
         } else if s.touched() && self.held_for == 0 && !s.filling() {

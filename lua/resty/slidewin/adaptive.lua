@@ -178,6 +178,13 @@ local function take(dict, key)
     return v
 end
 
+-- How much a running total (the concurrency region's) grew since the last interval.
+local function since_last(dict, key, total)
+    local before = dict:get(key) or total
+    dict:set(key, total)
+    return total - before
+end
+
 -- True when this worker holds the lease for the next interval.
 local function lead(self)
     local dict, key, pid = self.dict, self.key.leader, ngx.worker.pid()
@@ -224,16 +231,12 @@ function _M.tick(self)
     for i = 1, BUCKETS do
         counts[i] = take(dict, self.buckets[i])
     end
-    -- Refusals and admissions since the last interval, from the concurrency region's totals.
     local stats = self.slots:stats()
-    local refused_before = dict:get(key.refused) or stats.refused
-    local admitted_before = dict:get(key.admitted) or stats.admitted
-    dict:set(key.refused, stats.refused)
-    dict:set(key.admitted, stats.admitted)
     local ok = take(dict, key.ok)
     local sample = {
         ok = ok, loss = take(dict, key.loss), backpressure = take(dict, key.backpressure),
-        refused = stats.refused - refused_before, admitted = stats.admitted - admitted_before,
+        refused = since_last(dict, key.refused, stats.refused),
+        admitted = since_last(dict, key.admitted, stats.admitted),
         elapsed_ms = now - last, counts = counts,
     }
     -- Admissions into the last slot: how many the limit nearly refused (pinned when many).
