@@ -12,7 +12,7 @@ use crate::resp::{Reply, Resp};
 use crate::tls::TestCa;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A redis-server on `127.0.0.1:port` with `--save '' --appendonly no`, killed when dropped.
 pub struct RedisServer {
@@ -31,37 +31,45 @@ impl RedisServer {
 
     /// [`RedisServer::start`] with more command-line options, e.g. `["--maxmemory", "16mb"]`.
     pub fn start_with(args: &[&str]) -> Self {
-        // A port found free can be taken by another test's server before this one binds it:
-        // then this one exits, and the listener is not ours. Another port, then.
-        for _ in 0..5 {
-            let port = free_port();
-            let dir =
-                std::env::temp_dir().join(format!("slidewin-redis-{}-{port}", std::process::id()));
-            std::fs::create_dir_all(&dir).expect("create redis dir");
-            let mut server = Self {
-                port,
-                dir,
-                args: args.iter().map(|a| a.to_string()).collect(),
-                process: None,
-                tls_port: None,
-            };
-            if server.try_restart() {
-                return server;
-            }
-        }
-        panic!("redis-server did not start on 5 free ports in a row");
+        Self::start_on_free_ports(|| (args.iter().map(|a| a.to_string()).collect(), None))
     }
 
     /// [`RedisServer::start_with`], serving TLS with `ca`'s server certificate on
     /// [`RedisServer::tls_port`] too; [`RedisServer::port`] stays plain, for the harness only.
     pub fn start_tls(ca: &TestCa, args: &[&str]) -> Self {
-        let tls_port = free_port();
-        let mut all = ca.redis_args(tls_port);
-        all.extend(args.iter().map(|a| a.to_string()));
-        let mut server = Self::start_with(&all.iter().map(String::as_str).collect::<Vec<_>>());
-        server.tls_port = Some(tls_port);
-        wait_for_port(tls_port, Duration::from_secs(10));
-        server
+        Self::start_on_free_ports(|| {
+            let tls_port = free_port();
+            let mut all = ca.redis_args(tls_port);
+            all.extend(args.iter().map(|a| a.to_string()));
+            (all, Some(tls_port))
+        })
+    }
+
+    /// A server with the arguments (and TLS port) `attempt` gives, on a port found free. A
+    /// port found free can be taken before redis-server binds it (by another test's server, or
+    /// as the source port of a connection): then it exits, or the listener is not ours.
+    /// Other ports, then.
+    fn start_on_free_ports(attempt: impl Fn() -> (Vec<String>, Option<u16>)) -> Self {
+        let mut log = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let dir =
+                std::env::temp_dir().join(format!("slidewin-redis-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("create redis dir");
+            let (args, tls_port) = attempt();
+            let mut server = Self {
+                port,
+                dir,
+                args,
+                process: None,
+                tls_port,
+            };
+            if server.try_restart() {
+                return server;
+            }
+            log = std::fs::read_to_string(server.dir.join("redis.log")).unwrap_or_default();
+        }
+        panic!("redis-server did not start on 5 free ports in a row; its last log:\n{log}");
     }
 
     /// The TLS port of a server made by [`RedisServer::start_tls`].
@@ -188,10 +196,24 @@ impl RedisServer {
             .spawn()
             .expect("spawn redis-server (install it: scripts/deps.sh redis)");
         let pid = child.id();
-        self.process = Some(Owned::new("redis-server", child));
-        wait_for_port(self.port, Duration::from_secs(10));
-        let info = Resp::connect(self.port).map(|mut c| c.cmd(&["INFO", "server"]).text());
-        info.is_ok_and(|text| text.contains(&format!("process_id:{pid}\r\n")))
+        let mut process = Owned::new("redis-server", child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let info = loop {
+            if let Ok(mut c) = Resp::connect(self.port) {
+                break c.cmd(&["INFO", "server"]).text();
+            }
+            let exited = process
+                .child
+                .try_wait()
+                .is_ok_and(|status| status.is_some());
+            if exited || Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        self.process = Some(process);
+        // Every listener is bound before the first answer, the TLS port's too.
+        info.contains(&format!("process_id:{pid}\r\n"))
     }
 }
 
