@@ -47,6 +47,7 @@ pub mod clock;
 pub mod counter;
 pub mod decision;
 pub mod error;
+pub mod headers;
 pub mod keyed;
 pub mod limiter;
 pub mod log;

@@ -1,0 +1,272 @@
+//! What a [`Decision`] tells the client, as HTTP header values: one rendering for every door
+//! (the OpenResty layer, a native nginx module, a store that decides elsewhere), so the same
+//! trace gives the same bytes wherever it is answered.
+//!
+//! Three styles:
+//! - [`Style::Draft`]: the IETF draft (draft-ietf-httpapi-ratelimit-headers):
+//!   `RateLimit-Policy: "api";q=10;w=1, "api-1h";q=1000;w=3600` (every window of the rule) and
+//!   `RateLimit: "api-1h";r=0;t=1800` (the window the decision describes).
+//! - [`Style::XRateLimit`]: `X-RateLimit-Limit`, `X-RateLimit-Remaining` and
+//!   `X-RateLimit-Reset` (UTC epoch seconds), as GitHub sends them.
+//! - [`Style::None`]: no header at all; [`render`] still gives the `Retry-After` value, for a
+//!   refusal's body that states the wait.
+//!
+//! Every time goes out in whole seconds rounded up ([`seconds_up`]): a client that waits what
+//! it was told is never early.
+//!
+//! ```
+//! use slidewin::headers::{render, Field, Policy, PolicyWindow, Style};
+//! use slidewin::Decision;
+//!
+//! let policy = Policy::new(&[
+//!     PolicyWindow { name: "api", limit: 10, window_ms: 1_000 },
+//!     PolicyWindow { name: "api-1h", limit: 1_000, window_ms: 3_600_000 },
+//! ]);
+//! assert_eq!(policy.value(), r#""api";q=10;w=1, "api-1h";q=1000;w=3600"#);
+//!
+//! let refused = Decision {
+//!     allowed: false, limit: 1_000, remaining: 0, retry_after_ms: Some(1_799_001),
+//!     reset_after_ms: 3_000_000, window: 1,
+//! };
+//! let mut values = Vec::new();
+//! render(Style::Draft, &policy, &refused, 0, &mut |field, value: core::fmt::Arguments| {
+//!     values.push((field, value.to_string()));
+//! });
+//! assert_eq!(values, [
+//!     (Field::RateLimit, r#""api-1h";r=0;t=1800"#.to_string()),
+//!     (Field::RetryAfter, "1800".to_string()),
+//! ]);
+//! ```
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::{self, Write};
+
+use crate::Decision;
+
+/// Milliseconds as whole seconds, rounded up: the one rounding of every header.
+pub const fn seconds_up(ms: u64) -> u64 {
+    ms.div_ceil(1000)
+}
+
+/// Which headers describe a decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// `RateLimit-Policy` and `RateLimit`, the IETF draft's.
+    Draft,
+    /// `X-RateLimit-Limit`, `-Remaining` and `-Reset`.
+    XRateLimit,
+    /// No header at all (the wait is still rendered, for a body).
+    None,
+}
+
+impl Style {
+    /// The style a config names: `"draft"`, `"x-ratelimit"` or `"none"`.
+    pub fn from_name(name: &str) -> Option<Style> {
+        match name {
+            "draft" => Some(Style::Draft),
+            "x-ratelimit" => Some(Style::XRateLimit),
+            "none" => Some(Style::None),
+            _ => None,
+        }
+    }
+}
+
+/// One header a decision is answered with (besides `RateLimit-Policy`, the same for every
+/// decision of one version of the limits: [`Policy::value`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// `RateLimit`.
+    RateLimit,
+    /// `Retry-After`, only when refused and the cost can fit some day.
+    RetryAfter,
+    /// `X-RateLimit-Limit`.
+    XLimit,
+    /// `X-RateLimit-Remaining`.
+    XRemaining,
+    /// `X-RateLimit-Reset`.
+    XReset,
+}
+
+impl Field {
+    /// Every field, in the order [`render`] writes them.
+    pub const ALL: [Field; 5] = [
+        Field::RateLimit,
+        Field::RetryAfter,
+        Field::XLimit,
+        Field::XRemaining,
+        Field::XReset,
+    ];
+
+    /// The header's name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Field::RateLimit => "RateLimit",
+            Field::RetryAfter => "Retry-After",
+            Field::XLimit => "X-RateLimit-Limit",
+            Field::XRemaining => "X-RateLimit-Remaining",
+            Field::XReset => "X-RateLimit-Reset",
+        }
+    }
+}
+
+/// A window as the policy names it.
+#[derive(Debug, Clone, Copy)]
+pub struct PolicyWindow<'a> {
+    /// The window's name in both headers (a structured-field string: no `"` or `\`).
+    pub name: &'a str,
+    /// Its limit under this policy.
+    pub limit: u64,
+    /// Its length.
+    pub window_ms: u64,
+}
+
+/// A rule's windows under one set of limits: the `RateLimit-Policy` value, made once per
+/// version of the limits, and each window's name for `RateLimit`.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    value: String,
+    names: Vec<String>,
+}
+
+impl Policy {
+    /// The policy of `windows`, in the rule's order.
+    pub fn new(windows: &[PolicyWindow<'_>]) -> Policy {
+        let mut value = String::new();
+        for (i, w) in windows.iter().enumerate() {
+            let separator = if i == 0 { "" } else { ", " };
+            // Writing to a String cannot fail.
+            let _ = write!(
+                value,
+                "{separator}\"{}\";q={};w={}",
+                w.name,
+                w.limit,
+                seconds_up(w.window_ms)
+            );
+        }
+        Policy {
+            value,
+            names: windows.iter().map(|w| String::from(w.name)).collect(),
+        }
+    }
+
+    /// The `RateLimit-Policy` value.
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+
+    /// The name of window `window` (0-based), or `""` past the rule's windows.
+    pub fn name(&self, window: usize) -> &str {
+        self.names.get(window).map_or("", String::as_str)
+    }
+}
+
+/// When the window a decision describes is empty (admitted, or never admitted) or admits the
+/// call again (refused): the `t` of `RateLimit` and the base of `X-RateLimit-Reset`.
+pub fn until_ms(decision: &Decision) -> u64 {
+    match (decision.allowed, decision.retry_after_ms) {
+        (false, Some(wait_ms)) => wait_ms,
+        _ => decision.reset_after_ms,
+    }
+}
+
+/// Hands `sink` each header value `decision` is answered with in `style` (`policy`: the rule's
+/// windows under the limits decided with; `now_ms`: the clock the decision was made at, for
+/// `X-RateLimit-Reset`). `Retry-After` comes only with a refusal that can be admitted later.
+pub fn render<S>(style: Style, policy: &Policy, decision: &Decision, now_ms: i64, sink: &mut S)
+where
+    S: FnMut(Field, fmt::Arguments<'_>),
+{
+    let t_ms = until_ms(decision);
+    match style {
+        Style::None => {}
+        Style::Draft => sink(
+            Field::RateLimit,
+            format_args!(
+                "\"{}\";r={};t={}",
+                policy.name(decision.window),
+                decision.remaining,
+                seconds_up(t_ms)
+            ),
+        ),
+        Style::XRateLimit => {
+            let reset_ms = u64::try_from(now_ms).unwrap_or(0).saturating_add(t_ms);
+            sink(Field::XLimit, format_args!("{}", decision.limit));
+            sink(Field::XRemaining, format_args!("{}", decision.remaining));
+            sink(Field::XReset, format_args!("{}", seconds_up(reset_ms)));
+        }
+    }
+    if let (false, Some(wait_ms)) = (decision.allowed, decision.retry_after_ms) {
+        sink(Field::RetryAfter, format_args!("{}", seconds_up(wait_ms)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+    use alloc::vec;
+
+    fn rendered(style: Style, decision: &Decision, now_ms: i64) -> Vec<(Field, String)> {
+        let policy = Policy::new(&[PolicyWindow { name: "api", limit: 10, window_ms: 1_500 }]);
+        let mut out = Vec::new();
+        render(style, &policy, decision, now_ms, &mut |f, v: fmt::Arguments| {
+            out.push((f, v.to_string()))
+        });
+        out
+    }
+
+    const ADMITTED: Decision = Decision {
+        allowed: true,
+        limit: 10,
+        remaining: 7,
+        retry_after_ms: Some(0),
+        reset_after_ms: 1_001,
+        window: 0,
+    };
+
+    #[test]
+    fn an_admission_says_when_its_window_empties_rounded_up() {
+        assert_eq!(
+            rendered(Style::Draft, &ADMITTED, 5_000),
+            vec![(Field::RateLimit, "\"api\";r=7;t=2".to_string())]
+        );
+        assert_eq!(
+            rendered(Style::XRateLimit, &ADMITTED, 5_000),
+            vec![
+                (Field::XLimit, "10".to_string()),
+                (Field::XRemaining, "7".to_string()),
+                (Field::XReset, "7".to_string()),
+            ]
+        );
+        assert!(rendered(Style::None, &ADMITTED, 5_000).is_empty());
+    }
+
+    #[test]
+    fn a_refusal_says_when_it_admits_again_and_never_has_no_retry_after() {
+        let refused = Decision { allowed: false, remaining: 0, retry_after_ms: Some(1), ..ADMITTED };
+        assert_eq!(
+            rendered(Style::Draft, &refused, 0),
+            vec![
+                (Field::RateLimit, "\"api\";r=0;t=1".to_string()),
+                (Field::RetryAfter, "1".to_string()),
+            ]
+        );
+        let never = Decision { retry_after_ms: None, ..refused };
+        assert_eq!(
+            rendered(Style::Draft, &never, 0),
+            vec![(Field::RateLimit, "\"api\";r=0;t=2".to_string())]
+        );
+        assert_eq!(
+            rendered(Style::None, &refused, 0),
+            vec![(Field::RetryAfter, "1".to_string())]
+        );
+    }
+
+    #[test]
+    fn numbers_up_to_2_pow_53_are_written_as_digits() {
+        let policy = Policy::new(&[PolicyWindow { name: "a", limit: 1 << 53, window_ms: 1 }]);
+        assert_eq!(policy.value(), "\"a\";q=9007199254740992;w=1");
+        assert_eq!(policy.name(3), "");
+    }
+}
