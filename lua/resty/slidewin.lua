@@ -68,15 +68,17 @@
 -- Gateway switches (mode = "dry_run", exempt, headers, delay, refund_statuses, body_json):
 -- modules of their own around enforce, see resty.slidewin.switch and README.
 
+local answer = require "resty.slidewin.answer"
 local config = require "resty.slidewin.config"
-local fast = require "resty.slidewin.fast"
-local rate_headers = fast.rate_headers
 local metrics = require "resty.slidewin.metrics"
-local policy = require "resty.slidewin.policy"
 local switch = require "resty.slidewin.switch"
-local now_ms = require("slidewin").now_ms
+local slidewin = require "slidewin"
 local var_get = require("resty.slidewin.variable").get
 
+local answer_decide = answer.decide
+local answer_render = answer.render
+local send = answer.send
+local now_ms = slidewin.now_ms
 local format = string.format
 local huge = math.huge
 local max = math.max
@@ -87,22 +89,34 @@ local _M = { _VERSION = "0.2.0" }
 local mt = { __index = _M }
 
 local show = config.show
-local seconds = policy.seconds
 
 -- How often a worker asks a store shared by several nodes for limits set elsewhere.
 local POLL_LIMITS_MS = 1000
 
--- The rule's windows (named), their limits and what is derived from them: the headers, the
--- largest cost that can fit, the tiers' policies.
-local function hold_windows(self, windows, limits)
+-- `windows` under `limits` as the core's policy takes them.
+local function policy_windows(windows, limits)
+    local items = {}
+    for i, w in ipairs(windows) do
+        items[i] = { name = w.name, limit = limits[i], window_ms = w.window_ms }
+    end
+    return items
+end
+
+-- The live limits and the RateLimit-Policy they make, for decisions of `version`.
+local function hold_limits(self, limits, version)
+    self.live = limits
+    self.policy = self.headers:set(version or -1, policy_windows(self.windows, limits))
+end
+
+-- The rule's windows (named), their limits and what is derived from them: the largest cost
+-- that can fit, the policy of the limits and the tiers'.
+local function hold_windows(self, windows, limits, version)
     local max_limit = 0
     for _, w in ipairs(windows) do
         max_limit = max(max_limit, w.max_limit)
     end
-    self.windows, self.max_limit, self.live = windows, max_limit, limits
-    self.rate_prefixes = policy.rate_prefixes(windows)
-    self.policy = policy.policy(windows, limits)
-    self.tier_policies = {}
+    self.windows, self.max_limit, self.tier_policies = windows, max_limit, {}
+    hold_limits(self, limits, version)
 end
 
 -- The rule the store's limiter decided with at `version` (a version it answered), held unless
@@ -121,7 +135,7 @@ local function hold(self, version)
             or config.default_name(conf.name, i, w.window_ms)
         windows[i], limits[i] = w, w.limit
     end
-    hold_windows(self, windows, limits)
+    hold_windows(self, windows, limits, rule.version)
     self.rule_version = rule.version
 end
 
@@ -140,9 +154,14 @@ function _M.new(opts)
     if not conf then
         return nil, err
     end
-    local with_switches
-    with_switches, err = switch.plan(conf)
-    if not with_switches then
+    local hooks
+    hooks, err = switch.configure(conf)
+    if err then
+        return nil, err
+    end
+    local headers
+    headers, err = slidewin.headers(conf.headers or "draft")
+    if not headers then
         return nil, err
     end
     local ok, store_module = pcall(require, "resty.slidewin.store." .. conf.store)
@@ -161,30 +180,35 @@ function _M.new(opts)
     if not counters then
         return nil, err
     end
+    if hooks then
+        counters.outcomes, counters.dry_run, counters.delays =
+            hooks.outcomes, hooks.let_through ~= nil, hooks.wait ~= nil
+    end
+    local style = conf.headers or "draft"
     local self = setmetatable({
         conf = conf,
         name = conf.name,
         store = store,
         counters = counters,
+        hooks = hooks,
+        headers = headers,
+        sends_headers = style ~= "none",
+        sends_policy = style == "draft",
         fail_open = conf.on_store_error == "allow",
         counts_in_layer = not store.counts_decisions, -- else the store counts (shm)
-        decide_in = store.incoming,
-        decider = store,
         errors_unlogged = 0,
         error_logged_at = -huge,
         polled_at = -huge,
     }, mt)
-    if store.lim then
-        -- The limiter's own decide through the FFI, compiled into the caller's trace.
-        self.decide_in, self.decider = fast.decider(store.lim)
-    end
+    -- The limiter's block and the headers' for the FFI, compiled into the caller's trace.
+    self.lim_block, self.headers_block = answer.handles(store.lim, headers)
     -- The configured rule (the store's, until a decision answers a version to hold).
     local configured = {}
     for i, w in ipairs(conf.windows) do
         configured[i] = w.limit
     end
     hold_windows(self, conf.windows, store.lim and store.lim:limits() or configured)
-    return with_switches(self)
+    return self
 end
 
 -- Methods called with `.` get `self` wrong: say so, not "attempt to index a nil value".
@@ -218,7 +242,7 @@ local function call_limits(self, opts, method, level)
             if not ok then
                 error(format("sw:%s: %s", method, err), level or 4)
             end
-            cached = policy.policy(self.windows, limits)
+            cached = self.headers:policy(policy_windows(self.windows, limits))
             self.tier_policies[tier] = cached
         end
         return limits, cached
@@ -238,7 +262,7 @@ local function call_limits(self, opts, method, level)
     if not ok then
         error(format("sw:%s: %s", method, err), level or 4)
     end
-    return limits, policy.policy(self.windows, limits)
+    return limits, self.headers:policy(policy_windows(self.windows, limits))
 end
 
 -- Limits set on another node, at most once a second (stores shared by nodes).
@@ -254,7 +278,7 @@ local function poll_limits(self)
     self.polled_at = now
     local limits = store:poll_limits(now)
     if limits then
-        self.live, self.policy = limits, policy.policy(self.windows, limits)
+        hold_limits(self, limits)
     end
 end
 
@@ -298,18 +322,41 @@ local function check_cost(self, cost, method, level)
     return cost
 end
 
--- The store's answer under the call's limits, and the policy to advertise.
+-- The store's answer (resty.slidewin.answer's buffer, header values rendered) under the call's
+-- limits, the policy to advertise and whether a remote store decided locally; nil, err when
+-- the store fails. Raises on bad arguments, naming `method`.
 local function decide(self, key, cost, commit, opts, method)
     key = key_of(self, key, method)
     check_key(key, method)
     cost = check_cost(self, cost, method)
     local limits, call_policy = call_limits(self, opts, method)
+    local block = self.lim_block
+    if block then
+        local out = answer_decide(block, self.headers_block, key, cost, commit, limits)
+        if out.rendered == 0 then
+            hold(self, out.version)
+            out = answer.rerender(self.headers_block)
+        end
+        return out, call_policy or self.policy
+    end
     poll_limits(self)
-    local allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window, version =
-        self.decide_in(self.decider, key, cost, commit, limits or self.store.poll_limits and self.live)
-    hold(self, version)
-    return allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window or 1,
-        call_policy or self.policy
+    local live = self.live
+    local allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window =
+        self.store:incoming(key, cost, commit, limits or self.store.poll_limits and live)
+    if allowed == nil then
+        return nil, remaining
+    end
+    window = window or 1
+    return answer_render(self.headers_block, allowed, remaining, retry_after_ms, reset_after_ms, window,
+        (limits or live)[window]), call_policy or self.policy, decided_locally
+end
+
+-- sw:answer(key, cost, commit, opts): the decision as resty.slidewin.answer's buffer (read it
+-- before anything yields), the policy and decided_locally, with no count and no exit; nil, err
+-- is a store failure. For switches that decide again.
+function _M.answer(self, key, cost, commit, opts)
+    check_self(self, "answer")
+    return decide(self, key, cost, commit, opts, "answer")
 end
 
 -- sw:decide(key, cost, commit, opts): the store's answer (allowed, remaining, retry_after_ms,
@@ -317,14 +364,20 @@ end
 -- modules that wrap enforce. nil, err is a store failure.
 function _M.decide(self, key, cost, commit, opts)
     check_self(self, "decide")
-    return decide(self, key, cost, commit, opts, "decide")
+    local out, rate_policy, decided_locally = decide(self, key, cost, commit, opts, "decide")
+    if not out then
+        return nil, rate_policy
+    end
+    return out.allowed ~= 0, out.remaining, out.has_retry ~= 0 and out.retry_after_ms or nil,
+        out.reset_after_ms, decided_locally, out.window, rate_policy
 end
 
-local function set_headers(self, rate_policy, window, remaining, t_ms)
-    rate_headers(rate_policy, self.rate_prefixes[window], remaining, t_ms)
-end
-
-local function refuse(self)
+-- Answers a refusal (`out`; nil when the store failed) with conf.status and ends the request.
+local function refuse(self, out, store_failed)
+    local hooks = self.hooks
+    if hooks and hooks.body then
+        return hooks.body(self, out, store_failed)
+    end
     local conf = self.conf
     ngx.status = conf.status
     ngx.header["Content-Type"] = "text/plain"
@@ -346,41 +399,75 @@ local function log_store_error(self, err)
     self.error_logged_at, self.errors_unlogged = now, 0
 end
 
--- Admit (set headers, return true) or refuse (answer conf.status and end the request).
--- opts: nil, { limit = N }, { limits = { ... } } or { tier = "name" }.
-function _M.enforce(self, key, cost, opts)
-    check_self(self, "enforce")
-    local allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window, rate_policy =
-        decide(self, key, cost, true, opts, "enforce")
+-- The one response path: the decision `out` (nil: the store failed with `rate_policy` as its
+-- error) counted and answered, each switch's hook where it applies (`waited`: the decision
+-- after a wait, which does not wait again).
+local function respond(self, key, cost, opts, out, rate_policy, decided_locally, waited)
+    local hooks = self.hooks
     local counters = self.counters
-    if allowed == nil then
+    if not out then
         counters:incr("store_errors")
-        log_store_error(self, remaining)
+        log_store_error(self, rate_policy)
         if self.fail_open then
             return true
         end
-        return refuse(self)
+        return refuse(self, nil, true)
     end
-    if allowed then
+    if out.allowed ~= 0 then
         if self.counts_in_layer then
             counters:incr("allowed")
         end
-        set_headers(self, rate_policy, window, remaining, reset_after_ms)
+        if self.sends_headers then
+            send(out, self.sends_policy and rate_policy, false)
+        end
+        if hooks and hooks.admitted then
+            hooks.admitted(self, key, cost)
+        end
         return true
-    end
-    if self.counts_in_layer then
-        counters:incr("rejected")
     end
     if decided_locally then
         counters:incr("local_refusals")
     end
-    if retry_after_ms then
-        ngx.header["Retry-After"] = seconds(retry_after_ms)
-        set_headers(self, rate_policy, window, remaining, retry_after_ms)
-    else
-        set_headers(self, rate_policy, window, remaining, reset_after_ms)
+    if hooks then
+        if hooks.wait and not waited and out.has_retry ~= 0 then
+            local again, again_policy, again_locally = hooks.wait(self, key, cost, opts, out.retry_after_ms)
+            if again ~= nil or again_policy ~= nil then
+                -- The last decision, answered without waiting again.
+                return respond(self, key, cost, opts, again, again_policy, again_locally, true)
+            end
+        end
+        if hooks.let_through then
+            hooks.let_through(self)
+            if self.sends_headers then
+                send(out, self.sends_policy and rate_policy, false)
+            end
+            return true
+        end
     end
-    return refuse(self)
+    if self.counts_in_layer then
+        counters:incr("rejected")
+    end
+    if self.sends_headers then
+        send(out, self.sends_policy and rate_policy, true)
+    end
+    return refuse(self, out)
+end
+
+-- Admit (set headers, return true) or refuse (answer conf.status and end the request).
+-- opts: nil, { limit = N }, { limits = { ... } } or { tier = "name" }.
+function _M.enforce(self, key, cost, opts)
+    check_self(self, "enforce")
+    local hooks = self.hooks
+    if hooks then
+        -- Checked before any switch answers, as a decision would.
+        key = self:check_call(key, cost, opts, "enforce", 3)
+        if hooks.exempt and hooks.exempt(self, key) then
+            self.counters:incr("exempt")
+            return true
+        end
+    end
+    local out, rate_policy, decided_locally = decide(self, key, cost, true, opts, "enforce")
+    return respond(self, key, cost, opts, out, rate_policy, decided_locally)
 end
 
 -- The 1-based index of window `window` (an index or a window's name), or nil, err.
@@ -427,7 +514,7 @@ function _M.set_limit(self, limit, window)
     if not ok then
         return nil, err
     end
-    self.live, self.policy = limits, policy.policy(self.windows, limits)
+    hold_limits(self, limits)
     return true
 end
 
@@ -490,15 +577,9 @@ function _M.stats_json(limiters, members)
     return metrics.json(list, now_ms(), members)
 end
 
--- Gateway switches (resty.slidewin.switch, README "Gateway switches"): what they use of the
--- above, and the log-phase hook of refund_statuses:
---   log_by_lua_block { require("resty.slidewin").log() }
-_M.log_store_error, _M.refuse = log_store_error, refuse
-
 -- sw:check_call(key, cost, opts, method, level): raises what decide would for these
--- arguments, naming `method` (a switched limiter's enforce checks before its switches call
--- sw:decide), at `level` as error counts it from here (3: the caller of that enforce); the
--- key to decide on (key_var's value when no key is given).
+-- arguments, naming `method`, at `level` as error counts it from here (3: the caller of that
+-- enforce); the key to decide on (key_var's value when no key is given).
 function _M.check_call(self, key, cost, opts, method, level)
     key = key_of(self, key, method, level + 1)
     check_key(key, method, level + 1)
@@ -507,6 +588,8 @@ function _M.check_call(self, key, cost, opts, method, level)
     return key
 end
 
-_M.log = switch.log
+-- For log_by_lua*: gives back the cost of admissions whose response status refunds it
+-- (refund_statuses).
+_M.log = require("resty.slidewin.switch.refund").log
 
 return _M

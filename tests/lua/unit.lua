@@ -417,31 +417,70 @@ test("new returns nil, err naming the field and the value", function()
     assert(layer.new { name = "api", limit = 30, window_ms = 5000 }, "a good config")
 end)
 
-test("the FFI decider answers as lim:decide, errors included", function()
-    local fast = require "resty.slidewin.fast"
+test("the FFI answer decides as lim:decide, errors included, with the core's header values", function()
+    local ffi = require "ffi"
+    local answer = require "resty.slidewin.answer"
     local windows = {
         { algorithm = "log", limit = 5, window_ms = 1000 },
         { algorithm = "buckets", limit = 12, window_ms = 4000, bucket_ms = 500 },
     }
     local by_ffi = slidewin.limiter { windows = windows }
     local by_api = slidewin.limiter { windows = windows }
-    local decide, decider = fast.decider(by_ffi)
-    assert(decider ~= by_ffi and decider.block, "the FFI decider loaded")
+    local headers = slidewin.headers("draft")
+    local block, headers_block = answer.handles(by_ffi, headers)
+    local named = { { name = "a", limit = 5, window_ms = 1000 }, { name = "a-4s", limit = 12, window_ms = 4000 } }
+    eq(headers:set(by_ffi:rule().version, named), '"a";q=5;w=1, "a-4s";q=12;w=4')
+    local function values(out)
+        local v = {}
+        for i = 0, 4 do
+            v[i + 1] = out.len[i] > 0 and ffi.string(out.text + out.start[i], out.len[i]) or false
+        end
+        return v
+    end
     math.randomseed(7)
     for i = 1, 2000 do
         local key, cost, commit = "k" .. math.random(3), math.random(0, 3), math.random() < 0.8
-        local got = { decide(decider, key, cost, commit) }
+        local out = answer.decide(block, headers_block, key, cost, commit)
+        local got = { out.allowed ~= 0, out.remaining, out.has_retry ~= 0, out.window, out.version }
         local want = { by_api:decide(key, cost, commit) }
-        -- retry/reset move with the clock between the two calls: compare what does not.
-        for _, at in ipairs { 1, 2, 6, 7 } do
-            eq(got[at], want[at], "call " .. i .. " value " .. at)
-        end
-        eq(got[3] == nil, want[3] == nil, "call " .. i .. ": retry_after_ms nil alike")
+        eq(out.rendered, 1, "call " .. i .. " rendered")
+        eq(got[1], want[1], "call " .. i .. " allowed")
+        eq(got[2], want[2], "call " .. i .. " remaining")
+        eq(got[3], want[3] ~= nil, "call " .. i .. ": retry_after_ms nil alike")
+        eq(got[4], want[6], "call " .. i .. " window")
+        -- The values are the core's for this decision (t moves with the clock: its form only).
+        local v = values(out)
+        local t_ms = out.allowed == 0 and out.has_retry ~= 0 and out.retry_after_ms or out.reset_after_ms
+        eq(v[1], string.format('"%s";r=%d;t=%d', named[out.window].name, out.remaining, math.ceil(t_ms / 1000)),
+            "call " .. i .. " RateLimit")
+        eq(v[2], out.allowed == 0 and out.has_retry ~= 0 and tostring(math.ceil(out.retry_after_ms / 1000)),
+            "call " .. i .. " Retry-After")
     end
-    eq(raised(decide, decider, "k", 1.5, true), "lim:decide: cost must be a non-negative integer, got 1.5")
-    eq(raised(decide, decider, "k", -1, true), "lim:decide: cost must be a non-negative integer, got -1")
-    -- Per-call limits and number keys take lim:decide itself.
-    eq(select(2, decide(decider, 42, 1, false, { 3, 12 })), select(2, by_ffi:decide("42", 1, false, { 3, 12 })))
+    eq(raised(answer.decide, block, headers_block, "k", 1.5, true),
+        "lim:decide: cost must be a non-negative integer, got 1.5")
+    eq(raised(answer.decide, block, headers_block, "k", -1, true),
+        "lim:decide: cost must be a non-negative integer, got -1")
+    eq(raised(answer.decide, block, headers_block, "k", 1, true, { 3, -1 }),
+        "lim:decide: limit must be a non-negative integer, got -1")
+    -- Per-call limits and number keys cross the same way.
+    local out = answer.decide(block, headers_block, 42, 1, false, { 3, 12 })
+    eq(out.remaining, select(2, by_ffi:decide("42", 1, false, { 3, 12 })))
+    eq(out.limit, 3)
+    -- A decision made elsewhere (a remote store's) renders alike, in every style.
+    local x = slidewin.headers("x-ratelimit")
+    x:set(0, named)
+    local _, x_block = answer.handles(nil, x)
+    local v = values(answer.render(x_block, false, 0, 1500, 4000, 2, 12))
+    eq(v[2], "2")
+    eq(v[3], "12")
+    eq(v[4], "0")
+    eq(v[1], false, "no draft value in style x-ratelimit")
+    local none = slidewin.headers("none")
+    none:set(0, named)
+    local _, none_block = answer.handles(nil, none)
+    eq(answer.retry_after(answer.render(none_block, false, 0, 1500, 4000, 2, 12)), "2",
+        "the wait is rendered for a body even when no header is sent")
+    eq(select(2, slidewin.headers("github")), 'headers must be "draft", "x-ratelimit" or "none", got "github"')
 end)
 
 test("shdict store counts like slidewin::SlidingCounter", function()
@@ -659,7 +698,7 @@ test("gateway switches: bad options are nil, err naming the option and the value
     eq(sw:stats().exempt, 1)
     eq(sw:stats().allowed, 0)
     eq(raised(sw.enforce, "partner"),
-        'sw:enforce: self must be the limiter (call sw:enforce(...) with \':\'), got "partner"')
+        'sw:enforce: self must be a resty.slidewin limiter (call sw:enforce(...) with \':\'), got "partner"')
     -- Bad arguments name the call the user made, not the switches' sw:decide.
     eq(raised(sw.enforce, sw, nil), "sw:enforce: key must be a string or a finite number, got nil")
     eq(raised(sw.enforce, sw, "k", -1), "sw:enforce: cost must be a non-negative integer, got -1")

@@ -8,9 +8,9 @@
 //! State lives in the Lua VM that loaded the module: one per nginx worker.
 
 mod adaptive;
+mod answer;
 mod args;
 mod concurrency;
-mod fast;
 mod limiter;
 mod mapping;
 mod object;
@@ -40,6 +40,7 @@ fn slidewin(lua: &Lua) -> LuaResult<LuaTable> {
     module.set("queue_limit", lua.create_function(queue::new)?)?;
     stream::register(lua, &module)?;
     adaptive::register(lua, &module)?;
+    answer::register(lua, &module)?;
     lua.load(include_str!("prelude.lua"))
         .set_name("=slidewin")
         .call(module)

@@ -25,6 +25,7 @@ use slidewin::rule::{Limits, WindowConfig, MAX_WINDOWS};
 use slidewin::shared::ZoneStats;
 use slidewin::{arg, Decision};
 
+use crate::answer::number_key;
 use crate::limiter::LuaLimiter;
 
 const METATABLE: &CStr = c"slidewin.limiter";
@@ -139,16 +140,7 @@ pub(crate) unsafe fn with_key<T>(
             f(std::slice::from_raw_parts(ptr, len))
         }
         ffi::LUA_TNUMBER => {
-            let n = ffi::lua_tonumber(state, index);
-            if n.fract() == 0.0 && n.abs() < 1e15 {
-                f((n as i64).to_string().as_bytes())
-            } else if n.is_finite() {
-                f(n.to_string().as_bytes())
-            } else {
-                Err(format!(
-                    "{function}: key must be a string or a finite number, got {n}"
-                ))
-            }
+            f(number_key(ffi::lua_tonumber(state, index), function)?.as_bytes())
         }
         _ => Err(format!(
             "{function}: key must be a string or a finite number, got {}",

@@ -1,91 +1,42 @@
--- resty.slidewin.switch: the gateway switches of a limiter's config, each a module of its own
--- around enforce (resty.slidewin.switch.<name>), composed here:
---   exempt (admit listed clients, no store call)
---     -> refund (remember admissions for the log phase: refund_statuses)
---       -> decide, then answer in the style of `headers` with a `body_json` or text refusal,
---          a refusal going to dry_run (mode) or delay, or refused.
--- A config without any switch keeps resty.slidewin's own enforce (the fast path).
+-- resty.slidewin.switch: the gateway switches, each a module of its own that hooks into the one
+-- response path of resty.slidewin's enforce. A switch is a module with
+--   option                    its config key
+--   configure(value, conf, hooks) -> true | nil, err   (called only when conf[option] is set)
+-- that sets the hooks it needs:
+--   hooks.exempt(sw, key) -> true          admit without asking the store (counted "exempt")
+--   hooks.admitted(sw, key, cost)          after an admission the store recorded
+--   hooks.wait(sw, key, cost, opts, retry_after_ms) -> nil | the next decision (sw:answer's)
+--                                          a refusal that may wait and be decided again
+--   hooks.let_through(sw)                  a refusal that goes on (counted by the switch)
+--   hooks.body(sw, answer, store_failed)   the refusal's response (default: conf.body, text)
+--   hooks.outcomes[#+1] = name             a counter of its own in the metrics
+-- Adding a switch: its module, and one line in SWITCHES.
 
-local body_json = require "resty.slidewin.switch.body_json"
-local delay = require "resty.slidewin.switch.delay"
-local dry_run = require "resty.slidewin.switch.dry_run"
-local exempt = require "resty.slidewin.switch.exempt"
-local headers = require "resty.slidewin.switch.headers"
-local refund = require "resty.slidewin.switch.refund"
-local respond = require "resty.slidewin.switch.respond"
-local show = require("resty.slidewin.config").show
+local SWITCHES = {
+    require "resty.slidewin.switch.exempt",
+    require "resty.slidewin.switch.refund",
+    require "resty.slidewin.switch.delay",
+    require "resty.slidewin.switch.dry_run",
+    require "resty.slidewin.switch.body_json",
+}
 
 local _M = {}
 
-local OPTIONS = { "mode", "exempt", "headers", "delay", "refund_statuses", "body_json" }
-
-local function unchanged(sw)
-    return sw
-end
-
--- compose(sw) -> sw with the switches of `conf` (a validated config), or nil, err naming the
--- option and its value. Called before the store is made, so a bad switch makes nothing.
-function _M.plan(conf)
-    local any = false
-    for _, option in ipairs(OPTIONS) do
-        any = any or conf[option] ~= nil
-    end
-    if not any then
-        return unchanged
-    end
-    local write, err = headers.configure(conf.headers)
-    if not write then
-        return nil, err
-    end
-    local refuse
-    refuse, err = body_json.configure(conf.body_json)
-    if not refuse then
-        return nil, err
-    end
-    local parts = respond.new(write, refuse)
-    local delayed, dry
-    delayed, err = delay.configure(conf, parts)
-    if err then
-        return nil, err
-    end
-    dry, err = dry_run.configure(conf, parts)
-    if err then
-        return nil, err
-    end
-    local by_refund, by_exempt
-    by_refund, err = refund.configure(conf.refund_statuses)
-    if not by_refund then
-        return nil, err
-    end
-    by_exempt, err = exempt.configure(conf.exempt)
-    if not by_exempt then
-        return nil, err
-    end
-    local enforce = by_exempt(by_refund(parts.enforce(dry or delayed or parts.refuse)))
-    return function(sw)
-        -- Called with '.', self is the key: say so, as resty.slidewin's enforce does.
-        sw.enforce = function(self, key, cost, opts)
-            if self ~= sw then
-                error("sw:enforce: self must be the limiter (call sw:enforce(...) with ':'), got " .. show(self), 2)
+-- The hooks of `conf`'s switches (nil when it sets none), or nil, err naming the option and its
+-- value. Called before the store is made, so a bad switch makes nothing.
+function _M.configure(conf)
+    local hooks
+    for _, switch in ipairs(SWITCHES) do
+        local value = conf[switch.option]
+        if value ~= nil then
+            hooks = hooks or { outcomes = {} }
+            local ok, err = switch.configure(value, conf, hooks)
+            if not ok then
+                return nil, err
             end
-            key = self:check_call(key, cost, opts, "enforce", 3)
-            return enforce(self, key, cost, opts)
         end
-        local counters = sw.counters
-        counters.outcomes = {}
-        counters.dry_run = conf.mode == "dry_run"
-        if counters.dry_run then
-            counters.outcomes[#counters.outcomes + 1] = "would_reject"
-        end
-        if conf.exempt ~= nil then
-            counters.outcomes[#counters.outcomes + 1] = "exempt"
-        end
-        counters.delays = conf.delay ~= nil
-        return sw
     end
+    return hooks
 end
-
--- For log_by_lua* where limiters with refund_statuses enforce.
-_M.log = refund.log
 
 return _M

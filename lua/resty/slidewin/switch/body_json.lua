@@ -5,35 +5,32 @@
 -- on_store_error = "deny" gives "error":"store_error").
 
 local invalid = require("resty.slidewin.config").invalid
-local seconds = require("resty.slidewin.policy").seconds
+local retry_after = require("resty.slidewin.answer").retry_after
 
 local format = string.format
 local ngx = ngx
 
-local _M = {}
+local _M = { option = "body_json" }
 
--- conf.body as text, as resty.slidewin's own enforce answers.
-local function plain(sw)
-    return sw:refuse()
-end
-
--- refuse(sw, retry_after_ms, store_failed): answers the refusal and ends the request.
-local function json(sw, retry_after_ms, store_failed)
+-- Answers the refusal `answer` (nil: the store failed) and ends the request.
+local function json(sw, answer, store_failed)
     local status = sw.conf.status
     ngx.status = status
     ngx.header["Content-Type"] = "application/json"
     ngx.print(format('{"error":"%s","limiter":"%s","status":%d,"retry_after_s":%s}\n',
         store_failed and "store_error" or "rate_limited", sw.name, status,
-        retry_after_ms and seconds(retry_after_ms) or "null"))
+        answer and retry_after(answer) or "null"))
     return ngx.exit(status)
 end
 
--- The refusal answer for body_json = `on` (nil: conf.body as text), or nil, err.
-function _M.configure(on)
-    if on ~= nil and type(on) ~= "boolean" then
+function _M.configure(on, _, hooks)
+    if type(on) ~= "boolean" then
         return invalid("body_json", "a boolean", on)
     end
-    return on and json or plain
+    if on then
+        hooks.body = json
+    end
+    return true
 end
 
 return _M

@@ -21,14 +21,9 @@ local HOLD_MARGIN_MS = 1000
 -- The most places a slidewin.concurrency key holds.
 local MAX_WAITING = 65536
 
-local _M = {}
+local _M = { option = "delay" }
 
--- The refusal strategy for `conf` (nil without delay), or nil, err.
-function _M.configure(conf, parts)
-    local delay = conf.delay
-    if delay == nil then
-        return nil
-    end
+function _M.configure(delay, conf, hooks)
     if type(delay) ~= "table" then
         return invalid("delay", "a table { max_ms = N, max_waiting = M }", delay)
     end
@@ -46,19 +41,18 @@ function _M.configure(conf, parts)
     if not places then
         return nil, err
     end
-    local refuse, answer = parts.refuse, parts.answer
 
     -- Sleeps and decides again while refused within the bound; the last decision.
     local function wait(sw, key, cost, opts, retry_after_ms)
         local deadline = now_ms() + max_ms
-        local allowed, remaining, reset_after_ms, decided_locally, window, rate_policy
+        local answer, policy, decided_locally
         repeat
             sw.counters:incr("waits")
             ngx.sleep(retry_after_ms / 1000)
-            allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window, rate_policy =
-                sw:decide(key, cost, true, opts)
-        until allowed ~= false or not retry_after_ms or now_ms() + retry_after_ms > deadline
-        return allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window, rate_policy
+            answer, policy, decided_locally = sw:answer(key, cost, true, opts)
+            retry_after_ms = answer and answer.has_retry ~= 0 and answer.retry_after_ms
+        until not answer or answer.allowed ~= 0 or not retry_after_ms or now_ms() + retry_after_ms > deadline
+        return answer, policy, decided_locally
     end
 
     -- wait() holding a place, given back even when wait raises.
@@ -70,14 +64,14 @@ function _M.configure(conf, parts)
         return ...
     end
 
-    return function(sw, key, cost, opts, remaining, retry_after_ms, reset_after_ms, window, rate_policy)
-        local place = retry_after_ms and retry_after_ms <= max_ms and places:take()
+    hooks.wait = function(sw, key, cost, opts, retry_after_ms)
+        local place = retry_after_ms <= max_ms and places:take()
         if not place then
-            return refuse(sw, key, cost, opts, remaining, retry_after_ms, reset_after_ms, window, rate_policy)
+            return nil
         end
-        return answer(sw, key, cost, opts, refuse,
-            wait_in(place, pcall(wait, sw, key, cost, opts, retry_after_ms)))
+        return wait_in(place, pcall(wait, sw, key, cost, opts, retry_after_ms))
     end
+    return true
 end
 
 return _M

@@ -10,22 +10,20 @@ local now_ms = require("slidewin").now_ms
 local huge = math.huge
 local ngx = ngx
 
-local _M = {}
+local _M = { option = "mode" }
 
--- The refusal strategy for `conf` (nil when mode is "enforce" or unset), or nil, err.
-function _M.configure(conf, parts)
-    local mode = conf.mode
-    if mode == nil or mode == "enforce" then
-        return nil
+function _M.configure(mode, conf, hooks)
+    if mode == "enforce" then
+        return true
     end
     if mode ~= "dry_run" then
         return invalid("mode", '"enforce" or "dry_run"', mode)
     end
-    local write, interval = parts.write, conf.error_log_interval_ms
+    local interval = conf.error_log_interval_ms
     local unlogged, logged_at = 0, -huge
-    return function(sw, _, _, opts, remaining, retry_after_ms, reset_after_ms, window, rate_policy)
+    hooks.outcomes[#hooks.outcomes + 1] = "would_reject"
+    hooks.let_through = function(sw)
         sw.counters:incr("would_reject")
-        write(sw, opts, rate_policy, window, remaining, retry_after_ms or reset_after_ms)
         unlogged = unlogged + 1
         local now = now_ms()
         if now - logged_at >= interval then
@@ -33,8 +31,8 @@ function _M.configure(conf, parts)
                 " request(s) would have been refused since the last line")
             unlogged, logged_at = 0, now
         end
-        return true, false
     end
+    return true
 end
 
 return _M

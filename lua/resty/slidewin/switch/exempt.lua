@@ -10,7 +10,7 @@ local invalid = require("resty.slidewin.config").invalid
 local format = string.format
 local ngx = ngx
 
-local _M = {}
+local _M = { option = "exempt" }
 
 local function remote_addr()
     return ngx.var.remote_addr
@@ -80,14 +80,7 @@ local function memo_of(nets)
     end
 end
 
--- wrap(enforce) -> enforce that admits exempt requests first, for `exempt` (nil: no
--- exemption), or nil, err.
-function _M.configure(exempt)
-    if exempt == nil then
-        return function(enforce)
-            return enforce
-        end
-    end
+function _M.configure(exempt, _, hooks)
     if type(exempt) ~= "table" then
         return invalid("exempt", "a table { cidrs = {...}, keys = {...} }", exempt)
     end
@@ -109,15 +102,11 @@ function _M.configure(exempt)
         return invalid("exempt.address", "a function returning the client's address", address)
     end
     local is_listed = #nets > 0 and memo_of(nets)
-    return function(enforce)
-        return function(sw, key, cost, opts)
-            if keys[key] or is_listed and is_listed(address() or "") then
-                sw.counters:incr("exempt")
-                return true, false
-            end
-            return enforce(sw, key, cost, opts)
-        end
+    hooks.outcomes[#hooks.outcomes + 1] = "exempt"
+    hooks.exempt = function(_, key)
+        return keys[key] or is_listed and is_listed(address() or "")
     end
+    return true
 end
 
 return _M

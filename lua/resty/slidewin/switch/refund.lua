@@ -11,7 +11,7 @@ local invalid = require("resty.slidewin.config").invalid
 local format = string.format
 local ngx = ngx
 
-local _M = {}
+local _M = { option = "refund_statuses" }
 
 -- The predicate for `statuses` (a list or a function), or nil, err.
 local function predicate(statuses)
@@ -43,30 +43,18 @@ local function give_back(premature, sw, key, cost)
     end
 end
 
--- wrap(enforce) -> enforce that remembers admitted requests for the log phase, for
--- `statuses` (nil: no refund), or nil, err.
-function _M.configure(statuses)
-    if statuses == nil then
-        return function(enforce)
-            return enforce
-        end
-    end
+function _M.configure(statuses, _, hooks)
     local refunds, err = predicate(statuses)
     if not refunds then
         return nil, err
     end
-    return function(enforce)
-        return function(sw, key, cost, opts)
-            local ok, committed = enforce(sw, key, cost, opts)
-            if committed then
-                local ctx = ngx.ctx
-                local list = ctx.slidewin_refunds or {}
-                list[#list + 1] = { sw = sw, refunds = refunds, key = key, cost = cost or 1 }
-                ctx.slidewin_refunds = list
-            end
-            return ok, committed
-        end
+    hooks.admitted = function(sw, key, cost)
+        local ctx = ngx.ctx
+        local list = ctx.slidewin_refunds or {}
+        list[#list + 1] = { sw = sw, refunds = refunds, key = key, cost = cost or 1 }
+        ctx.slidewin_refunds = list
     end
+    return true
 end
 
 -- For log_by_lua*: gives back the cost of this request's admissions whose limiter refunds

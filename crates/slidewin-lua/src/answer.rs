@@ -1,0 +1,333 @@
+//! The per-request crossing: one plain C call (LuaJIT's FFI, `resty.slidewin.answer`) decides
+//! and writes the header values of the answer, so a compiled trace calls it directly and sets
+//! the headers from bytes it already holds. A method on the Lua C API makes LuaJIT leave the
+//! trace and stitch a new one around each call, and a header value built with `..` is a new
+//! Lua string each request: together they cost more than the decision (BENCHMARKS.md, "The
+//! access phase").
+//!
+//! ```lua
+//! local headers = slidewin.headers("draft")       -- the style of a limiter's answers
+//! local policy = headers:set(version, { { name = "api", limit = 10, window_ms = 1000 } })
+//! -- slidewin_decide(lim:ffi_handle(), headers:ffi_handle(), key, ..., out)
+//! ```
+//!
+//! The values are the core's ([`slidewin::headers`]); this module only carries them. Errors
+//! come back as `out.message`, never as a panic or a long jump.
+
+use std::ffi::c_int;
+use std::fmt::Write;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use mlua::{Lua, Result as LuaResult, Table, UserData, UserDataMethods, Value};
+use slidewin::headers::{render, Field, Policy, PolicyWindow, Style};
+use slidewin::rule::MAX_WINDOWS;
+use slidewin::{arg, Decision};
+
+use crate::args::{self, error};
+use crate::now_ms;
+use crate::object::{cost_value, decide_versioned, on_block, Block};
+
+/// Bytes for the values of one answer: the longest is `"<name>";r=<digits>;t=<digits>`.
+const TEXT_BYTES: usize = 320;
+/// The longest window name a policy takes, so that every value fits [`TEXT_BYTES`].
+const MAX_NAME_BYTES: usize = 200;
+const MESSAGE_BYTES: usize = 256;
+
+/// One answer as `resty.slidewin.answer` declares it (`slidewin_answer_t`): the decision (numbers
+/// as doubles, which LuaJIT reads as plain Lua numbers) and its header values, value `i` of
+/// [`Field::ALL`] at `text[start[i]..start[i] + len[i]]` (`len` 0: not sent).
+#[repr(C)]
+pub struct Answer {
+    allowed: c_int,
+    /// 1-based.
+    window: c_int,
+    /// 0: `retry_after_ms` is nil (the cost never fits).
+    has_retry: c_int,
+    /// 0: the decision's version has no policy yet: hold the rule, then `slidewin_render`.
+    rendered: c_int,
+    message_len: c_int,
+    start: [c_int; 5],
+    len: [c_int; 5],
+    remaining: f64,
+    retry_after_ms: f64,
+    reset_after_ms: f64,
+    limit: f64,
+    version: f64,
+    text: [u8; TEXT_BYTES],
+    message: [u8; MESSAGE_BYTES],
+}
+
+/// A limiter's header style and its policy for one version of the limits.
+pub struct Headers {
+    style: Style,
+    policy: Policy,
+    version: f64,
+}
+
+/// `slidewin.headers(style)`'s object; it owns the [`Headers`] the FFI reads through
+/// `ffi_handle()` (a raw pointer, so that no borrow of the object outlives a method call).
+struct LuaHeaders(*mut Headers);
+
+impl Drop for LuaHeaders {
+    fn drop(&mut self) {
+        // SAFETY: the pointer came from Box::into_raw in `new` and is freed only here; Lua keeps
+        // the object (hence the block) alive while a caller holds its handle.
+        drop(unsafe { Box::from_raw(self.0) });
+    }
+}
+
+const SET: &str = "headers:set";
+const POLICY: &str = "headers:policy";
+
+/// `windows` (a list of `{ name, limit, window_ms }`) as the core's policy.
+fn policy_of(function: &'static str, windows: &Table) -> LuaResult<Policy> {
+    let n = windows.raw_len();
+    if n == 0 || n > MAX_WINDOWS {
+        return Err(error(
+            function,
+            format_args!("windows must list 1 to {MAX_WINDOWS} windows, got {n}"),
+        ));
+    }
+    let mut names = Vec::with_capacity(n);
+    let mut numbers = Vec::with_capacity(n);
+    for i in 1..=n {
+        let w: Table = windows.raw_get(i)?;
+        let name: String = match w.raw_get::<Value>("name")? {
+            Value::String(s) => s.to_string_lossy(),
+            other => {
+                return Err(error(
+                    function,
+                    format_args!("windows[{i}].name must be a string, got {}", args::describe(&other)),
+                ))
+            }
+        };
+        if name.len() > MAX_NAME_BYTES || name.contains(['"', '\\']) {
+            return Err(error(
+                function,
+                format_args!(
+                    "windows[{i}].name must be at most {MAX_NAME_BYTES} bytes without '\"' or '\\', got \"{name}\""
+                ),
+            ));
+        }
+        let limit = args::uint(function, "limit", &w.raw_get("limit")?)?;
+        let window_ms = args::uint(function, "window_ms", &w.raw_get("window_ms")?)?;
+        names.push(name);
+        numbers.push((limit, window_ms));
+    }
+    let items: Vec<PolicyWindow> = names
+        .iter()
+        .zip(&numbers)
+        .map(|(name, &(limit, window_ms))| PolicyWindow { name, limit, window_ms })
+        .collect();
+    Ok(Policy::new(&items))
+}
+
+/// `slidewin.headers(style)`: the headers object, or nil, err naming the style.
+fn new(_: &Lua, style: Value) -> LuaResult<(Option<LuaHeaders>, Option<String>)> {
+    let Some(style) = (match &style {
+        Value::String(s) => Style::from_name(&s.to_string_lossy()),
+        _ => None,
+    }) else {
+        return Ok((
+            None,
+            Some(format!(
+                "headers must be \"draft\", \"x-ratelimit\" or \"none\", got {}",
+                args::describe(&style)
+            )),
+        ));
+    };
+    let headers = Headers { style, policy: Policy::default(), version: f64::NAN };
+    Ok((Some(LuaHeaders(Box::into_raw(Box::new(headers)))), None))
+}
+
+impl UserData for LuaHeaders {
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        // `set(version, windows)`: the policy decisions of `version` are answered with; its
+        // RateLimit-Policy value.
+        methods.add_method("set", |_, this, (version, windows): (Value, Table)| {
+            let version = args::number(SET, "version", &version)?;
+            let policy = policy_of(SET, &windows)?;
+            let value = policy.value().to_string();
+            // SAFETY: the block lives as long as `this`; one Lua thread uses it, and no FFI call
+            // runs during this method.
+            let headers = unsafe { &mut *this.0 };
+            headers.policy = policy;
+            headers.version = version;
+            Ok(value)
+        });
+        // `policy(windows)`: the RateLimit-Policy value of other limits (a tier's, a call's).
+        methods.add_method("policy", |_, _, windows: Table| {
+            Ok(policy_of(POLICY, &windows)?.value().to_string())
+        });
+        methods.add_method("ffi_handle", |_, this, ()| {
+            Ok(Value::LightUserData(mlua::LightUserData(this.0.cast())))
+        });
+    }
+}
+
+/// Adds `slidewin.headers` to the module.
+pub fn register(lua: &Lua, module: &Table) -> LuaResult<()> {
+    module.set("headers", lua.create_function(new)?)?;
+    Ok(())
+}
+
+/// A number key as the C API reads it: integers as digits, other numbers as Rust writes them.
+pub(crate) fn number_key(n: f64, function: &str) -> Result<String, String> {
+    if n.fract() == 0.0 && n.abs() < 1e15 {
+        Ok((n as i64).to_string())
+    } else if n.is_finite() {
+        Ok(n.to_string())
+    } else {
+        Err(format!("{function}: key must be a string or a finite number, got {n}"))
+    }
+}
+
+/// Decides for `key` (`key_len` bytes; null: the number `key_number`) under the live limits
+/// (`n_limits` 0) or the caller's `limits`, records `cost` when it fits and `commit` is set,
+/// and writes the answer's header values when `headers` holds the policy of the decision's
+/// version. Returns 0 with `out` filled, or 1 with `out.message` saying what was wrong.
+///
+/// # Safety
+/// `block` comes from `lim:ffi_handle()` and `headers` from `headers:ffi_handle()` of objects
+/// still referenced by the caller; `key` points to `key_len` readable bytes (or is null);
+/// `limits` to `n_limits` doubles; `out` to a writable `Answer`.
+#[no_mangle]
+pub unsafe extern "C" fn slidewin_decide(
+    block: *mut Block,
+    headers: *const Headers,
+    key: *const u8,
+    key_len: usize,
+    key_number: f64,
+    cost: f64,
+    commit: c_int,
+    limits: *const f64,
+    n_limits: usize,
+    out: *mut Answer,
+) -> c_int {
+    const FUNCTION: &str = "lim:decide";
+    // SAFETY: the caller's contract above: `out` is writable and not aliased during the call.
+    let out = unsafe { &mut *out };
+    // SAFETY: the caller's contract above: the block lives while `lim` does, and a worker's Lua
+    // runs on one thread, so nothing else borrows it during the call.
+    let block = unsafe { &mut *block };
+    // SAFETY: the caller's contract above; the headers are only read here.
+    let headers = unsafe { &*headers };
+    let key_text;
+    let key: &[u8] = if key.is_null() {
+        match number_key(key_number, FUNCTION) {
+            Ok(text) => {
+                key_text = text;
+                key_text.as_bytes()
+            }
+            Err(message) => return fail(out, &message),
+        }
+    } else {
+        // SAFETY: the caller's contract above: `key` holds `key_len` bytes for the call.
+        unsafe { std::slice::from_raw_parts(key, key_len) }
+    };
+    let mut given = [0u64; MAX_WINDOWS];
+    if n_limits > MAX_WINDOWS {
+        return fail(out, &format!("{FUNCTION}: limits must list at most {MAX_WINDOWS} limits, got {n_limits}"));
+    }
+    for i in 0..n_limits {
+        // SAFETY: the caller's contract above: `limits` holds `n_limits` doubles.
+        match arg::uint("limit", unsafe { *limits.add(i) }) {
+            Ok(limit) => given[i] = limit,
+            Err(e) => return fail(out, &format!("{FUNCTION}: {e}")),
+        }
+    }
+    let limits = (n_limits > 0).then_some(&given[..n_limits]);
+    let decided = on_block(block, FUNCTION, |this| {
+        let cost = cost_value(cost, FUNCTION)?;
+        decide_versioned(this, key, cost, commit != 0, limits, FUNCTION)
+    });
+    match decided {
+        Ok((d, version)) => {
+            fill(out, &d, version as f64);
+            if headers.version == out.version {
+                write_values(out, headers, &d);
+            } else {
+                out.rendered = 0;
+            }
+            0
+        }
+        Err(message) => fail(out, &message),
+    }
+}
+
+/// Writes the header values of the decision in `out` (filled by `slidewin_decide` or by the
+/// caller, for a store that decides elsewhere) as `headers` renders them. Returns 0, or 1 with
+/// `out.message` set.
+///
+/// # Safety
+/// `headers` comes from `headers:ffi_handle()` of an object still referenced by the caller;
+/// `out` points to a writable `Answer`.
+#[no_mangle]
+pub unsafe extern "C" fn slidewin_render(headers: *const Headers, out: *mut Answer) -> c_int {
+    // SAFETY: the caller's contract above.
+    let (headers, out) = unsafe { (&*headers, &mut *out) };
+    let d = Decision {
+        allowed: out.allowed != 0,
+        limit: out.limit as u64,
+        remaining: out.remaining as u64,
+        retry_after_ms: (out.has_retry != 0).then_some(out.retry_after_ms as u64),
+        reset_after_ms: out.reset_after_ms as u64,
+        window: (out.window.max(1) - 1) as usize,
+    };
+    write_values(out, headers, &d);
+    0
+}
+
+fn fill(out: &mut Answer, d: &Decision, version: f64) {
+    out.allowed = d.allowed as c_int;
+    out.window = d.window as c_int + 1;
+    out.has_retry = d.retry_after_ms.is_some() as c_int;
+    out.remaining = d.remaining as f64;
+    out.retry_after_ms = d.retry_after_ms.unwrap_or(0) as f64;
+    out.reset_after_ms = d.reset_after_ms as f64;
+    out.limit = d.limit as f64;
+    out.version = version;
+}
+
+/// The values of `d` in `headers`' style, into `out.text`. They always fit: names are bounded
+/// by [`MAX_NAME_BYTES`] and numbers by 20 digits.
+fn write_values(out: &mut Answer, headers: &Headers, d: &Decision) {
+    out.len = [0; 5];
+    let Answer { text, start, len, .. } = out;
+    let mut at = 0usize;
+    let written = catch_unwind(AssertUnwindSafe(|| {
+        render(headers.style, &headers.policy, d, now_ms(), &mut |field, value| {
+            let i = Field::ALL.iter().position(|&f| f == field).unwrap_or(0);
+            let mut cursor = Cursor { buf: &mut text[at..], at: 0 };
+            if cursor.write_fmt(value).is_ok() {
+                start[i] = at as c_int;
+                len[i] = cursor.at as c_int;
+                at += cursor.at;
+            }
+        })
+    }));
+    out.rendered = written.is_ok() as c_int;
+}
+
+/// A `fmt::Write` over a byte buffer that refuses what does not fit.
+struct Cursor<'a> {
+    buf: &'a mut [u8],
+    at: usize,
+}
+
+impl Write for Cursor<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.at + s.len();
+        let room = self.buf.get_mut(self.at..end).ok_or(std::fmt::Error)?;
+        room.copy_from_slice(s.as_bytes());
+        self.at = end;
+        Ok(())
+    }
+}
+
+fn fail(out: &mut Answer, message: &str) -> c_int {
+    let len = message.len().min(MESSAGE_BYTES);
+    out.message[..len].copy_from_slice(&message.as_bytes()[..len]);
+    out.message_len = len as c_int;
+    1
+}

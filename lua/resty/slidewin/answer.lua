@@ -1,0 +1,154 @@
+-- resty.slidewin.answer: the per-request crossing into the slidewin module. One FFI call (which
+-- a compiled trace makes directly) decides and writes the answer's header values, as the core
+-- renders them; the headers are set from those bytes, straight through ngx_lua's FFI entry.
+--
+--   local headers = require("slidewin").headers("draft")
+--   local policy_value = headers:set(version, windows)    -- once per version of the limits
+--   local out = answer.decide(lim, headers, key, cost, commit, limits)   -- raises on bad input
+--   answer.send(out, policy_value, true)                   -- RateLimit-Policy, RateLimit, Retry-After
+--
+-- `out` is one buffer per worker, reused by the next decision: read it before anything yields.
+
+local ffi = require "ffi"
+
+local error = error
+local ffi_str = ffi.string
+local type = type
+
+if not pcall(ffi.typeof, "slidewin_answer_t") then
+    ffi.cdef [[
+    typedef struct {
+        int allowed, window, has_retry, rendered, message_len;
+        int start[5], len[5];
+        double remaining, retry_after_ms, reset_after_ms, limit, version;
+        char text[320];
+        char message[256];
+    } slidewin_answer_t;
+    int slidewin_decide(void *block, void *headers, const char *key, size_t key_len,
+        double key_number, double cost, int commit, const double *limits, size_t n_limits,
+        slidewin_answer_t *out);
+    int slidewin_render(void *headers, slidewin_answer_t *out);
+    ]]
+end
+
+-- The library `require "slidewin"` loaded (the same file: dlopen hands back its handle).
+local function library()
+    local path = package.searchpath("slidewin", package.cpath)
+    local ok, lib = pcall(ffi.load, path or "slidewin")
+    if not ok then
+        error("resty.slidewin.answer: cannot load slidewin.so through the FFI (lua_package_cpath): " .. lib)
+    end
+    return lib
+end
+
+local lib = library()
+local out = ffi.new("slidewin_answer_t")
+local call_limits = ffi.new("double[8]")
+-- The header of each value of out.text, in the module's order.
+local FIELDS = { "RateLimit", "Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset" }
+local RETRY_AFTER = 1 -- its index in out.start / out.len
+
+local _M = { out = out }
+
+-- The FFI handles of limiter object `lim` and headers object `headers` (cdata pointers: the
+-- JIT cannot pass a light userdata as a C argument). The caller keeps both objects alive.
+function _M.handles(lim, headers)
+    return lim and ffi.cast("void *", lim:ffi_handle()), ffi.cast("void *", headers:ffi_handle())
+end
+
+-- Decides through the limiter's block under `limits` (nil: the live ones) and renders the
+-- headers when `headers_block` holds the decision's version; `out`.
+function _M.decide(block, headers_block, key, cost, commit, limits)
+    local n = 0
+    if limits then
+        n = #limits
+        for i = 1, n do
+            call_limits[i - 1] = limits[i]
+        end
+    end
+    local rc
+    if type(key) == "string" then
+        rc = lib.slidewin_decide(block, headers_block, key, #key, 0, cost, commit and 1 or 0, call_limits, n, out)
+    else
+        rc = lib.slidewin_decide(block, headers_block, nil, 0, key, cost, commit and 1 or 0, call_limits, n, out)
+    end
+    if rc ~= 0 then
+        error(ffi_str(out.message, out.message_len), 0)
+    end
+    return out
+end
+
+-- `out` filled with a decision made elsewhere (a store's answer) and its header values.
+function _M.render(headers_block, allowed, remaining, retry_after_ms, reset_after_ms, window, limit)
+    out.allowed = allowed and 1 or 0
+    out.remaining, out.reset_after_ms, out.window, out.limit = remaining, reset_after_ms, window, limit
+    out.has_retry = retry_after_ms and 1 or 0
+    out.retry_after_ms = retry_after_ms or 0
+    lib.slidewin_render(headers_block, out)
+    return out
+end
+
+-- Renders `out` again (after the policy of a new version was set).
+function _M.rerender(headers_block)
+    lib.slidewin_render(headers_block, out)
+    return out
+end
+
+-- Sets header `name` to `len` bytes of `data` (a Lua string or a char pointer): straight
+-- through ngx_lua's FFI entry (as declared by resty.core, whose ngx.header calls it too),
+-- else through ngx.header.
+local set_header
+do
+    -- In nginx's http subsystem (as resty.slidewin.variable), where resty.core declares it;
+    -- not on macOS, where resty.core calls a wrapper of its own.
+    if ngx and ngx.config and ngx.config.subsystem == "http" and jit.os ~= "OSX" then
+        local base = require "resty.core.base"
+        require "resty.core.response" -- declares ngx_http_lua_ffi_set_resp_header
+        local C = ffi.C
+        local get_request = base.get_request
+        local errmsg = base.get_errmsg_ptr()
+        -- What resty.core says for the codes that leave no message.
+        local WHY = {
+            [base.FFI_NO_REQ_CTX] = "no request ctx found",
+            [base.FFI_BAD_CONTEXT] = "API disabled in the current context",
+        }
+        set_header = function(name, data, len)
+            local r = get_request()
+            if not r then
+                error("resty.slidewin: no request found to set header " .. name .. " on", 3)
+            end
+            local rc = C.ngx_http_lua_ffi_set_resp_header(r, name, #name, false, data, len, nil, 0,
+                true, errmsg)
+            if rc ~= 0 and rc ~= base.FFI_DECLINED then -- declined: headers already sent
+                error("resty.slidewin: cannot set header " .. name .. ": " .. (WHY[rc] or ffi_str(errmsg[0])), 3)
+            end
+        end
+    else
+        set_header = function(name, data, len)
+            ngx.header[name] = ffi_str(data, len)
+        end
+    end
+end
+
+-- Sets the headers of `answer` (`out`): RateLimit-Policy `policy_value` when given, each value
+-- rendered, Retry-After only when `retry_after` (a request that goes on has none).
+function _M.send(answer, policy_value, retry_after)
+    if policy_value then
+        set_header("RateLimit-Policy", policy_value, #policy_value)
+    end
+    local text, start, len = answer.text, answer.start, answer.len
+    for i = 0, 4 do
+        local n = len[i]
+        if n > 0 and (retry_after or i ~= RETRY_AFTER) then
+            set_header(FIELDS[i + 1], text + start[i], n)
+        end
+    end
+end
+
+-- The Retry-After value of `answer` as text, or nil.
+function _M.retry_after(answer)
+    local n = answer.len[RETRY_AFTER]
+    return n > 0 and ffi_str(answer.text + answer.start[RETRY_AFTER], n) or nil
+end
+
+return _M
