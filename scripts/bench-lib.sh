@@ -18,12 +18,18 @@ start_nginx() {
   scripts/deps.sh nginx
   cargo build -q --release -p slidewin-lua
   cargo build -q --release -p slidewin-tests --bin slidewin-nginx
+  start_nginx_in . "$@"
+}
+
+# start_nginx_in CHECKOUT CONFIG READY_PATH: as start_nginx, with the nginx, Lua tree and module
+# of another checkout (built already), to compare two commits in one run.
+start_nginx_in() {
   prefix=$(mktemp -d /tmp/slidewin-bench-XXXXXX)
-  target/release/slidewin-nginx "$1" --port "$PORT" --workers "$WORKERS" --prefix "$prefix" 2>/dev/null &
+  "$1/target/release/slidewin-nginx" "$2" --port "$PORT" --workers "$WORKERS" --prefix "$prefix" 2>/dev/null &
   nginx_pid=$!
   started_nginx+=("$nginx_pid:$prefix")
   trap stop_started_nginx EXIT
-  for _ in $(seq 100); do curl -sf "127.0.0.1:$PORT$2" >/dev/null && break; sleep 0.1; done
+  for _ in $(seq 100); do curl -sf "127.0.0.1:$PORT$3" >/dev/null && break; sleep 0.1; done
 }
 
 workers() { pgrep -P "$(cat "$prefix/logs/nginx.pid")" | sort | tr '\n' ' '; }

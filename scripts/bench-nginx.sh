@@ -8,8 +8,11 @@
 #     than req/s on a shared machine), and each one's CPU over /plain/. LOCATIONS="/plain/ ..."
 #     picks others: a path ending in -users/ is driven over 10000 keys (?user=); /conc/ and
 #     /limit_conn/ (concurrency limits) need LIMIT_TRAFFIC_DIR, a lua-resty-limit-traffic checkout.
+#  Before and after a change, in the same run: BEFORE=DIR (a checkout of the earlier commit,
+#  e.g. `git worktree add /tmp/before HEAD~3`) starts that checkout's nginx beside this one's,
+#  and a location written before:/shm-key-var/ is driven there (its build is made first).
 # usage: scripts/bench-nginx.sh [RUNS=5] [DURATION=5s]
-#   (env: PORT, WORKERS, CONNECTIONS, THREADS, LOCATIONS, REFERENCE, LIMIT_TRAFFIC_DIR)
+#   (env: PORT, WORKERS, CONNECTIONS, THREADS, LOCATIONS, REFERENCE, LIMIT_TRAFFIC_DIR, BEFORE)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-5}
@@ -20,21 +23,30 @@ CONNECTIONS=${CONNECTIONS:-32}
 THREADS=${THREADS:-1}
 
 source scripts/bench-lib.sh
+if [ -n "${BEFORE:-}" ]; then
+  (cd "$BEFORE" && cargo build -q --release -p slidewin-lua -p slidewin-tests --bin slidewin-nginx)
+  PORT=$((PORT + 1)) start_nginx_in "$BEFORE" bench.conf /plain/
+  before_workers=$(workers)
+fi
 start_nginx bench.conf /plain/
 
 echo "== loops in one worker ($(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
 curl -sf "127.0.0.1:$PORT/loop"
 
 workers=$(workers)
-cpu_ticks() { for w in $workers; do awk '{print $14 + $15}' "/proc/$w/stat"; done | awk '{s += $1} END {print s}'; }
-# One wrk run (path, then extra wrk arguments): "req/s ns-of-worker-CPU-per-request".
+cpu_ticks() { for w in $1; do awk '{print $14 + $15}' "/proc/$w/stat"; done | awk '{s += $1} END {print s}'; }
+# One wrk run (path, then extra wrk arguments; before:PATH on BEFORE's nginx): "req/s
+# ns-of-worker-CPU-per-request".
 rps() {
-  local before after out
-  before=$(cpu_ticks)
+  local before after out port=$PORT path=$1 pids=$workers
+  if [[ $path == before:* ]]; then
+    port=$((PORT + 1)) path=${path#before:} pids=$before_workers
+  fi
+  before=$(cpu_ticks "$pids")
   local users=()
-  [[ $1 == *-users/ ]] && users=(-s scripts/wrk-random-user.lua)
-  out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" "${users[@]}" "${@:2}" "http://127.0.0.1:$PORT$1")
-  after=$(cpu_ticks)
+  [[ $path == *-users/ ]] && users=(-s scripts/wrk-random-user.lua)
+  out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" "${users[@]}" "${@:2}" "http://127.0.0.1:$port$path")
+  after=$(cpu_ticks "$pids")
   awk -v b="$before" -v a="$after" -v hz="$(getconf CLK_TCK)" '
     /requests in/ {n = $1} /Requests\/sec/ {r = $2}
     END {printf "%.0f %.0f\n", r, (a - b) / hz * 1e9 / n}' <<<"$out"
