@@ -67,7 +67,7 @@ test-js: js
 	cd js && node --test test/
 	$(CARGO) test -q -p slidewin-tests --test dashboard -- --ignored
 
-# Longer fuzzing than make test's (README, "Hardening"): FUZZ_CASES random traces per property of
+# Longer fuzzing than make test's (docs/openresty.md, "Hardening"): FUZZ_CASES random traces per property of
 # crates/slidewin/tests/fuzz.rs (release build), then FUZZ_ITERATIONS random Lua API calls in nginx.
 FUZZ_CASES ?= 10000
 FUZZ_ITERATIONS ?= 2000000

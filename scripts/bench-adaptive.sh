@@ -15,7 +15,7 @@
 #   sustained              offered 3x for 180 s (not in the default list)
 # env: C (8), S_MS (40), RUN_SECONDS (30), TIMEOUT_MS (1000), CLIENTS (256), WORKERS (2),
 #      PORT (18610), UPSTREAM_PORT (18611), VARIANTS (every one), REPEAT (1: runs of each)
-# The adaptive limiter runs README's config (a limit of 16 to start, min 2, 500 ms intervals),
+# The adaptive limiter runs the documented config (a limit of 16 to start, min 2, 500 ms intervals),
 # from a cold start in every run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,7 +61,7 @@ drain() {
   echo "upstream not drained after 180 s: $state" >&2
 }
 
-# A fresh controller at README's starting limit: its state and counts out of the dict, the
+# A fresh controller at the documented starting limit: its state and counts out of the dict, the
 # limit back to 16 (what a restarted nginx with a new dict does).
 cold_start() {
   curl -sf -X POST "127.0.0.1:$FRONT_PORT/adaptive/reset" >/dev/null

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The limiter's cost in nginx (BENCHMARKS.md, section "OpenResty").
+# The limiter's cost in nginx (BENCHMARKS.md, section "The access phase").
 #  1. /loop: 1e6-call loops inside one worker (ns per call).
 #  2. wrk on loopback, the access phase side by side: /plain/ (no limiter), /limit_req/
 #     (nginx's own), /count/ (a hand-written shdict count + one header), /api/ (store "local"),

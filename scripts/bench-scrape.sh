@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a scrape costs the requests beside it (BENCHMARKS.md, "Scrapes"): one worker, a region
+# What a scrape costs the requests beside it (BENCHMARKS.md, "A scrape beside other requests"): one worker, a region
 # of REGION (default 1g) filled with KEYS distinct keys (3 million: 1.7 million held in 1g),
 # then wrk on /ping (a trivial location) for DURATION each: with no scrape, with /metrics
 # scraped back to back (a walk a step at a time), and with the same walk in one go

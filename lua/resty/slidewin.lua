@@ -49,7 +49,7 @@
 -- Config: name (letters, digits, _ . -), algorithm ("log" | "buckets" | "counter"), limit,
 -- window_ms, bucket_ms (buckets), max_limit (the most set_limit or a call may raise the limit
 -- to; default limit), or instead windows = { { algorithm, limit, window_ms, bucket_ms,
--- max_limit, name }, ... } (a rule: up to 8 windows decided as one step, see README "Rules"),
+-- max_limit, name }, ... } (a rule: up to 8 windows decided as one step, see docs/rules.md),
 -- tiers ({ pro = { limit per window } }), max_keys (100000, local), max_key_bytes (64: longer
 -- keys are kept as a digest of a seeded hash), size (shm, "10m"), store ("shm"), dict
 -- (shdict), metrics_dict (a lua_shared_dict for node-wide metrics; default conf.dict; without
@@ -66,7 +66,7 @@
 -- { tier = "pro" }, each limit at most its window's max_limit.
 --
 -- Gateway switches (mode = "dry_run", exempt, headers, delay, refund_statuses, body_json):
--- modules of their own around enforce, see resty.slidewin.switch and README.
+-- modules of their own around enforce, see resty.slidewin.switch and docs/switches.md.
 
 local answer = require "resty.slidewin.answer"
 local config = require "resty.slidewin.config"

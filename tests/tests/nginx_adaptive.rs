@@ -189,7 +189,7 @@ fn upstream_admin(upstream: &Nginx, query: &str) {
 }
 
 /// The FIFO upstream of nginx/bench-upstream.conf set by `admin` (its capacity in requests/s),
-/// and the limiter nginx of nginx/bench-adaptive.conf (2 workers, README's config) before it.
+/// and the limiter nginx of nginx/bench-adaptive.conf (2 workers, the documented config) before it.
 fn upstream_and_front(admin: &str, capacity: u32) -> (Nginx, Nginx) {
     let upstream = Nginx::start("bench-upstream.conf", 1);
     upstream_admin(&upstream, admin);
@@ -282,7 +282,7 @@ fn under_overload_goodput_stays_near_capacity_also_when_the_leader_dies() {
 fn a_healthy_upstream_whose_times_vary_is_not_shed_at_0_8x() {
     let _alone = one_at_a_time();
     // The defect's service: 12 slots of 80 ms x U[0.5, 1.5] (150 requests/s), offered 120/s,
-    // behind README's config (a limit of 16 to start, min 2, 500 ms intervals), for a minute.
+    // behind the documented config (a limit of 16 to start, min 2, 500 ms intervals), for a minute.
     // Before, the limit fell to 2-4 on a lucky-low baseline and shed 9-66% of the traffic (the
     // old controller here: 2,952 of these 7,200 refused, its limit down after 20 s).
     let (_upstream, front) = upstream_and_front("c=12&s_ms=80&jitter=0.5", 150);

@@ -4,7 +4,7 @@
 //! A request handler calls `incoming` once per request, so its cost is the limiter's cost in
 //! nginx. Through mlua's userdata machinery (argument conversion, borrow checks, error wrapping)
 //! a call measured ~250 ns; read straight off the Lua stack it is a fraction of that
-//! (BENCHMARKS.md, "OpenResty").
+//! (BENCHMARKS.md, "The access phase").
 //!
 //! Safety rules every method follows: `self` is checked first (`luaL_checkudata`, which raises
 //! before any Rust value exists); the Rust work runs under `catch_unwind` and returns plain

@@ -1,5 +1,5 @@
 //! The controller in front of the simulated upstream (`sim.rs`): every service model at loads
-//! under and over capacity, from README's config and from ten times the knee.
+//! under and over capacity, from the documented config and from ten times the knee.
 
 use alloc::string::ToString;
 use alloc::vec::Vec;
@@ -13,7 +13,7 @@ const MEAN_MS: f64 = 80.0;
 /// Runs of each scenario, each with a seed of its own (set `SLIDEWIN_SIM_RUNS` for more).
 const RUNS: u64 = 2;
 
-/// README's config: initial 16, min 2, max 1000, interval 500 ms.
+/// The documented config: initial 16, min 2, max 1000, interval 500 ms.
 fn readme(initial_limit: u64) -> AdaptiveConfig {
     AdaptiveConfig {
         initial_limit,
@@ -24,7 +24,7 @@ fn readme(initial_limit: u64) -> AdaptiveConfig {
     }
 }
 
-/// README's start and one far above the knee.
+/// The documented start and one far above the knee.
 const STARTS: [u64; 2] = [16, 10 * SLOTS as u64];
 
 /// The seeds of a scenario's runs: `RUNS` of them (or `SLIDEWIN_SIM_RUNS`), other for every

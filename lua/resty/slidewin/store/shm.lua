@@ -1,6 +1,6 @@
 -- resty.slidewin.store.shm (the default store): one region of shared memory for all workers
 -- of this nginx, holding every key's window for the three algorithms, exact like the
--- in-process limiter (slidewin::shared::Zone; see README "Shared memory").
+-- in-process limiter (slidewin::shared::Zone; see docs/openresty.md, "Shared memory").
 --
 -- Made in init_by_lua* (the master maps the region before the workers fork). conf.size
 -- (bytes, or "64k" / "10m") bounds all its memory; conf.max_key_bytes (64) is the longest key
