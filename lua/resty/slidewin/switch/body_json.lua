@@ -27,10 +27,7 @@ function _M.configure(on, _, hooks)
     if type(on) ~= "boolean" then
         return invalid("body_json", "a boolean", on)
     end
-    if on then
-        hooks.body = json
-    end
-    return true
+    return not on or hooks:add("body", json)
 end
 
 return _M

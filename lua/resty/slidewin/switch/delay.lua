@@ -64,14 +64,13 @@ function _M.configure(delay, conf, hooks)
         return ...
     end
 
-    hooks.wait = function(sw, key, cost, opts, retry_after_ms)
+    return hooks:add("wait", function(sw, key, cost, opts, retry_after_ms)
         local place = retry_after_ms <= max_ms and places:take()
         if not place then
             return nil
         end
         return wait_in(place, pcall(wait, sw, key, cost, opts, retry_after_ms))
-    end
-    return true
+    end)
 end
 
 return _M

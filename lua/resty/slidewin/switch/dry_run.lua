@@ -22,7 +22,7 @@ function _M.configure(mode, conf, hooks)
     local interval = conf.error_log_interval_ms
     local unlogged, logged_at = 0, -huge
     hooks.outcomes[#hooks.outcomes + 1] = "would_reject"
-    hooks.let_through = function(sw)
+    return hooks:add("let_through", function(sw)
         sw.counters:incr("would_reject")
         unlogged = unlogged + 1
         local now = now_ms()
@@ -31,8 +31,7 @@ function _M.configure(mode, conf, hooks)
                 " request(s) would have been refused since the last line")
             unlogged, logged_at = 0, now
         end
-    end
-    return true
+    end)
 end
 
 return _M

@@ -103,10 +103,9 @@ function _M.configure(exempt, _, hooks)
     end
     local is_listed = #nets > 0 and memo_of(nets)
     hooks.outcomes[#hooks.outcomes + 1] = "exempt"
-    hooks.exempt = function(_, key)
+    return hooks:add("exempt", function(_, key)
         return keys[key] or is_listed and is_listed(address() or "")
-    end
-    return true
+    end)
 end
 
 return _M

@@ -48,13 +48,12 @@ function _M.configure(statuses, _, hooks)
     if not refunds then
         return nil, err
     end
-    hooks.admitted = function(sw, key, cost)
+    return hooks:add("admitted", function(sw, key, cost)
         local ctx = ngx.ctx
         local list = ctx.slidewin_refunds or {}
         list[#list + 1] = { sw = sw, refunds = refunds, key = key, cost = cost or 1 }
         ctx.slidewin_refunds = list
-    end
-    return true
+    end)
 end
 
 -- For log_by_lua*: gives back the cost of this request's admissions whose limiter refunds
