@@ -6,7 +6,8 @@
 --       Cluster keeps a rule in one slot).
 -- ARGV: cost, then per window: algorithm limit window_ms ("log" | "counter"), or
 --       "buckets" limit window_ms bucket_ms; then name/value options: now_ms N (the caller's
---       clock instead of Redis TIME), mode check|peek|refund (default check).
+--       clock instead of Redis TIME), action check|peek|refund (default check; `mode` is its
+--       former name, still read).
 local floor = math.floor
 local function int(name, text, min, k)
   local n = tonumber(text)
@@ -46,13 +47,13 @@ for k = 1, #KEYS do
   windows[k] = w
 end
 if #windows == 0 then return redis.error_reply('ERR a rule needs at least one window (one key each), got 0 keys') end
-local mode, now = 'check', nil
+local action, now = 'check', nil
 for i = at, #ARGV, 2 do
   local name, value = ARGV[i], ARGV[i + 1]
-  if name == 'mode' then
-    mode = value
-    if mode ~= 'check' and mode ~= 'peek' and mode ~= 'refund' then
-      return redis.error_reply('ERR mode must be check, peek or refund, got ' .. tostring(mode))
+  if name == 'action' or name == 'mode' then
+    action = value
+    if action ~= 'check' and action ~= 'peek' and action ~= 'refund' then
+      return redis.error_reply('ERR ' .. name .. ' must be check, peek or refund, got ' .. tostring(action))
     end
   elseif name == 'now_ms' then
     -- The log keeps the newest time seen in a score above 2^52: times run from 0 to 2^52 - 1.
@@ -61,7 +62,7 @@ for i = at, #ARGV, 2 do
       return redis.error_reply('ERR now_ms must be a non-negative integer below 2^52, got ' .. tostring(value))
     end
   else
-    return redis.error_reply('ERR options are now_ms and mode, got ' .. tostring(name))
+    return redis.error_reply('ERR options are now_ms and action, got ' .. tostring(name))
   end
 end
 -- Keys expire on Redis's clock, which may run ahead of the caller's.

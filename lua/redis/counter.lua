@@ -58,7 +58,7 @@ if uses_counter then
     local span, current, previous, elapsed = w.span, w.current, w.previous, w.elapsed
     if record then
       current = current + cost
-    elseif mode == 'refund' then
+    elseif action == 'refund' then
       local back = math.min(current, cost)
       current, previous = current - back, math.max(previous - (cost - back), 0)
     end
@@ -72,7 +72,7 @@ if uses_counter then
         or string.format('%d %d %d', now, current, previous)
       redis.call('SET', w.key, text, 'PX', reset + slack * span)
     end
-    if mode ~= 'refund' then return reset, record and w.room - cost or w.room end
+    if action ~= 'refund' then return reset, record and w.room - cost or w.room end
     return reset, math.max(w.limit - current - ceil_div(previous * (span - elapsed), span), 0)
   end
 end

@@ -136,7 +136,7 @@ if uses_entries then
         w.count, w.newest = w.count + 1, current
       end
       w.sum = w.sum + cost
-    elseif mode == 'refund' then
+    elseif action == 'refund' then
       entries_refund(w, cost)
       moved = true
     end

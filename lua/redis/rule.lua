@@ -17,8 +17,8 @@ for k = 1, #windows do
   end
 end
 if not allowed then shown = refusing end
-local record = allowed and mode == 'check'
-if mode == 'refund' then least, allowed = nil, true end
+local record = allowed and action == 'check'
+if action == 'refund' then least, allowed = nil, true end
 local reset
 for k = 1, #windows do
   local w = windows[k]
@@ -28,9 +28,9 @@ for k = 1, #windows do
   else
     window_reset, room = entries_finish(w, cost, record)
   end
-  if mode == 'refund' and (not least or room < least) then least, shown = room, k end
+  if action == 'refund' and (not least or room < least) then least, shown = room, k end
   if k == shown then reset = window_reset end
 end
 local remaining = least
-if allowed and mode ~= 'refund' then remaining = least - cost end
+if allowed and action ~= 'refund' then remaining = least - cost end
 return {allowed and 1 or 0, remaining, allowed and 0 or retry, reset, shown}

@@ -105,7 +105,7 @@ end
 -- The live limits and the RateLimit-Policy they make, for decisions of `version`.
 local function hold_limits(self, limits, version)
     self.live = limits
-    self.policy = self.headers:set(version or -1, policy_windows(self.windows, limits))
+    self.policy_header = self.headers:set(version or -1, policy_windows(self.windows, limits))
 end
 
 -- The rule's windows (named), their limits and what is derived from them: the largest cost
@@ -115,7 +115,7 @@ local function hold_windows(self, windows, limits, version)
     for _, w in ipairs(windows) do
         max_limit = max(max_limit, w.max_limit)
     end
-    self.windows, self.max_limit, self.tier_policies = windows, max_limit, {}
+    self.windows, self.max_limit, self.tier_policy_headers = windows, max_limit, {}
     hold_limits(self, limits, version)
 end
 
@@ -193,7 +193,7 @@ function _M.new(opts)
         hooks = hooks,
         headers = headers,
         sends_headers = style ~= "none",
-        sends_policy = style == "draft",
+        sends_policy_header = style == "draft",
         fail_open = conf.on_store_error == "allow",
         counts_in_layer = not store.counts_decisions, -- else the store counts (shm)
         errors_unlogged = 0,
@@ -235,7 +235,7 @@ local function call_limits(self, opts, method, level)
         if not limits then
             error(format("sw:%s: tier must be a tier of the config, got %s", method, show(tier)), level or 4)
         end
-        local cached = self.tier_policies[tier]
+        local cached = self.tier_policy_headers[tier]
         if not cached then
             -- Checked with the config, but the rule in force may have other windows.
             local ok, err = config.check_limits(self.windows, limits, "tiers." .. tostring(tier))
@@ -243,7 +243,7 @@ local function call_limits(self, opts, method, level)
                 error(format("sw:%s: %s", method, err), level or 4)
             end
             cached = self.headers:policy(policy_windows(self.windows, limits))
-            self.tier_policies[tier] = cached
+            self.tier_policy_headers[tier] = cached
         end
         return limits, cached
     end
@@ -329,7 +329,7 @@ local function decide(self, key, cost, commit, opts, method)
     key = key_of(self, key, method)
     check_key(key, method)
     cost = check_cost(self, cost, method)
-    local limits, call_policy = call_limits(self, opts, method)
+    local limits, call_policy_header = call_limits(self, opts, method)
     local block = self.lim_block
     if block then
         local out = answer_decide(block, self.headers_block, key, cost, commit, limits)
@@ -337,7 +337,7 @@ local function decide(self, key, cost, commit, opts, method)
             hold(self, out.version)
             out = answer.rerender(self.headers_block)
         end
-        return out, call_policy or self.policy
+        return out, call_policy_header or self.policy_header
     end
     poll_limits(self)
     local live = self.live
@@ -348,7 +348,7 @@ local function decide(self, key, cost, commit, opts, method)
     end
     window = window or 1
     return answer_render(self.headers_block, allowed, remaining, retry_after_ms, reset_after_ms, window,
-        (limits or live)[window]), call_policy or self.policy, decided_locally
+        (limits or live)[window]), call_policy_header or self.policy_header, decided_locally
 end
 
 -- sw:answer(key, cost, commit, opts): the decision as resty.slidewin.answer's buffer (read it
@@ -364,12 +364,12 @@ end
 -- modules that wrap enforce. nil, err is a store failure.
 function _M.decide(self, key, cost, commit, opts)
     check_self(self, "decide")
-    local out, rate_policy, decided_locally = decide(self, key, cost, commit, opts, "decide")
+    local out, policy_header, decided_locally = decide(self, key, cost, commit, opts, "decide")
     if not out then
-        return nil, rate_policy
+        return nil, policy_header
     end
     return out.allowed ~= 0, out.remaining, out.has_retry ~= 0 and out.retry_after_ms or nil,
-        out.reset_after_ms, decided_locally, out.window, rate_policy
+        out.reset_after_ms, decided_locally, out.window, policy_header
 end
 
 -- Answers a refusal (`out`; nil when the store failed) with conf.status and ends the request.
@@ -399,15 +399,16 @@ local function log_store_error(self, err)
     self.error_logged_at, self.errors_unlogged = now, 0
 end
 
--- The one response path: the decision `out` (nil: the store failed with `rate_policy` as its
--- error) counted and answered, each switch's hook where it applies (`waited`: the decision
--- after a wait, which does not wait again).
-local function respond(self, key, cost, opts, out, rate_policy, decided_locally, waited)
+-- The one response path: the decision `out` and its RateLimit-Policy value (out nil: the store
+-- failed, with that error in place of the value) counted and answered, each switch's hook
+-- where it applies (`waited`: the decision after a wait, which does not wait again).
+local function respond(self, key, cost, opts, out, policy_header, decided_locally, waited)
     local hooks = self.hooks
     local counters = self.counters
     if not out then
+        local err = policy_header
         counters:incr("store_errors")
-        log_store_error(self, rate_policy)
+        log_store_error(self, err)
         if self.fail_open then
             return true
         end
@@ -418,7 +419,7 @@ local function respond(self, key, cost, opts, out, rate_policy, decided_locally,
             counters:incr("allowed")
         end
         if self.sends_headers then
-            send(out, self.sends_policy and rate_policy, false)
+            send(out, self.sends_policy_header and policy_header, false)
         end
         if hooks and hooks.admitted then
             hooks.admitted(self, key, cost)
@@ -430,16 +431,16 @@ local function respond(self, key, cost, opts, out, rate_policy, decided_locally,
     end
     if hooks then
         if hooks.wait and not waited and out.has_retry ~= 0 then
-            local again, again_policy, again_locally = hooks.wait(self, key, cost, opts, out.retry_after_ms)
-            if again ~= nil or again_policy ~= nil then
+            local again, again_header, again_locally = hooks.wait(self, key, cost, opts, out.retry_after_ms)
+            if again ~= nil or again_header ~= nil then
                 -- The last decision, answered without waiting again.
-                return respond(self, key, cost, opts, again, again_policy, again_locally, true)
+                return respond(self, key, cost, opts, again, again_header, again_locally, true)
             end
         end
         if hooks.let_through then
             hooks.let_through(self)
             if self.sends_headers then
-                send(out, self.sends_policy and rate_policy, false)
+                send(out, self.sends_policy_header and policy_header, false)
             end
             return true
         end
@@ -448,7 +449,7 @@ local function respond(self, key, cost, opts, out, rate_policy, decided_locally,
         counters:incr("rejected")
     end
     if self.sends_headers then
-        send(out, self.sends_policy and rate_policy, true)
+        send(out, self.sends_policy_header and policy_header, true)
     end
     return refuse(self, out)
 end
@@ -466,8 +467,8 @@ function _M.enforce(self, key, cost, opts)
             return true
         end
     end
-    local out, rate_policy, decided_locally = decide(self, key, cost, true, opts, "enforce")
-    return respond(self, key, cost, opts, out, rate_policy, decided_locally)
+    local out, policy_header, decided_locally = decide(self, key, cost, true, opts, "enforce")
+    return respond(self, key, cost, opts, out, policy_header, decided_locally)
 end
 
 -- The 1-based index of window `window` (an index or a window's name), or nil, err.

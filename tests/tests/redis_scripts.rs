@@ -165,7 +165,7 @@ fn hundred_concurrent_calls_in_one_millisecond_are_all_counted() {
     let peek = log.script.run(
         &mut c,
         &["rl:{t}"],
-        &["0", "log", "1000", "60000", "mode", "peek"],
+        &["0", "log", "1000", "60000", "action", "peek"],
     );
     assert_eq!(peek.ints()[..2], [1, 900]);
 }
@@ -340,11 +340,11 @@ fn refund_gives_cost_back() {
     ];
     for (name, keys, extra) in cases {
         let script = One::load(&mut c, name);
-        let args = |cost: &'static str, mode: &'static str| -> Vec<&str> {
+        let args = |cost: &'static str, action: &'static str| -> Vec<&str> {
             ["5", "1000", cost]
                 .into_iter()
                 .chain(extra.iter().copied())
-                .chain(["mode", mode])
+                .chain(["action", action])
                 .collect()
         };
         assert_eq!(
@@ -461,6 +461,11 @@ fn bad_arguments_are_named_with_their_value() {
         error(log.run(&mut c, &LOG_KEYS, &["1", "5", "1.5"])),
         "ERR cost must be a non-negative integer, got 1.5"
     );
+    assert_eq!(
+        error(log.run(&mut c, &LOG_KEYS, &["1", "5", "1", "action", "take"])),
+        "ERR action must be check, peek or refund, got take"
+    );
+    // `mode`, the option's former name, is still read.
     assert_eq!(
         error(log.run(&mut c, &LOG_KEYS, &["1", "5", "1", "mode", "take"])),
         "ERR mode must be check, peek or refund, got take"

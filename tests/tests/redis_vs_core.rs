@@ -59,11 +59,11 @@ fn random_window(rng: &mut Rng) -> (RuleWindow, [String; 2], Option<String>) {
     (w, [algorithm.to_string(), window.to_string()], bucket)
 }
 
-/// A trace's next call: the time step, the cost, the mode and the limits.
+/// A trace's next call: the time step, the cost, the action and the limits.
 struct Call {
     now: i64,
     cost: u64,
-    mode: &'static str,
+    action: &'static str,
     limits: Vec<u64>,
 }
 
@@ -81,13 +81,13 @@ impl Call {
             1 => rng.below(MAX_LIMIT + 1),
             _ => rng.below(4), // 0 asks without recording
         };
-        let mode = ["check", "check", "check", "check", "peek", "refund"][rng.below(6) as usize];
+        let action = ["check", "check", "check", "check", "peek", "refund"][rng.below(6) as usize];
         // Mostly the same limits for a while, sometimes another caller's or a changed one.
         let limits = (0..windows).map(|_| 1 + rng.below(MAX_LIMIT)).collect();
         Self {
             now,
             cost,
-            mode,
+            action,
             limits,
         }
     }
@@ -109,8 +109,8 @@ impl Call {
         args.extend([
             "now_ms".into(),
             self.now.to_string(),
-            "mode".into(),
-            self.mode.into(),
+            "action".into(),
+            self.action.into(),
         ]);
         let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -123,12 +123,12 @@ impl Call {
     fn decide(&self, core: &mut RuleLimiter) -> [i64; 5] {
         let (rule, state) = core.parts_mut();
         let limits = rule.check_limits(&self.limits).unwrap();
-        let decision = match self.mode {
+        let decision = match self.action {
             "refund" => {
                 RuleLimiter::refund(rule, state, self.now, self.cost).unwrap();
                 rule.decide_with(state, self.now, 0, false, &limits)
             }
-            mode => rule.decide_with(state, self.now, self.cost, mode == "check", &limits),
+            action => rule.decide_with(state, self.now, self.cost, action == "check", &limits),
         };
         reply(&decision.unwrap())
     }
@@ -185,7 +185,7 @@ fn rules_decide_as_the_core_rule() {
                 got,
                 call.decide(&mut core),
                 "seed {seed}, step {step}: {} cost {} at {now}, limits {:?}, windows {specs:?}",
-                call.mode,
+                call.action,
                 call.cost,
                 call.limits
             );
@@ -229,7 +229,7 @@ fn windows_of_hundreds_of_buckets_decide_as_the_core_rule() {
                     1 => 0,
                     _ => 1,
                 },
-                mode: [
+                action: [
                     "check", "check", "check", "check", "check", "check", "peek", "refund",
                 ][rng.below(8) as usize],
                 limits: vec![[400, 400, 400, 100][rng.below(4) as usize]],
@@ -239,7 +239,7 @@ fn windows_of_hundreds_of_buckets_decide_as_the_core_rule() {
                 got,
                 call.decide(&mut core),
                 "{algorithm}, step {step}: {} cost {} at {now}, limit {:?}",
-                call.mode,
+                call.action,
                 call.cost,
                 call.limits
             );
@@ -322,7 +322,7 @@ fn rules_match_their_windows_combined_with_a_clock_stepping_back() {
             let (cost, limits) = (call.cost, &call.limits);
             now = call.now;
             let got = call.run(&mut c, &script, &keys, &specs);
-            let expected = if call.mode == "refund" {
+            let expected = if call.action == "refund" {
                 let decisions: Vec<Decision> = cores
                     .iter_mut()
                     .zip(limits)
@@ -341,7 +341,7 @@ fn rules_match_their_windows_combined_with_a_clock_stepping_back() {
                     .collect();
                 let room = |d: &Decision| d.remaining + if d.allowed { cost } else { 0 };
                 let rooms: Vec<u64> = peeks.iter().map(room).collect();
-                let decisions = if call.mode == "check" && peeks.iter().all(|d| d.allowed) {
+                let decisions = if call.action == "check" && peeks.iter().all(|d| d.allowed) {
                     cores
                         .iter_mut()
                         .zip(limits)
@@ -355,7 +355,7 @@ fn rules_match_their_windows_combined_with_a_clock_stepping_back() {
             assert_eq!(
                 got, expected,
                 "seed {seed}, step {step}: {} cost {cost} at {now}, limits {limits:?}, windows {specs:?}",
-                call.mode
+                call.action
             );
             for core in &mut cores {
                 core.reset_when_empty(now);

@@ -61,8 +61,8 @@ function _M.new(opts)
     if not redis then
         return nil, err
     end
-    if redis.mode ~= "standalone" then
-        return nil, "redis: a queue is read from one node (host and port), got redis." .. redis.mode
+    if redis.topology ~= "standalone" then
+        return nil, "redis: a queue is read from one node (host and port), got redis." .. redis.topology
     end
     local ok, ctl = pcall(slidewin.queue_limit, {
         target_backlog = opts.target_backlog, settle_ms = opts.settle_ms,

@@ -154,30 +154,30 @@ local function redis_options(given)
     if opts.password ~= nil and type(opts.password) ~= "string" then
         return nil, "redis.password must be a string, got " .. tostring(opts.password)
     end
-    local mode = given.cluster_nodes and "cluster_nodes" or given.sentinels and "sentinels"
-    if mode then
-        for _, other in ipairs { "host", "port", mode == "cluster_nodes" and "sentinels" or "cluster_nodes" } do
+    local topology = given.cluster_nodes and "cluster_nodes" or given.sentinels and "sentinels"
+    if topology then
+        for _, other in ipairs { "host", "port", topology == "cluster_nodes" and "sentinels" or "cluster_nodes" } do
             if given[other] ~= nil then
-                return nil, "redis." .. other .. " cannot be combined with redis." .. mode
+                return nil, "redis." .. other .. " cannot be combined with redis." .. topology
             end
         end
         local err
-        opts.nodes, err = node_list(mode, given[mode])
+        opts.nodes, err = node_list(topology, given[topology])
         if not opts.nodes then
             return nil, err
         end
     end
-    if mode == "cluster_nodes" and opts.db ~= 0 then
+    if topology == "cluster_nodes" and opts.db ~= 0 then
         return nil, "redis.db must be 0 with redis.cluster_nodes (a cluster has one db), got " .. opts.db
     end
-    if (mode == "sentinels") ~= (given.master_name ~= nil) then
+    if (topology == "sentinels") ~= (given.master_name ~= nil) then
         return nil, "redis.master_name (a string) goes with redis.sentinels, got "
             .. tostring(given.master_name)
-    elseif mode == "sentinels" and type(given.master_name) ~= "string" then
+    elseif topology == "sentinels" and type(given.master_name) ~= "string" then
         return nil, "redis.master_name must be a string, got " .. tostring(given.master_name)
     end
-    opts.mode = mode or "standalone"
-    local err = connection.check(given, opts.mode)
+    opts.topology = topology or "standalone"
+    local err = connection.check(given, opts.topology)
     if err then
         return nil, err
     end
@@ -190,9 +190,9 @@ _M.options = redis_options
 -- The shared topology (where keys live) for opts, counting into lua_shared_dict `dict_name`.
 local function topology_of(opts, dict_name)
     local dict = dict_name and ngx.shared[dict_name]
-    if opts.mode == "cluster_nodes" then
+    if opts.topology == "cluster_nodes" then
         return require("resty.slidewin.store.redis.cluster").new(opts.nodes, dict)
-    elseif opts.mode == "sentinels" then
+    elseif opts.topology == "sentinels" then
         return require("resty.slidewin.store.redis.sentinel").new(opts.nodes, opts.master_name, dict)
     end
     return topology.standalone(connection.node(opts.host .. ":" .. opts.port), dict)
@@ -235,8 +235,8 @@ function _M.new(conf)
         return nil, at
     end
     local tails = {}
-    for _, mode in ipairs { "check", "peek", "refund" } do
-        tails[mode] = mode ~= "check" and { "mode", mode } or {}
+    for _, action in ipairs { "check", "peek", "refund" } do
+        tails[action] = action ~= "check" and { "action", action } or {}
     end
     local refusals
     if conf.local_refusal_cache then
@@ -318,10 +318,10 @@ local function run(self, key, send, args)
     return nil, "redis: " .. tostring(err)
 end
 
--- The script's reply { allowed, remaining, retry_after_ms, reset_after_ms, window } for `mode`
+-- The script's reply { allowed, remaining, retry_after_ms, reset_after_ms, window } for `action`
 -- under `limits` (one per window), or nil, err. Every key has the hash tag {<name>:<key>}: one
 -- Cluster slot holds all of a key's windows.
-local function decide(self, key, cost, mode, limits)
+local function decide(self, key, cost, action, limits)
     local base = self.prefix .. key .. "}"
     local suffixes, nkeys = self.suffixes, self.nkeys
     local args = {}
@@ -336,7 +336,7 @@ local function decide(self, key, cost, mode, limits)
     for i = 1, nkeys do
         args[nkeys + 1 + at[i]] = limits[i]
     end
-    local tail, n = self.tails[mode], #args
+    local tail, n = self.tails[action], #args
     for i = 1, #tail do
         args[n + i] = tail[i]
     end

@@ -21,8 +21,8 @@ _M.IDENTITY = {
 }
 
 -- nil, or the error naming the first identity option of conf.redis `given` of a wrong type or
--- without the option it needs; `mode`: "standalone", "cluster_nodes" or "sentinels".
-function _M.check(given, mode)
+-- without the option it needs; `topology`: "standalone", "cluster_nodes" or "sentinels".
+function _M.check(given, topology)
     for name, kind in pairs(_M.IDENTITY) do
         if given[name] ~= nil and type(given[name]) ~= kind then
             return "redis." .. name .. " must be a " .. kind .. ", got " .. tostring(given[name])
@@ -37,7 +37,7 @@ function _M.check(given, mode)
     elseif given.sentinel_username ~= nil and given.sentinel_password == nil then
         return "redis.sentinel_username " .. given.sentinel_username
             .. " needs redis.sentinel_password (AUTH user password on the sentinels)"
-    elseif mode ~= "sentinels" and (given.sentinel_password or given.sentinel_username) then
+    elseif topology ~= "sentinels" and (given.sentinel_password or given.sentinel_username) then
         return "redis.sentinel_password and redis.sentinel_username go with redis.sentinels"
     end
 end
