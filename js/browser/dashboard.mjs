@@ -136,7 +136,7 @@ try {
   await page.screenshot({ path: screenshotPath });
   assert.deepEqual(problems, [], "the page logged errors");
 
-  // With an "adaptive" section in /stats.json (issue 17's shape; a fixture here) the panel appears.
+  // With an "adaptive" section in /stats.json (the adaptive limiter's shape; a fixture here) the panel appears.
   const adaptive = await context.newPage();
   watchProblems(adaptive, problems, "adaptive ");
   await adaptive.route("**/stats.json", async (route) => {

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { gzipSync } from "node:zlib";
 
-// 80/30 KB until issue 13 added six aggregate kinds (population variance and SD, WMA, EMA by
+// 80/30 KB until six aggregate kinds came (population variance and SD, WMA, EMA by
 // period, Bollinger bands, quantiles: 109 KB, 39 KB gzipped), each with its own compiled loop.
 test("the .wasm stays within 120 KB, 45 KB gzipped", () => {
   const wasm = readFileSync(new URL("../pkg/slidewin_bg.wasm", import.meta.url));

@@ -60,7 +60,7 @@ test("method arguments are named with their values", function()
     assert(raised(lim.stats, {}):find("slidewin.limiter expected, got table", 1, true))
 end)
 
-test("a limiter's __gc cannot free it twice (issue 12: SIGSEGV)", function()
+test("a limiter's __gc cannot free it twice (SIGSEGV)", function()
     local lim = slidewin.limiter { limit = 1, window_ms = 1000 }
     eq(getmetatable(lim), false, "the metatable is hidden")
     assert(not pcall(function() return getmetatable(lim).__gc(lim) end), "no __gc through getmetatable")
@@ -581,7 +581,7 @@ test("methods called with '.' and bad limiter lists say so", function()
         'registry:enforce: self must be a registry (call registry:enforce(...) with \':\'), got "api"')
 end)
 
-test("shdict store: bad keys are errors, never a concatenation failure (issue 12)", function()
+test("shdict store: bad keys are errors, never a concatenation failure", function()
     local sw = assert(layer.new {
         name = "k", algorithm = "counter", limit = 3, window_ms = 1000, store = "shdict", dict = "slidewin",
     })
@@ -597,7 +597,7 @@ test("shdict store: bad keys are errors, never a concatenation failure (issue 12
     eq(err, "max_limit x window_ms must be at most 2^50 with store shdict (exact counts), got 1099511627776 x 2048")
 end)
 
-test("shdict store: a huge cost is refused and resets nothing (issue 12)", function()
+test("shdict store: a huge cost is refused and resets nothing", function()
     local store = assert(layer.new {
         name = "h", algorithm = "counter", limit = 3, window_ms = 1000, store = "shdict", dict = "slidewin",
     }).store
@@ -614,7 +614,7 @@ test("shdict store: a huge cost is refused and resets nothing (issue 12)", funct
     eq((store:incoming("k", 3, true)), true, "a huge refund empties the key exactly")
 end)
 
-test("shdict store: a key longer than max_key_bytes is one digest key, never a failure (issue 12)", function()
+test("shdict store: a key longer than max_key_bytes is one digest key, never a failure", function()
     local store = assert(layer.new {
         name = "l", algorithm = "counter", limit = 2, window_ms = 1000, store = "shdict", dict = "slidewin",
         max_key_bytes = 64,

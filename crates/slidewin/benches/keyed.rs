@@ -204,7 +204,7 @@ fn sharded(c: &mut Criterion) {
     group.finish();
 }
 
-/// A concurrency limit's `enter_at` + `leave_at` (issue 17: at most 0.5 us for the pair), on
+/// A concurrency limit's `enter_at` + `leave_at` (target: at most 0.5 us for the pair), on
 /// one hot key and over 10,000 keys, each key at most 100 in flight, in a heap region.
 fn concurrency(c: &mut Criterion) {
     let mut group = c.benchmark_group("concurrency enter + leave");

@@ -1,4 +1,4 @@
-//! The operator's view (issue 19): one top-N scan (`Zone::scan_at`, what /slidewin/top and
+//! The operator's view: one top-N scan (`Zone::scan_at`, what /slidewin/top and
 //! the /metrics window families read) against one decision (`Zone::check_at`, what
 //! store:incoming runs) on the store shm's default region (10m, keys of up to 64 bytes), a
 //! log rule of 5 per 10 s, 53 live keys (3 at 10x their limit, 50 at half).

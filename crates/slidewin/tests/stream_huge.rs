@@ -1,4 +1,4 @@
-//! Huge finite samples (issue 13): a window holding them reads their true aggregate, or ±∞
+//! Huge finite samples: a window holding them reads their true aggregate, or ±∞
 //! when that is beyond `f64`, and the exact aggregate again once they have left — never a
 //! wrong finite value, never NaN, never a poisoned state.
 
