@@ -481,6 +481,11 @@ test("the FFI answer decides as lim:decide, errors included, with the core's hea
     eq(answer.retry_after(answer.render(none_block, false, 0, 1500, 4000, 2, 12)), "2",
         "the wait is rendered for a body even when no header is sent")
     eq(select(2, slidewin.headers("github")), 'headers must be "draft", "x-ratelimit" or "none", got "github"')
+    eq(raised(headers.set, headers, 1, { { name = 'a"b', limit = 1, window_ms = 1 } }),
+        [[headers:set: windows[1].name must be at most 200 bytes without '"' or '\', got "a"b"]])
+    eq(raised(headers.policy, headers, {}), "headers:policy: windows must list 1 to 8 windows, got 0")
+    eq(raised(headers.set, "x", 1, {}),
+        [[headers:set: self must be a slidewin headers object (call headers:set(...) with ':'), got "x"]])
 end)
 
 test("shdict store counts like slidewin::SlidingCounter", function()

@@ -48,7 +48,11 @@ local function class(kind, noun, methods)
     end
     return function(make)
         return function(opts)
-            return setmetatable({ rethrow(pcall(make, opts)) }, cls)
+            local inner, err = rethrow(pcall(make, opts))
+            if inner == nil then -- a constructor that answers nil, err
+                return nil, err
+            end
+            return setmetatable({ inner }, cls)
         end
     end
 end
@@ -74,6 +78,8 @@ module.concurrency = class("slots", "concurrency limit", {
 module.adaptive = class("ctl", "adaptive controller", {
     "update", "limit", "base_ms", "reason", "rate_limit", "state", "restore",
 })(raw.adaptive)
+-- The header values of a limiter's answers (resty.slidewin.answer).
+module.headers = class("headers", "headers object", { "set", "policy", "ffi_handle" })(raw.headers)
 module.queue_limit = class("q", "queue limit", { "update", "rate" })(raw.queue_limit)
 
 return module
