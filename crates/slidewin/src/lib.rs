@@ -42,6 +42,7 @@ extern crate std;
 
 pub mod adaptive;
 pub mod arg;
+mod assessment;
 pub mod buckets;
 pub mod clock;
 pub mod counter;
