@@ -56,6 +56,7 @@ pub mod quota;
 pub mod rule;
 pub mod shared;
 pub mod storage;
+pub mod store;
 pub mod stream;
 mod window;
 

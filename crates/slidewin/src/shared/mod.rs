@@ -68,6 +68,7 @@ mod tests;
 
 pub use directory::{Directory, DirectoryStats, Found, Part, GRACE_MS, PAGE_BYTES};
 pub use inflight::{Entry, Inflight, InflightConfig, InflightStats, LIVENESS_CHECK_MS};
+pub use layout::{Algorithm, RegionKind, WindowShape};
 pub use limits::LiveLimits;
 pub use lock::Owner;
 #[cfg(feature = "std")]
