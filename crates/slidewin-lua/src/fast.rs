@@ -9,7 +9,10 @@
 
 use std::ffi::c_int;
 
-use crate::object::{cost_value, decide_versioned, on_block, Block};
+use crate::{
+    limiter::{decide_versioned, on_block, Block},
+    stack::cost_value,
+};
 
 /// The decision as `resty.slidewin.fast` declares it (`slidewin_decision_t`): numbers as
 /// doubles, which LuaJIT reads as plain Lua numbers.

@@ -12,13 +12,9 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
-use slidewin::rule::Rule;
-use slidewin::shared::Zone;
-use slidewin::Error;
+use slidewin::shared::{RegionKind, WindowShape};
 
-use crate::limiter::Store;
-use crate::mapping::{Mapping, WorkerOwner};
-use crate::rules::WindowWords;
+use crate::mapping::Mapping;
 
 /// A mapped region, shared by the zones that use it.
 #[derive(Clone)]
@@ -41,9 +37,8 @@ impl AsRef<[AtomicU64]> for Region {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Spec {
     pub name: String,
-    pub windows: Vec<WindowWords>,
+    pub kind: RegionKind,
     pub size: usize,
-    pub max_key_bytes: usize,
 }
 
 /// The master's regions by name (what a reload finds again).
@@ -65,15 +60,11 @@ pub fn region(spec: &Spec) -> Result<(Region, Option<String>), String> {
     let note = known.map(|i| {
         let (old, _) = regions.remove(i);
         format!(
-            "shared limiter \"{}\": its layout changed ({} size {} max_key_bytes {} -> \
-             {} size {} max_key_bytes {}), so it starts afresh with no keys",
+            "shared limiter \"{}\": its layout changed ({} -> {}), so it starts afresh with \
+             no keys",
             spec.name,
-            describe(&old.windows),
-            old.size,
-            old.max_key_bytes,
-            describe(&spec.windows),
-            spec.size,
-            spec.max_key_bytes
+            describe(&old),
+            describe(spec),
         )
     });
     regions.push((spec.clone(), region.clone()));
@@ -88,19 +79,26 @@ pub fn seed() -> [u64; 2] {
     [random.hash_one(1_u8), random.hash_one(2_u8)]
 }
 
-/// Windows as a note shows them: `log max_limit 30 window_ms 5000, ...`.
-fn describe(windows: &[WindowWords]) -> String {
-    let window = |&[code, max_limit, window_ms, bucket_ms]: &WindowWords| match code {
-        1 => format!("log max_limit {max_limit} window_ms {window_ms}"),
-        2 => format!("buckets max_limit {max_limit} window_ms {window_ms} bucket_ms {bucket_ms}"),
-        crate::concurrency::SPEC_CODE => format!("concurrency max_limit {max_limit}"),
-        _ => format!("counter max_limit {max_limit} window_ms {window_ms}"),
+/// A spec as a note shows it: `log max_limit 30 window_ms 5000, ... size 65536 max_key_bytes 64`.
+fn describe(spec: &Spec) -> String {
+    let size = spec.size;
+    let windows = |windows: &[WindowShape]| {
+        let windows = windows.iter().map(|w| w.to_string());
+        windows.collect::<Vec<_>>().join(", ")
     };
-    windows.iter().map(window).collect::<Vec<_>>().join(", ")
-}
-
-/// A [`Zone`] behind the binding's [`Store`] seam.
-pub fn store(rule: Rule, region: Region, max_key_bytes: usize) -> Result<Box<dyn Store>, Error> {
-    let (zone, _) = Zone::attach(region, rule, max_key_bytes, WorkerOwner::new(), seed())?;
-    Ok(Box::new(zone))
+    match &spec.kind {
+        RegionKind::Rule {
+            windows: w,
+            max_key_bytes,
+        }
+        | RegionKind::LiveLimits {
+            windows: w,
+            max_key_bytes,
+        } => format!("{} size {size} max_key_bytes {max_key_bytes}", windows(w)),
+        RegionKind::Concurrency {
+            max_limit,
+            max_key_bytes,
+        } => format!("concurrency max_limit {max_limit} size {size} max_key_bytes {max_key_bytes}"),
+        RegionKind::Directory { max_rules } => format!("max_rules {max_rules} size {size}"),
+    }
 }
