@@ -28,7 +28,8 @@
 //! ```
 //!
 //! Many keys: [`Keyed`] in one process, [`shared::Zone`] in a region of shared memory for
-//! several processes (the workers of one nginx), both over the same algorithms.
+//! several processes (the workers of one nginx), both over the same algorithms; a host asks
+//! either, or a rule of a [`shared::Directory`], the same questions through [`store::Store`].
 //!
 //! The crate is `#![no_std]` + `alloc`; the `std` feature (default) adds [`SystemClock`],
 //! the `serde` feature derives `Serialize`/`Deserialize` for configs and state snapshots.
