@@ -1,13 +1,15 @@
-//! `slidewin.limiter{ ..., shared = "name", size = bytes, max_key_bytes = 64 }`: a keyed
-//! limiter in shared memory ([`slidewin::shared::Zone`]) for every worker of one nginx.
+//! Regions of shared memory, kept by name in the master: a shared limiter's
+//! (`slidewin.limiter{ ..., shared = "name", size = bytes }`, a [`slidewin::shared::Zone`] for
+//! every worker of one nginx), a named limiter's live limits, concurrency slots, and a zone of
+//! rules.
 //!
-//! Make it in `init_by_lua*`: that runs in the master before the workers fork, so they all
+//! Make them in `init_by_lua*`: that runs in the master before the workers fork, so they all
 //! inherit the same mapping. The master keeps each region here, by name, across
-//! `nginx -s reload` (this module stays loaded in it): a reload with the same windows
-//! (algorithms, lengths, max_limit), size and key length finds the region and keeps every
-//! window (old and new workers share it while the old ones drain), and its live limits unless
-//! the config changed them; any other change maps a new region, and the call returns a note
-//! saying so.
+//! `nginx -s reload` (this module stays loaded in it): a reload asking for the same kind
+//! ([`RegionKind`]: for a limiter its windows' algorithms, lengths and max_limit, and its key
+//! length) and size finds the region and keeps every window (old and new workers share it
+//! while the old ones drain), and its live limits unless the config changed them; any other
+//! change maps a new region, and a shared limiter's call returns a note saying so.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
@@ -79,7 +81,8 @@ pub fn seed() -> [u64; 2] {
     [random.hash_one(1_u8), random.hash_one(2_u8)]
 }
 
-/// A spec as a note shows it: `log max_limit 30 window_ms 5000, ... size 65536 max_key_bytes 64`.
+/// A spec as a note shows it: `log max_limit 30 window_ms 5000, ... size 65536 max_key_bytes 64`
+/// for a rule.
 fn describe(spec: &Spec) -> String {
     let size = spec.size;
     let windows = |windows: &[WindowShape]| {

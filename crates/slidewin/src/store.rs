@@ -14,9 +14,12 @@
 //! use slidewin::{Keyed, Quota};
 //!
 //! let rule = Rule::one(RuleWindow::log(Quota::new(2, 1_000)?).with_max_limit(5)?);
-//! let words: Vec<AtomicU64> = (0..LiveLimits::<&[AtomicU64]>::WORDS).map(|_| AtomicU64::new(0)).collect();
+//! let words: Vec<AtomicU64> = (0..LiveLimits::<Vec<AtomicU64>>::WORDS)
+//!     .map(|_| AtomicU64::new(0))
+//!     .collect(); // in a host: shared memory, so every process sees one set of limits
 //! let keyed = Keyed::<RuleLimiter, Vec<u8>>::new(rule.clone(), 100)?;
-//! let mut store: Box<dyn Store> = Box::new(LocalRule::new(keyed, LiveLimits::attach(&words[..], &rule)));
+//! let live = LiveLimits::attach(words, &rule);
+//! let mut store: Box<dyn Store> = Box::new(LocalRule::new(keyed, live));
 //! assert!(store.decide(b"alice", 0, 1, true, None)?.allowed);
 //! assert!(store.decide(b"alice", 1, 1, true, None)?.allowed);
 //! assert!(!store.decide(b"alice", 2, 1, true, None)?.allowed);

@@ -21,8 +21,28 @@ impl Owner for OneProcess {
     }
 }
 
-fn words(n: usize) -> Vec<AtomicU64> {
+type Words = Arc<[AtomicU64]>;
+
+fn words(n: usize) -> Words {
     (0..n).map(|_| AtomicU64::new(0)).collect()
+}
+
+/// `rule` in each store, each over words of its own.
+fn stores(
+    rule: &Rule,
+) -> (
+    LocalRule<Words>,
+    Zone<Words, OneProcess>,
+    DirectoryRule<Words, OneProcess>,
+) {
+    let keyed = Keyed::<RuleLimiter, Vec<u8>>::new(rule.clone(), 100).unwrap();
+    let live = LiveLimits::attach(words(LiveLimits::<Words>::WORDS), rule);
+    let local = LocalRule::new(keyed, live);
+    let (zone, _) = Zone::attach(words(1 << 14), rule.clone(), 16, OneProcess, [1, 2]).unwrap();
+    let rules = Arc::new(Directory::attach(words(1 << 16), 4, OneProcess, [3, 4]).unwrap());
+    let found = rules.put(b"api", rule, 16, 64 << 10, 0).unwrap();
+    let by_name = DirectoryRule::new(rules, b"api".to_vec(), found, OneProcess).unwrap();
+    (local, zone, by_name)
 }
 
 fn rule(limit: u64) -> Rule {
@@ -75,22 +95,14 @@ fn apply(store: &mut dyn Store, op: &Op, now_ms: i64) -> String {
 proptest! {
     #[test]
     fn the_three_stores_answer_a_trace_alike(trace in ops()) {
-        let rule = rule(4);
-        let live_words = words(LiveLimits::<&[AtomicU64]>::WORDS);
-        let keyed = Keyed::<RuleLimiter, Vec<u8>>::new(rule.clone(), 100).unwrap();
-        let mut local = LocalRule::new(keyed, LiveLimits::attach(&live_words[..], &rule));
-        let zone_words = words(1 << 14);
-        let (mut zone, _) = Zone::attach(&zone_words[..], rule.clone(), 16, OneProcess, [1, 2]).unwrap();
-        let dir_words = words(1 << 16);
-        let rules = Arc::new(Directory::attach(&dir_words[..], 4, OneProcess, [3, 4]).unwrap());
-        let found = rules.put(b"api", &rule, 16, 64 << 10, 0).unwrap();
-        let mut by_name = DirectoryRule::new(Arc::clone(&rules), b"api".to_vec(), found, OneProcess).unwrap();
+        let (mut local, mut zone, mut by_name) = stores(&rule(4));
         let mut now_ms = 0;
         for (op, step) in &trace {
             now_ms += step;
             let answer = apply(&mut local, op, now_ms);
-            prop_assert_eq!(&apply(&mut zone, op, now_ms), &answer, "zone at {}: {:?}", now_ms, op);
-            prop_assert_eq!(&apply(&mut by_name, op, now_ms), &answer, "directory at {}: {:?}", now_ms, op);
+            let (z, d) = (apply(&mut zone, op, now_ms), apply(&mut by_name, op, now_ms));
+            prop_assert_eq!(&z, &answer, "zone at {}: {:?}", now_ms, op);
+            prop_assert_eq!(&d, &answer, "directory at {}: {:?}", now_ms, op);
             for key in 0..4_u8 {
                 let peek = local.key_window(&[key], now_ms, 1).unwrap().decision;
                 prop_assert_eq!(zone.key_window(&[key], now_ms, 1).unwrap().decision, peek);
@@ -103,8 +115,7 @@ proptest! {
 
 #[test]
 fn a_directory_rule_follows_its_name_with_versions_that_only_go_on() -> Result<(), Error> {
-    let dir_words = words(1 << 16);
-    let rules = Arc::new(Directory::attach(&dir_words[..], 4, OneProcess, [3, 4])?);
+    let rules = Arc::new(Directory::attach(words(1 << 16), 4, OneProcess, [3, 4])?);
     let found = rules.put(b"api", &rule(2), 16, 64 << 10, 0)?;
     let mut store = DirectoryRule::new(Arc::clone(&rules), b"api".to_vec(), found, OneProcess)?;
     assert!(store.decide(b"k", 0, 2, true, None)?.allowed);
@@ -131,13 +142,8 @@ fn a_directory_rule_follows_its_name_with_versions_that_only_go_on() -> Result<(
 
 #[test]
 fn a_caller_limits_are_checked_against_the_rule_in_every_store() -> Result<(), Error> {
-    let rule = rule(4);
-    let live_words = words(LiveLimits::<&[AtomicU64]>::WORDS);
-    let keyed = Keyed::<RuleLimiter, Vec<u8>>::new(rule.clone(), 10)?;
-    let mut local = LocalRule::new(keyed, LiveLimits::attach(&live_words[..], &rule));
-    let zone_words = words(1 << 14);
-    let (mut zone, _) = Zone::attach(&zone_words[..], rule.clone(), 16, OneProcess, [1, 2])?;
-    for store in [&mut local as &mut dyn Store, &mut zone] {
+    let (mut local, mut zone, mut by_name) = stores(&rule(4));
+    for store in [&mut local as &mut dyn Store, &mut zone, &mut by_name] {
         assert_eq!(store.decide(b"k", 0, 1, true, Some(&[2, 6]))?.limit, 2);
         let error = store.decide(b"k", 0, 1, true, Some(&[21, 6])).unwrap_err();
         assert_eq!(
