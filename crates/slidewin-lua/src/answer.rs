@@ -25,7 +25,8 @@ use slidewin::{arg, Decision};
 
 use crate::args::{self, error};
 use crate::now_ms;
-use crate::object::{cost_value, decide_versioned, on_block, Block};
+use crate::limiter::{decide_versioned, on_block, Block};
+use crate::stack::{cost_value, number_key};
 
 /// Bytes for the values of one answer: the longest is `"<name>";r=<digits>;t=<digits>`.
 const TEXT_BYTES: usize = 320;
@@ -169,17 +170,6 @@ impl UserData for LuaHeaders {
 pub fn register(lua: &Lua, module: &Table) -> LuaResult<()> {
     module.set("headers", lua.create_function(new)?)?;
     Ok(())
-}
-
-/// A number key as the C API reads it: integers as digits, other numbers as Rust writes them.
-pub(crate) fn number_key(n: f64, function: &str) -> Result<String, String> {
-    if n.fract() == 0.0 && n.abs() < 1e15 {
-        Ok((n as i64).to_string())
-    } else if n.is_finite() {
-        Ok(n.to_string())
-    } else {
-        Err(format!("{function}: key must be a string or a finite number, got {n}"))
-    }
 }
 
 /// Decides for `key` (`key_len` bytes; null: the number `key_number`) under the live limits

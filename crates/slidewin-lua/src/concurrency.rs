@@ -18,18 +18,16 @@
 //! the same region, with the slots it holds, after `nginx -s reload`).
 
 use mlua::{Lua, Result as LuaResult, Table, UserData, UserDataMethods};
-use slidewin::shared::{Inflight, InflightConfig};
+use slidewin::shared::{Inflight, InflightConfig, RegionKind};
 
 use crate::args::{self, error};
 use crate::mapping::WorkerOwner;
 use crate::now_ms;
-use crate::shared::{self, Region, Spec};
+use crate::region::{self, Region, Spec};
 
 const NEW: &str = "slidewin.concurrency";
 const DEFAULT_MAX_KEY_BYTES: u64 = 64;
 const DEFAULT_KEYS: u64 = 64;
-/// The code of a concurrency region in a [`Spec`]'s windows (rules use 1 to 3).
-pub const SPEC_CODE: u64 = 4;
 
 /// `slidewin.concurrency{...}`: the object.
 pub fn new(_: &Lua, opts: Table) -> LuaResult<LuaConcurrency> {
@@ -64,17 +62,19 @@ pub fn new(_: &Lua, opts: Table) -> LuaResult<LuaConcurrency> {
     }
     let spec = Spec {
         name: format!("{name} (concurrency)"),
-        windows: vec![[SPEC_CODE, max_limit, 0, 0]],
+        kind: RegionKind::Concurrency {
+            max_limit,
+            max_key_bytes,
+        },
         size,
-        max_key_bytes,
     };
-    let (region, _) = shared::region(&spec).map_err(|e| error(NEW, e))?;
+    let (region, _) = region::region(&spec).map_err(|e| error(NEW, e))?;
     let (slots, _) = Inflight::attach(
         region,
         config,
         max_key_bytes,
         WorkerOwner::new(),
-        shared::seed(),
+        region::seed(),
     )
     .map_err(args::core(NEW))?;
     Ok(LuaConcurrency(slots))

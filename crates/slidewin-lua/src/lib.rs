@@ -11,31 +11,44 @@ mod adaptive;
 mod answer;
 mod args;
 mod concurrency;
+mod directory;
 mod limiter;
+mod limiter_methods;
 mod mapping;
-mod object;
+mod operator_view;
 mod queue;
-mod report;
+mod region;
 mod rules;
-mod shared;
+mod stack;
 mod stream;
-mod zone;
 
+use mlua::ffi::{self, lua_State};
 use mlua::prelude::*;
 use slidewin::{Clock, SystemClock};
+use std::ffi::c_int;
 
 /// The clock every limiter of this module reads: integer milliseconds since the Unix epoch.
 fn now_ms() -> i64 {
     SystemClock.now_ms()
 }
 
+/// `slidewin.now_ms()` as a C function (the shdict store reads it on every call).
+pub fn now_ms_function(lua: &Lua) -> LuaResult<LuaFunction> {
+    unsafe extern "C-unwind" fn push_now_ms(state: *mut lua_State) -> c_int {
+        ffi::lua_pushnumber(state, crate::now_ms() as f64);
+        1
+    }
+    // SAFETY: push_now_ms only pushes a number.
+    unsafe { lua.create_c_function(push_now_ms) }
+}
+
 #[mlua::lua_module(name = "slidewin")]
 fn slidewin(lua: &Lua) -> LuaResult<LuaTable> {
     let module = lua.create_table()?;
-    module.set("now_ms", object::now_ms_function(lua)?)?;
-    object::register(lua)?;
+    module.set("now_ms", now_ms_function(lua)?)?;
+    limiter_methods::register(lua)?;
     module.set("limiter", lua.create_function(limiter::new)?)?;
-    module.set("zone", lua.create_function(zone::new)?)?;
+    module.set("zone", lua.create_function(directory::new)?)?;
     module.set("concurrency", lua.create_function(concurrency::new)?)?;
     module.set("queue_limit", lua.create_function(queue::new)?)?;
     stream::register(lua, &module)?;

@@ -10,19 +10,24 @@
 //! `nil, "rejected", retry_after_ms` when refused), so these objects compose with
 //! `resty.limit.traffic.combine`. `retry_after_ms` is nil when `cost` exceeds the limit (never).
 
-use std::sync::atomic::AtomicU64;
+use std::ffi::CStr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
+use mlua::ffi;
+use mlua::ffi::lua_State;
 use mlua::{Lua, Result as LuaResult, Value};
 use slidewin::rule::{Limits, Rule, RuleLimiter};
-use slidewin::shared::{KeyWindow, LiveLimits, Scan, Usage, Walk, Zone, ZoneStats};
+use slidewin::shared::{KeyWindow, LiveLimits, RegionKind, Scan, Walk, Zone, ZoneStats};
+use slidewin::store::{LocalRule, Store};
 use slidewin::{Decision, Error, Keyed};
 
 use crate::args::{self, error};
 use crate::mapping::WorkerOwner;
 use crate::now_ms;
+use crate::region::{self, Region, Spec};
 use crate::rules;
-use crate::shared::{self, Region, Spec};
+use crate::stack::raise;
 
 /// Keys are the bytes of a Lua string (or of a number's decimal form).
 type Key = Vec<u8>;
@@ -34,172 +39,10 @@ const WALK_SLICE_SETS: usize = 16;
 /// store's key text is bounded by its keys x this, whatever the clients send.
 const DEFAULT_MAX_KEY_BYTES: u64 = 64;
 
-/// The operations the Lua object needs over a rule's keys, in this worker ([`Keyed`]) or in
-/// shared memory ([`crate::shared`]).
-pub trait Store {
-    /// Decide under a caller's `limits` (checked against the rule), or the live limits.
-    fn decide(
-        &mut self,
-        key: &[u8],
-        now_ms: i64,
-        cost: u64,
-        commit: bool,
-        limits: Option<&[u64]>,
-    ) -> Result<Decision, Error>;
-    fn uncommit(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error>;
-    fn reset(&mut self, key: &[u8]);
-    fn stats(&self) -> ZoneStats;
-    /// The rule decided with (its windows; their live limits are [`Store::limits`]).
-    fn rule(&self) -> &Rule;
-    /// The live limits.
-    fn limits(&self) -> Limits;
-    /// Sets window `window`'s live limit (0-based).
-    fn set_limit(&mut self, window: usize, limit: u64) -> Result<(), Error>;
-    /// Moves to the rule in force when it can be replaced while the limiter lives (a zone's
-    /// rule put again with other windows); decisions do it themselves.
-    fn follow(&mut self) -> Result<(), Error> {
-        Ok(())
-    }
-    /// Changes whenever the rule decided with or one of its live limits does: what is derived
-    /// from them (a header) is rebuilt when it moves.
-    fn version(&self) -> u64;
-    /// Walks up to `sets` more sets of `walk` (the heaviest keys, the window usage and the
-    /// counters) in a store that can list its keys (a region), else `None`: true once over.
-    fn walk_step(
-        &self,
-        _walk: &mut Walk,
-        _now_ms: i64,
-        _sets: usize,
-    ) -> Option<Result<bool, Error>> {
-        None
-    }
-    /// `key`'s windows as the next call of `cost` finds them, and whether the store counts
-    /// refusals per key. This default knows only the decision's window (its count is the
-    /// limit less the room the peek found).
-    fn window(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(KeyWindow, bool), Error> {
-        let d = self.decide(key, now_ms, cost, false, None)?;
-        let room = if d.allowed {
-            d.remaining + cost
-        } else {
-            d.remaining
-        };
-        let usage = Usage {
-            window: d.window,
-            count: d.limit.saturating_sub(room),
-            limit: d.limit,
-        };
-        let window = KeyWindow {
-            decision: d,
-            windows: vec![usage],
-            refused: 0,
-        };
-        Ok((window, false))
-    }
-}
+/// The metatable of the limiter objects, which holds their methods.
+pub const METATABLE: &CStr = c"slidewin.limiter";
 
-/// A rule's keys in this worker, with live limits in a small region of their own (shared by
-/// the workers when made in the master).
-struct Local {
-    keyed: Keyed<RuleLimiter, Key>,
-    live: LiveLimits<Region>,
-}
-
-impl Store for Local {
-    fn decide(
-        &mut self,
-        key: &[u8],
-        now_ms: i64,
-        cost: u64,
-        commit: bool,
-        limits: Option<&[u64]>,
-    ) -> Result<Decision, Error> {
-        let rule = self.keyed.config();
-        let limits = match limits {
-            Some(limits) => rule.check_limits(limits)?,
-            None => self.live.get(rule),
-        };
-        self.keyed
-            .decide_bytes_by(key, now_ms, commit, |rule, state, commit| {
-                rule.decide_with(state, now_ms, cost, commit, &limits)
-            })
-    }
-    fn uncommit(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
-        self.keyed.uncommit_bytes_at(key, now_ms, cost)
-    }
-    fn reset(&mut self, key: &[u8]) {
-        self.keyed.reset_bytes(key);
-    }
-    fn stats(&self) -> ZoneStats {
-        let stats = self.keyed.stats();
-        ZoneStats {
-            keys: stats.keys as u64,
-            capacity: self.keyed.max_keys() as u64,
-            evictions: stats.evictions,
-            reclaimed: stats.reclaimed,
-            repairs: 0,
-            allowed: stats.allowed,
-            rejected: stats.rejected,
-        }
-    }
-    fn rule(&self) -> &Rule {
-        self.keyed.config()
-    }
-    fn limits(&self) -> Limits {
-        self.live.get(self.keyed.config())
-    }
-    fn set_limit(&mut self, window: usize, limit: u64) -> Result<(), Error> {
-        self.live.set(self.keyed.config(), window, limit)
-    }
-    fn version(&self) -> u64 {
-        self.live.version()
-    }
-}
-
-impl<R: AsRef<[AtomicU64]>> Store for Zone<R, WorkerOwner> {
-    fn decide(
-        &mut self,
-        key: &[u8],
-        now_ms: i64,
-        cost: u64,
-        commit: bool,
-        limits: Option<&[u64]>,
-    ) -> Result<Decision, Error> {
-        let limits = match limits {
-            Some(limits) => self.rule().check_limits(limits)?,
-            None => Zone::limits(self),
-        };
-        self.decide_at(key, now_ms, cost, commit, &limits)
-    }
-    fn uncommit(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
-        self.uncommit_at(key, now_ms, cost)
-    }
-    fn reset(&mut self, key: &[u8]) {
-        Zone::reset(self, key);
-    }
-    fn stats(&self) -> ZoneStats {
-        Zone::stats(self)
-    }
-    fn rule(&self) -> &Rule {
-        Zone::rule(self)
-    }
-    fn limits(&self) -> Limits {
-        Zone::limits(self)
-    }
-    fn set_limit(&mut self, window: usize, limit: u64) -> Result<(), Error> {
-        Zone::set_limit(self, window, limit)
-    }
-    fn version(&self) -> u64 {
-        Zone::limits_version(self)
-    }
-    fn walk_step(&self, walk: &mut Walk, now_ms: i64, sets: usize) -> Option<Result<bool, Error>> {
-        Some(Zone::walk_step(self, walk, now_ms, sets))
-    }
-    fn window(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(KeyWindow, bool), Error> {
-        Ok((self.window_at(key, now_ms, cost)?, true))
-    }
-}
-
-/// What a `slidewin.limiter{...}` object holds (its Lua side is in [`crate::object`]).
+/// What a `slidewin.limiter{...}` object holds: a store of the core behind the module's clock.
 pub struct LuaLimiter {
     store: Box<dyn Store>,
 }
@@ -222,7 +65,7 @@ impl LuaLimiter {
     }
 
     pub fn uncommit(&mut self, key: &[u8], cost: u64) -> Result<(), Error> {
-        self.store.uncommit(key, now_ms(), cost)
+        self.store.refund(key, now_ms(), cost)
     }
 
     pub fn reset(&mut self, key: &[u8]) {
@@ -280,9 +123,75 @@ impl LuaLimiter {
         }
     }
 
+    /// `key`'s windows as the next call of `cost` finds them, and whether the store counts
+    /// refusals per key.
     pub fn window(&mut self, key: &[u8], cost: u64) -> Result<(KeyWindow, bool), Error> {
-        self.store.window(key, now_ms(), cost)
+        let window = self.store.key_window(key, now_ms(), cost)?;
+        Ok((window, self.store.counts_refusals()))
     }
+}
+
+/// What the userdata block holds: the limiter until `__gc` takes it.
+pub type Block = Option<LuaLimiter>;
+
+/// A new object owning `limiter`.
+pub fn push(lua: &Lua, limiter: LuaLimiter) -> LuaResult<Value> {
+    let mut limiter = Some(limiter);
+    // SAFETY: the userdata block is sized and (8-byte) aligned for Block, written once here;
+    // __gc takes the limiter out, leaving None, which owns nothing.
+    unsafe {
+        lua.exec_raw::<Value>((), |state| {
+            let block = ffi::lua_newuserdata(state, size_of::<Block>()) as *mut Block;
+            block.write(Some(limiter.take().expect("pushed once")));
+            ffi::luaL_getmetatable(state, METATABLE.as_ptr());
+            ffi::lua_setmetatable(state, -2);
+        })
+    }
+}
+
+/// Runs `body` on `self` (argument 1); raises its error, or "internal error" if it panicked.
+pub unsafe fn with_self<T>(
+    state: *mut lua_State,
+    function: &str,
+    body: impl FnOnce(&mut LuaLimiter) -> Result<T, String>,
+) -> T {
+    let block = ffi::luaL_checkudata(state, 1, METATABLE.as_ptr()) as *mut Block;
+    match on_block(&mut *block, function, body) {
+        Ok(value) => value,
+        Err(message) => raise(state, message),
+    }
+}
+
+/// Runs `body` on the limiter `block` holds: its error, "collected" once `__gc` ran, or
+/// "internal error" if it panicked (so no panic crosses into Lua).
+pub fn on_block<T>(
+    block: &mut Block,
+    function: &str,
+    body: impl FnOnce(&mut LuaLimiter) -> Result<T, String>,
+) -> Result<T, String> {
+    match block {
+        None => Err(format!(
+            "{function}: the limiter was collected (its __gc ran)"
+        )),
+        Some(this) => match catch_unwind(AssertUnwindSafe(|| body(this))) {
+            Ok(outcome) => outcome,
+            Err(_) => Err(format!("{function}: internal error")),
+        },
+    }
+}
+
+/// `this`'s decision, and the version of the rule it was made under; errors name `function`.
+pub fn decide_versioned(
+    this: &mut LuaLimiter,
+    key: &[u8],
+    cost: u64,
+    commit: bool,
+    limits: Option<&[u64]>,
+    function: &str,
+) -> Result<(Decision, u64), String> {
+    let d = this.decide(key, cost, commit, limits);
+    d.map(|d| (d, this.version()))
+        .map_err(|e| format!("{function}: {e}"))
 }
 
 const NEW: &str = "slidewin.limiter";
@@ -299,7 +208,7 @@ pub fn new(lua: &Lua, opts: Value) -> LuaResult<(Value, Option<String>)> {
             format_args!("options must be a table, got {got}"),
         ));
     };
-    let (rule, windows) = rules::from_options(NEW, &opts)?;
+    let rule = rules::from_options(NEW, &opts)?;
     let rule = rule.map_err(args::core(NEW))?;
     let max_key_bytes =
         args::field_positive(NEW, &opts, "max_key_bytes")?.unwrap_or(DEFAULT_MAX_KEY_BYTES);
@@ -317,19 +226,17 @@ pub fn new(lua: &Lua, opts: Value) -> LuaResult<(Value, Option<String>)> {
             }
         }
     };
-    let spec = |name: String, size: usize| Spec {
-        name,
-        windows: windows.clone(),
-        size,
-        max_key_bytes,
-    };
     let (store, note) = match name("shared")? {
         None => {
             let max_keys =
                 args::field_positive(NEW, &opts, "max_keys")?.unwrap_or(DEFAULT_MAX_KEYS);
             let max_keys = usize::try_from(max_keys).unwrap_or(usize::MAX);
             // Named: the live limits are kept by that name across reloads.
-            let limits_spec = name("name")?.map(|n| spec(format!("{n} (limits)"), LIMITS_BYTES));
+            let limits_spec = name("name")?.map(|n| Spec {
+                name: format!("{n} (limits)"),
+                kind: RegionKind::live_limits(&rule, max_key_bytes),
+                size: LIMITS_BYTES,
+            });
             (local(rule, max_keys, max_key_bytes, limits_spec)?, None)
         }
         Some(shared_name) => {
@@ -345,12 +252,12 @@ pub fn new(lua: &Lua, opts: Value) -> LuaResult<(Value, Option<String>)> {
                 "a positive integer",
                 args::field_positive(NEW, &opts, "size")?,
             )?;
-            let spec = spec(shared_name, usize::try_from(size).unwrap_or(usize::MAX));
-            in_region(&spec, rule)?
+            let size = usize::try_from(size).unwrap_or(usize::MAX);
+            in_region(shared_name, size, max_key_bytes, rule)?
         }
     };
     let limiter = LuaLimiter::new(store.map_err(args::core(NEW))?);
-    Ok((crate::object::push(lua, limiter)?, note))
+    Ok((push(lua, limiter)?, note))
 }
 
 type Made = (Result<Box<dyn Store>, Error>, Option<String>);
@@ -367,7 +274,7 @@ fn local(
     limits_spec: Option<Spec>,
 ) -> LuaResult<Result<Box<dyn Store>, Error>> {
     let region = match limits_spec {
-        Some(spec) => shared::region(&spec).map(|(region, _)| region),
+        Some(spec) => region::region(&spec).map(|(region, _)| region),
         None => Region::new(LIMITS_BYTES),
     }
     .map_err(|e| error(NEW, e))?;
@@ -375,17 +282,26 @@ fn local(
         .and_then(|k| k.with_max_key_bytes(max_key_bytes));
     Ok(keyed.map(|keyed| {
         let live = LiveLimits::attach(region, &rule);
-        Box::new(Local { keyed, live }) as Box<dyn Store>
+        Box::new(LocalRule::new(keyed, live)) as Box<dyn Store>
     }))
 }
 
-/// A shared rule for `spec`, in the region made for it.
-fn in_region(spec: &Spec, rule: Rule) -> LuaResult<Made> {
+/// A shared rule of `max_key_bytes` keys in the region of `size` bytes kept as `name`.
+fn in_region(name: String, size: usize, max_key_bytes: usize, rule: Rule) -> LuaResult<Made> {
     // A config that cannot fit is refused before any memory is mapped.
-    if let Err(e) = Zone::<Region, WorkerOwner>::capacity_for(&rule, spec.max_key_bytes, spec.size)
-    {
+    if let Err(e) = Zone::<Region, WorkerOwner>::capacity_for(&rule, max_key_bytes, size) {
         return Ok((Err(e), None));
     }
-    let (region, note) = shared::region(spec).map_err(|e| error(NEW, e))?;
-    Ok((shared::store(rule, region, spec.max_key_bytes), note))
+    let kind = RegionKind::rule(&rule, max_key_bytes);
+    let spec = Spec { name, kind, size };
+    let (region, note) = region::region(&spec).map_err(|e| error(NEW, e))?;
+    let zone = Zone::attach(
+        region,
+        rule,
+        max_key_bytes,
+        WorkerOwner::new(),
+        region::seed(),
+    );
+    let store = zone.map(|(zone, _)| Box::new(zone) as Box<dyn Store>);
+    Ok((store, note))
 }

@@ -11,20 +11,14 @@
 
 use mlua::{Result as LuaResult, Table, Value};
 use slidewin::rule::{Rule, RuleWindow, MAX_WINDOWS};
+use slidewin::shared::Algorithm;
 use slidewin::{BucketQuota, Error, Quota};
 
 use crate::args::{self, error};
 
-/// A window as words: its algorithm's code, max_limit, window_ms and bucket_ms (what a shared
-/// region is laid out for; limits are not part of it).
-pub type WindowWords = [u64; 4];
-
 /// The rule `opts` describes (`function` names the caller in errors), or the core's error
-/// (a config no window can have), and the windows as words.
-pub fn from_options(
-    function: &'static str,
-    opts: &Table,
-) -> LuaResult<(Result<Rule, Error>, Vec<WindowWords>)> {
+/// (a config no window can have).
+pub fn from_options(function: &'static str, opts: &Table) -> LuaResult<Result<Rule, Error>> {
     let windows: Vec<Table> = match opts.raw_get::<Value>("windows")? {
         Value::Nil => vec![opts.clone()],
         Value::Table(list) => {
@@ -59,23 +53,17 @@ pub fn from_options(
         }
     };
     let mut parsed = Vec::with_capacity(windows.len());
-    let mut words = Vec::with_capacity(windows.len());
     for window in &windows {
-        let (made, as_words) = window_of(function, window)?;
-        match made {
+        match window_of(function, window)? {
             Ok(w) => parsed.push(w),
-            Err(e) => return Ok((Err(e), words)),
+            Err(e) => return Ok(Err(e)),
         }
-        words.push(as_words);
     }
-    Ok((Rule::new(parsed), words))
+    Ok(Rule::new(parsed))
 }
 
 /// One window from its table.
-fn window_of(
-    function: &'static str,
-    t: &Table,
-) -> LuaResult<(Result<RuleWindow, Error>, WindowWords)> {
+fn window_of(function: &'static str, t: &Table) -> LuaResult<Result<RuleWindow, Error>> {
     let positive = |name| {
         args::required(
             function,
@@ -87,11 +75,13 @@ fn window_of(
     let (limit, window_ms) = (positive("limit")?, positive("window_ms")?);
     // Fits: field_positive admits integers up to 2^53.
     let window_ms = window_ms as i64;
-    let (code, bucket_ms) = match t.raw_get::<Value>("algorithm")? {
-        Value::Nil => (1, 0),
-        Value::String(s) if s == "log" => (1, 0),
-        Value::String(s) if s == "buckets" => (2, positive("bucket_ms")? as i64),
-        Value::String(s) if s == "counter" => (3, 0),
+    let algorithm = match t.raw_get::<Value>("algorithm")? {
+        Value::Nil => Algorithm::Log,
+        Value::String(s) if s == "log" => Algorithm::Log,
+        Value::String(s) if s == "buckets" => Algorithm::Buckets {
+            bucket_ms: positive("bucket_ms")? as i64,
+        },
+        Value::String(s) if s == "counter" => Algorithm::Counter,
         other => {
             let got = args::describe(&other);
             return Err(error(
@@ -101,12 +91,12 @@ fn window_of(
         }
     };
     let max_limit = args::field_positive(function, t, "max_limit")?.unwrap_or(limit);
-    let window = match code {
-        1 => Quota::new(limit, window_ms).map(RuleWindow::log),
-        2 => BucketQuota::new(limit, window_ms, bucket_ms).map(RuleWindow::buckets),
-        _ => Quota::new(limit, window_ms).map(RuleWindow::counter),
-    }
-    .and_then(|w| w.with_max_limit(max_limit));
-    let words = [code, max_limit, window_ms as u64, bucket_ms as u64];
-    Ok((window, words))
+    let window = match algorithm {
+        Algorithm::Log => Quota::new(limit, window_ms).map(RuleWindow::log),
+        Algorithm::Buckets { bucket_ms } => {
+            BucketQuota::new(limit, window_ms, bucket_ms).map(RuleWindow::buckets)
+        }
+        Algorithm::Counter => Quota::new(limit, window_ms).map(RuleWindow::counter),
+    };
+    Ok(window.and_then(|w| w.with_max_limit(max_limit)))
 }

@@ -28,7 +28,8 @@
 //! ```
 //!
 //! Many keys: [`Keyed`] in one process, [`shared::Zone`] in a region of shared memory for
-//! several processes (the workers of one nginx), both over the same algorithms.
+//! several processes (the workers of one nginx), both over the same algorithms; a host asks
+//! either, or a rule of a [`shared::Directory`], the same questions through [`store::Store`].
 //!
 //! The crate is `#![no_std]` + `alloc`; the `std` feature (default) adds [`SystemClock`],
 //! the `serde` feature derives `Serialize`/`Deserialize` for configs and state snapshots.
@@ -42,6 +43,7 @@ extern crate std;
 
 pub mod adaptive;
 pub mod arg;
+mod assessment;
 pub mod buckets;
 pub mod clock;
 pub mod counter;
@@ -56,6 +58,7 @@ pub mod quota;
 pub mod rule;
 pub mod shared;
 pub mod storage;
+pub mod store;
 pub mod stream;
 mod window;
 

@@ -3,7 +3,7 @@
 //! window, so a request refused by the hour window costs nothing in the second window.
 //!
 //! Each window has its own algorithm and limit, and a `max_limit` the limit may be raised to
-//! later (a shared region is sized for it, see [`crate::shared`]). Limits are given per call
+//! later (a shared region is sized for it). Limits are given per call
 //! ([`Limits`]): the configured ones, limits changed while running, or a caller's plan.
 //!
 //! The [`crate::Decision`] of a rule describes one window (`window`): when refused, the
@@ -33,8 +33,9 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
+use crate::assessment::{fold, Assessment, States};
 use crate::clock::check_time;
-use crate::window::{self, Assessment, Fresh, Window};
+use crate::window::{self, Fresh, Window};
 use crate::Value;
 use crate::{BucketQuota, BucketState, CounterState, Decision, Error, Limiter, LogState, Quota};
 #[cfg(doc)]
@@ -239,76 +240,8 @@ impl Rule {
         let now_ms = check_time("now_ms", now_ms)?;
         // Limits made for another rule would leave windows unchecked, or index past them.
         let limits = self.check_limits(limits)?;
-        Ok(decide(
-            &mut Heap(self, state),
-            &limits,
-            now_ms,
-            cost,
-            commit,
-        ))
+        Ok(fold(&mut Heap(self, state), &limits, now_ms, cost, commit))
     }
-}
-
-/// The windows' states of one key, as [`decide`] reads them: the heap states of a
-/// [`RuleState`], or a way of a shared region.
-pub(crate) trait States {
-    /// Move window `w` to `now_ms` (checked) and tell whether `cost` fits under `limit`;
-    /// record it when it fits and `record`.
-    fn assess(&mut self, w: usize, now_ms: i64, cost: u64, limit: u64, record: bool) -> Assessment;
-    /// Record `cost` in window `w`.
-    fn record(&mut self, w: usize, cost: u64);
-    /// Milliseconds until window `w` holds nothing.
-    fn reset_after_ms(&self, w: usize) -> u64;
-}
-
-/// The one decision of every limiter and rule: all windows admit `cost`, or none records it.
-#[inline]
-pub(crate) fn decide(
-    states: &mut impl States,
-    limits: &[u64],
-    now_ms: i64,
-    cost: u64,
-    commit: bool,
-) -> Decision {
-    let mut allowed = true;
-    let (mut least_room, mut least_room_window) = (u64::MAX, 0);
-    // The refusing window that waits longest (`None`: never fits) and its wait.
-    let (mut longest, mut longest_window) = (Some(0), 0);
-    // One window records as it assesses: its admission is the rule's.
-    let alone = limits.len() == 1;
-    for (w, &limit) in limits.iter().enumerate() {
-        let found = states.assess(w, now_ms, cost, limit, commit && alone);
-        if found.room < least_room {
-            (least_room, least_room_window) = (found.room, w);
-        }
-        if !found.allowed {
-            let longer = match (found.retry_after_ms, longest) {
-                (_, None) => false,
-                (None, Some(_)) => true,
-                (Some(wait), Some(most)) => allowed || wait > most,
-            };
-            if longer {
-                (longest, longest_window) = (found.retry_after_ms, w);
-            }
-            allowed = false;
-        }
-    }
-    if allowed && commit && !alone {
-        for w in 0..limits.len() {
-            states.record(w, cost);
-        }
-    }
-    let window = if allowed {
-        least_room_window
-    } else {
-        longest_window
-    };
-    let found = Assessment {
-        allowed,
-        room: least_room,
-        retry_after_ms: longest,
-    };
-    found.decision(cost, limits[window], states.reset_after_ms(window), window)
 }
 
 /// One window's state on the heap.
@@ -347,7 +280,7 @@ macro_rules! on_window {
     };
 }
 
-/// A rule's heap states, for [`decide`].
+/// A rule's heap states, for [`fold`].
 struct Heap<'a>(&'a Rule, &'a mut RuleState);
 
 impl States for Heap<'_> {

@@ -1,6 +1,6 @@
 //! Where a limiter's per-key state keeps its arrays: on the heap for the in-process limiters, or
-//! in words of a shared memory region ([`crate::shared`]). The algorithms are written once over
-//! these traits, so a state in shared memory answers exactly as the same state on the heap.
+//! in words of a shared memory region. The algorithms are written once over these traits, so a
+//! state in shared memory answers exactly as the same state on the heap.
 
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;

@@ -2,6 +2,7 @@
 //! "how much cost the window holds" into a [`Decision`]. Each limiter's state only says how it
 //! counts, records and expires cost ([`Window`]); the rules of a call live here, once.
 
+use crate::assessment::Assessment;
 use crate::clock::check_time;
 use crate::{Decision, Error};
 
@@ -59,42 +60,6 @@ fn advance_checked<W: Window>(config: &W::Config, state: &mut W, now_ms: i64) {
     }
 }
 
-/// Whether `cost` fits one window under `limit`, before anything is recorded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Assessment {
-    pub(crate) allowed: bool,
-    /// Cost the window still admits.
-    pub(crate) room: u64,
-    /// As [`Decision::retry_after_ms`].
-    pub(crate) retry_after_ms: Option<u64>,
-}
-
-impl Assessment {
-    /// The answer to a call of `cost` that this assessment describes, as window `window`.
-    #[inline]
-    pub(crate) fn decision(
-        self,
-        cost: u64,
-        limit: u64,
-        reset_after_ms: u64,
-        window: usize,
-    ) -> Decision {
-        Decision {
-            allowed: self.allowed,
-            limit,
-            // A peek reports what would remain once the cost is recorded, like a committed call.
-            remaining: if self.allowed {
-                self.room - cost
-            } else {
-                self.room
-            },
-            retry_after_ms: self.retry_after_ms,
-            reset_after_ms,
-            window,
-        }
-    }
-}
-
 /// Move `state` to `now_ms` (already checked) and tell whether `cost` fits under `limit`;
 /// record it when it fits and `record_if_fits` (a rule of one window, whose answer is this
 /// window's). Recording here, before the wait of a refusal is looked for, keeps the one-window
@@ -140,8 +105,8 @@ pub(crate) fn record<W: Window>(config: &W::Config, state: &mut W, cost: u64) {
     }
 }
 
-/// [`crate::Limiter::decide`] for every limiter: the rule of one window, decided as
-/// [`crate::rule`] decides it, without the bookkeeping of several windows.
+/// [`crate::Limiter::decide`] for every limiter: the one-window case of
+/// [`crate::assessment::fold`], without the bookkeeping of several windows.
 #[inline]
 pub(crate) fn decide<W: Window>(
     config: &W::Config,

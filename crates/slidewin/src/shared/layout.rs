@@ -1,9 +1,129 @@
-//! How a region is cut for one limiter config: the header, then `sets` of [`WAYS`] ways, each
-//! way a key's length word, its last use, its bytes, its refusals and the windows' states.
+//! What a region is made for ([`RegionKind`]), and how a zone's region is cut for one limiter
+//! config: the header, then `sets` of [`WAYS`] ways, each way a key's length word, its last
+//! use, its bytes, its refusals and the windows' states.
+
+use alloc::vec::Vec;
+use core::fmt;
 
 use super::{state, HEADER_WORDS, REFUSED_WORDS, SET_HEADER, WAYS, W_KEY};
-use crate::rule::{Rule, MAX_WINDOWS};
+use crate::rule::{Rule, RuleWindow, WindowConfig, MAX_WINDOWS};
 use crate::{Error, Value};
+
+/// What a region of shared memory is made for, with what fixes its layout: a host that keeps
+/// regions by name (across an nginx reload) reuses one only for an equal kind and size, so
+/// no region is ever read as another kind or another layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RegionKind {
+    /// A keyed rule ([`super::Zone`]).
+    Rule {
+        /// Its windows, by shape.
+        windows: Vec<WindowShape>,
+        /// The longest key stored as it is.
+        max_key_bytes: usize,
+    },
+    /// The live limits alone ([`super::LiveLimits`]) of a rule whose keys live in one process.
+    LiveLimits {
+        /// The rule's windows, by shape.
+        windows: Vec<WindowShape>,
+        /// The key length of the rule's in-process store.
+        max_key_bytes: usize,
+    },
+    /// Concurrency slots ([`super::Inflight`]).
+    Concurrency {
+        /// The most slots a key may hold.
+        max_limit: u64,
+        /// The longest key stored as it is.
+        max_key_bytes: usize,
+    },
+    /// Runtime rules ([`super::Directory`]).
+    Directory {
+        /// Rules the table has room for.
+        max_rules: usize,
+    },
+}
+
+impl RegionKind {
+    /// A keyed rule's region.
+    pub fn rule(rule: &Rule, max_key_bytes: usize) -> Self {
+        let windows = rule.windows().iter().map(WindowShape::of).collect();
+        Self::Rule {
+            windows,
+            max_key_bytes,
+        }
+    }
+
+    /// The region of a rule's live limits, for its in-process store of `max_key_bytes`.
+    pub fn live_limits(rule: &Rule, max_key_bytes: usize) -> Self {
+        let windows = rule.windows().iter().map(WindowShape::of).collect();
+        Self::LiveLimits {
+            windows,
+            max_key_bytes,
+        }
+    }
+}
+
+/// A window as a region is laid out for it: its algorithm and lengths, not its limit (which
+/// may change while the region lives).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowShape {
+    /// How the window counts.
+    pub algorithm: Algorithm,
+    /// The window's length.
+    pub window_ms: i64,
+    /// The most its limit may be.
+    pub max_limit: u64,
+}
+
+/// A window's algorithm, with what sizes its state beside the window's length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algorithm {
+    /// An exact sliding log.
+    Log,
+    /// Buckets of `bucket_ms`.
+    Buckets {
+        /// A bucket's length.
+        bucket_ms: i64,
+    },
+    /// A sliding-window counter.
+    Counter,
+}
+
+impl WindowShape {
+    /// The shape of `window`.
+    pub fn of(window: &RuleWindow) -> Self {
+        let algorithm = match window.config() {
+            WindowConfig::Log(_) => Algorithm::Log,
+            WindowConfig::Buckets(b) => Algorithm::Buckets {
+                bucket_ms: b.bucket_ms(),
+            },
+            WindowConfig::Counter(_) => Algorithm::Counter,
+        };
+        Self {
+            algorithm,
+            window_ms: window.window_ms(),
+            max_limit: window.max_limit(),
+        }
+    }
+}
+
+/// As a note names it: `log max_limit 30 window_ms 5000`.
+impl fmt::Display for WindowShape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self {
+            window_ms,
+            max_limit,
+            ..
+        } = self;
+        match self.algorithm {
+            Algorithm::Log => write!(f, "log max_limit {max_limit} window_ms {window_ms}"),
+            Algorithm::Buckets { bucket_ms } => write!(
+                f,
+                "buckets max_limit {max_limit} window_ms {window_ms} bucket_ms {bucket_ms}"
+            ),
+            Algorithm::Counter => write!(f, "counter max_limit {max_limit} window_ms {window_ms}"),
+        }
+    }
+}
 
 /// How a region is cut for one config.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -68,6 +68,7 @@ mod tests;
 
 pub use directory::{Directory, DirectoryStats, Found, Part, GRACE_MS, PAGE_BYTES};
 pub use inflight::{Entry, Inflight, InflightConfig, InflightStats, LIVENESS_CHECK_MS};
+pub use layout::{Algorithm, RegionKind, WindowShape};
 pub use limits::LiveLimits;
 pub use lock::Owner;
 #[cfg(feature = "std")]
@@ -456,7 +457,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         let drained =
             commit && refused.load(Ordering::Relaxed) != 0 && self.state(&set, way).is_idle(now_ms);
         let decision =
-            crate::rule::decide(&mut self.state(&set, way), limits, now_ms, cost, commit);
+            crate::assessment::fold(&mut self.state(&set, way), limits, now_ms, cost, commit);
         set.set(self.way(way) + W_USED_MS, now_ms as u64);
         if commit {
             scan::count_refusal(refused, drained, decision.allowed);

@@ -315,7 +315,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
                     let states = self.state(&set, way);
                     self.windows(|w| states.used(w, now_ms), &limits).collect()
                 };
-                let decision = crate::rule::decide(&mut states, &limits, now_ms, cost, false);
+                let decision = crate::assessment::fold(&mut states, &limits, now_ms, cost, false);
                 let refused = set.get(self.refused_at(way));
                 KeyWindow {
                     decision,

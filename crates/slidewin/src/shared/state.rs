@@ -4,10 +4,11 @@
 
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use crate::assessment::{Assessment, States};
 use crate::clock::check_time;
-use crate::rule::{RuleWindow, States, WindowConfig};
+use crate::rule::{RuleWindow, WindowConfig};
 use crate::storage::{Cells, Entries, Ring, SharedCells};
-use crate::window::{self, Assessment, Window, NEVER};
+use crate::window::{self, Window, NEVER};
 use crate::{BucketQuota, BucketState, CounterState, Error, LogState, Quota};
 
 /// A state read from words: loaded before a call, stored after it.

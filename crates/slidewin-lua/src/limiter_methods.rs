@@ -1,10 +1,10 @@
-//! The Lua side of `slidewin.limiter{...}` objects: a plain userdata whose methods are C
+//! The method table of `slidewin.limiter{...}` objects (the block [`crate::limiter`] makes): C
 //! functions on the Lua C API.
 //!
 //! A request handler calls `incoming` once per request, so its cost is the limiter's cost in
 //! nginx. Through mlua's userdata machinery (argument conversion, borrow checks, error wrapping)
 //! a call measured ~250 ns; read straight off the Lua stack it is a fraction of that
-//! (BENCHMARKS.md, "The access phase").
+//! (BENCHMARKS.md, "OpenResty").
 //!
 //! Safety rules every method follows: `self` is checked first (`luaL_checkudata`, which raises
 //! before any Rust value exists); the Rust work runs under `catch_unwind` and returns plain
@@ -16,19 +16,17 @@
 //! `__gc` (through `debug.getmetatable`) does nothing and a method called after it raises
 //! "the limiter was collected".
 
-use std::ffi::{c_char, c_int, CStr};
+use std::ffi::{c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use mlua::ffi::{self, lua_State};
-use mlua::{Lua, Result as LuaResult, Value};
+use mlua::{Lua, Result as LuaResult};
 use slidewin::rule::{Limits, WindowConfig, MAX_WINDOWS};
-use slidewin::shared::ZoneStats;
 use slidewin::{arg, Decision};
 
-use crate::answer::number_key;
-use crate::limiter::LuaLimiter;
-
-const METATABLE: &CStr = c"slidewin.limiter";
+use crate::limiter::{decide_versioned, with_self, Block, METATABLE};
+use crate::operator_view;
+use crate::stack::{cost, describe, push_retry, push_stats, set_number, with_key};
 
 /// Creates the objects' metatable (once per Lua VM, when the module is loaded).
 pub fn register(lua: &Lua) -> LuaResult<()> {
@@ -45,10 +43,10 @@ pub fn register(lua: &Lua) -> LuaResult<()> {
         (c"set_limit", set_limit),
         (c"rule", rule),
         (c"follow", follow),
-        (c"top", crate::report::top),
-        (c"window", crate::report::window),
-        (c"walk", crate::report::walk),
-        (c"step", crate::report::step),
+        (c"top", operator_view::top),
+        (c"window", operator_view::window),
+        (c"walk", operator_view::walk),
+        (c"step", operator_view::step),
     ];
     // SAFETY: plain stack operations on a state mlua hands us, balanced (the stack is left as found).
     unsafe {
@@ -64,130 +62,10 @@ pub fn register(lua: &Lua) -> LuaResult<()> {
             ffi::lua_setfield(state, -2, c"__gc".as_ptr());
             ffi::lua_pushboolean(state, 0);
             ffi::lua_setfield(state, -2, c"__metatable".as_ptr());
-            crate::report::register_walks(state);
+            operator_view::register_walks(state);
             ffi::lua_settop(state, 0);
         })
     }
-}
-
-/// What the userdata block holds: the limiter until `__gc` takes it.
-pub(crate) type Block = Option<LuaLimiter>;
-
-/// A new object owning `limiter`.
-pub fn push(lua: &Lua, limiter: LuaLimiter) -> LuaResult<Value> {
-    let mut limiter = Some(limiter);
-    // SAFETY: the userdata block is sized and (8-byte) aligned for Block, written once here;
-    // __gc takes the limiter out, leaving None, which owns nothing.
-    unsafe {
-        lua.exec_raw::<Value>((), |state| {
-            let block = ffi::lua_newuserdata(state, size_of::<Block>()) as *mut Block;
-            block.write(Some(limiter.take().expect("pushed once")));
-            ffi::luaL_getmetatable(state, METATABLE.as_ptr());
-            ffi::lua_setmetatable(state, -2);
-        })
-    }
-}
-
-/// Runs `body` on `self` (argument 1); raises its error, or "internal error" if it panicked.
-pub(crate) unsafe fn with_self<T>(
-    state: *mut lua_State,
-    function: &str,
-    body: impl FnOnce(&mut LuaLimiter) -> Result<T, String>,
-) -> T {
-    let block = ffi::luaL_checkudata(state, 1, METATABLE.as_ptr()) as *mut Block;
-    match on_block(&mut *block, function, body) {
-        Ok(value) => value,
-        Err(message) => raise(state, message),
-    }
-}
-
-/// Runs `body` on the limiter `block` holds: its error, "collected" once `__gc` ran, or
-/// "internal error" if it panicked (so no panic crosses into Lua).
-pub(crate) fn on_block<T>(
-    block: &mut Block,
-    function: &str,
-    body: impl FnOnce(&mut LuaLimiter) -> Result<T, String>,
-) -> Result<T, String> {
-    match block {
-        None => Err(format!(
-            "{function}: the limiter was collected (its __gc ran)"
-        )),
-        Some(this) => match catch_unwind(AssertUnwindSafe(|| body(this))) {
-            Ok(outcome) => outcome,
-            Err(_) => Err(format!("{function}: internal error")),
-        },
-    }
-}
-
-unsafe fn raise(state: *mut lua_State, message: String) -> ! {
-    ffi::lua_pushlstring(state, message.as_ptr() as *const c_char, message.len());
-    drop(message);
-    ffi::lua_error(state)
-}
-
-/// Argument `index` as a key: a string's bytes, or a finite number's decimal form (so 42 and
-/// "42" are one key).
-pub(crate) unsafe fn with_key<T>(
-    state: *mut lua_State,
-    index: c_int,
-    function: &str,
-    f: impl FnOnce(&[u8]) -> Result<T, String>,
-) -> Result<T, String> {
-    match ffi::lua_type(state, index) {
-        ffi::LUA_TSTRING => {
-            let mut len = 0;
-            let ptr = ffi::lua_tolstring(state, index, &mut len) as *const u8;
-            f(std::slice::from_raw_parts(ptr, len))
-        }
-        ffi::LUA_TNUMBER => {
-            f(number_key(ffi::lua_tonumber(state, index), function)?.as_bytes())
-        }
-        _ => Err(format!(
-            "{function}: key must be a string or a finite number, got {}",
-            describe(state, index)
-        )),
-    }
-}
-
-/// Argument `index` as a cost: 1 when nil or absent. A whole cost above 2^53 (where doubles
-/// stop being exact) is above every limit, so it reads as `u64::MAX`: refused as never
-/// fitting, like any cost above the limit, not answered with an error.
-pub(crate) unsafe fn cost(
-    state: *mut lua_State,
-    index: c_int,
-    function: &str,
-) -> Result<u64, String> {
-    match ffi::lua_type(state, index) {
-        ffi::LUA_TNIL | ffi::LUA_TNONE => Ok(1),
-        ffi::LUA_TNUMBER => cost_value(ffi::lua_tonumber(state, index), function),
-        _ => Err(format!(
-            "{function}: cost must be a number, got {}",
-            describe(state, index)
-        )),
-    }
-}
-
-/// A number as a cost (see [`cost`]).
-pub(crate) fn cost_value(n: f64, function: &str) -> Result<u64, String> {
-    if n.is_finite() && n > arg::MAX_EXACT {
-        return Ok(u64::MAX);
-    }
-    arg::uint("cost", n).map_err(|e| format!("{function}: {e}"))
-}
-
-/// A value as messages show it: strings quoted, other types by name.
-pub(crate) unsafe fn describe(state: *mut lua_State, index: c_int) -> String {
-    if ffi::lua_type(state, index) == ffi::LUA_TSTRING {
-        let mut len = 0;
-        let ptr = ffi::lua_tolstring(state, index, &mut len) as *const u8;
-        return format!(
-            "\"{}\"",
-            String::from_utf8_lossy(std::slice::from_raw_parts(ptr, len))
-        );
-    }
-    CStr::from_ptr(ffi::luaL_typename(state, index))
-        .to_string_lossy()
-        .into_owned()
 }
 
 /// Argument `index` as a caller's limits: nil (the live ones), a number (a one-window rule's)
@@ -263,27 +141,6 @@ unsafe fn decide_at(
     })
 }
 
-/// `this`'s decision, and the version of the rule it was made under; errors name `function`.
-pub(crate) fn decide_versioned(
-    this: &mut LuaLimiter,
-    key: &[u8],
-    cost: u64,
-    commit: bool,
-    limits: Option<&[u64]>,
-    function: &str,
-) -> Result<(Decision, u64), String> {
-    let d = this.decide(key, cost, commit, limits);
-    d.map(|d| (d, this.version()))
-        .map_err(|e| format!("{function}: {e}"))
-}
-
-pub(crate) unsafe fn push_retry(state: *mut lua_State, d: &Decision) {
-    match d.retry_after_ms {
-        Some(ms) => ffi::lua_pushnumber(state, ms as f64),
-        None => ffi::lua_pushnil(state),
-    }
-}
-
 /// `lim:incoming(key, commit, cost)`: `0, remaining` or `nil, "rejected", retry_after_ms`
 /// (lua-resty-limit-traffic's contract; retry_after_ms nil when cost > limit).
 unsafe extern "C-unwind" fn incoming(state: *mut lua_State) -> c_int {
@@ -320,16 +177,12 @@ unsafe extern "C-unwind" fn decide(state: *mut lua_State) -> c_int {
 }
 
 /// `lim:ffi_handle()`: the object's block as a light userdata, for `slidewin_decide` through
-/// LuaJIT's FFI (crate::fast). Lua does not move userdata, so it stays valid while `lim` lives.
+/// LuaJIT's FFI (`resty.slidewin.answer`). Lua does not move userdata, so it stays valid while
+/// `lim` lives.
 unsafe extern "C-unwind" fn ffi_handle(state: *mut lua_State) -> c_int {
     let block = ffi::luaL_checkudata(state, 1, METATABLE.as_ptr());
     ffi::lua_pushlightuserdata(state, block);
     1
-}
-
-pub(crate) unsafe fn set_number(state: *mut lua_State, field: &CStr, value: u64) {
-    ffi::lua_pushnumber(state, value as f64);
-    ffi::lua_setfield(state, -2, field.as_ptr());
 }
 
 /// `lim:check(key, cost, limits)`: `{ allowed, limit, remaining, retry_after_ms,
@@ -378,18 +231,6 @@ unsafe extern "C-unwind" fn stats(state: *mut lua_State) -> c_int {
     let s = with_self(state, "lim:stats", |this| Ok(this.stats()));
     push_stats(state, &s);
     1
-}
-
-/// `lim:stats()`'s table of `s`.
-pub(crate) unsafe fn push_stats(state: *mut lua_State, s: &ZoneStats) {
-    ffi::lua_createtable(state, 0, 7);
-    set_number(state, c"keys", s.keys);
-    set_number(state, c"capacity", s.capacity);
-    set_number(state, c"evictions", s.evictions);
-    set_number(state, c"reclaimed", s.reclaimed);
-    set_number(state, c"repairs", s.repairs);
-    set_number(state, c"allowed", s.allowed);
-    set_number(state, c"rejected", s.rejected);
 }
 
 /// The live limits of the rule in force; errors name `function`.
@@ -485,16 +326,6 @@ unsafe extern "C-unwind" fn rule(state: *mut lua_State) -> c_int {
     }
     ffi::lua_setfield(state, -2, c"windows".as_ptr());
     1
-}
-
-/// `slidewin.now_ms()` as a C function (the shdict store reads it on every call).
-pub fn now_ms_function(lua: &Lua) -> LuaResult<mlua::Function> {
-    unsafe extern "C-unwind" fn now_ms(state: *mut lua_State) -> c_int {
-        ffi::lua_pushnumber(state, crate::now_ms() as f64);
-        1
-    }
-    // SAFETY: now_ms only pushes a number.
-    unsafe { lua.create_c_function(now_ms) }
 }
 
 /// Drops the limiter; a second call finds None and does nothing.

@@ -1,4 +1,4 @@
-//! The operator's view of a limiter (issue 19), for status pages, not for the request path:
+//! The operator's view of a limiter, for status pages, not for the request path:
 //!
 //! - `lim:top(n)` -> `{ live, at_limit, usage = { cumulative counts per bound }, bounds,
 //!   usage_sum, refused = { {key, count, limit, window, refused, digest}, ... }, admitted }`:
@@ -29,7 +29,8 @@ use std::time::Duration;
 use mlua::ffi::{self, lua_State};
 use slidewin::shared::{HeavyHitter, Scan, StoredKey, Walk, USAGE_BOUNDS};
 
-use crate::object::{cost, describe, push_retry, push_stats, set_number, with_key, with_self};
+use crate::limiter::with_self;
+use crate::stack::{cost, describe, push_retry, push_stats, set_number, with_key};
 
 const WALK: &CStr = c"slidewin.walk";
 /// What a walk's userdata block holds: the walk, until `step` answers it or `__gc` runs.
