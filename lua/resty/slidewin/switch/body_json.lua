@@ -5,6 +5,7 @@
 -- on_store_error = "deny" gives "error":"store_error").
 
 local invalid = require("resty.slidewin.config").invalid
+local quote = require("resty.slidewin.json").quote
 local seconds = require("resty.slidewin.policy").seconds
 
 local format = string.format
@@ -22,8 +23,8 @@ local function json(sw, retry_after_ms, store_failed)
     local status = sw.conf.status
     ngx.status = status
     ngx.header["Content-Type"] = "application/json"
-    ngx.print(format('{"error":"%s","limiter":"%s","status":%d,"retry_after_s":%s}\n',
-        store_failed and "store_error" or "rate_limited", sw.name, status,
+    ngx.print(format('{"error":"%s","limiter":%s,"status":%d,"retry_after_s":%s}\n',
+        store_failed and "store_error" or "rate_limited", quote(sw.name), status,
         retry_after_ms and seconds(retry_after_ms) or "null"))
     return ngx.exit(status)
 end
