@@ -72,6 +72,7 @@ local config = require "resty.slidewin.config"
 local fast = require "resty.slidewin.fast"
 local rate_headers = fast.rate_headers
 local metrics = require "resty.slidewin.metrics"
+local phases = require "resty.slidewin.phases"
 local policy = require "resty.slidewin.policy"
 local switch = require "resty.slidewin.switch"
 local now_ms = require("slidewin").now_ms
@@ -491,8 +492,7 @@ function _M.stats_json(limiters, members)
 end
 
 -- Gateway switches (resty.slidewin.switch, README "Gateway switches"): what they use of the
--- above, and the log-phase hook of refund_statuses:
---   log_by_lua_block { require("resty.slidewin").log() }
+-- above.
 _M.log_store_error, _M.refuse = log_store_error, refuse
 
 -- sw:check_call(key, cost, opts, method, level): raises what decide would for these
@@ -507,6 +507,8 @@ function _M.check_call(self, key, cost, opts, method, level)
     return key
 end
 
-_M.log = switch.log
+-- The one log-phase entry and the one init_worker entry of every kind (refunds, concurrency
+-- slots, adaptive and queue limits): see resty.slidewin.phases.
+_M.log, _M.init_worker = phases.log, phases.init_worker
 
 return _M

@@ -9,13 +9,60 @@
 --
 -- A limiter whose config was rejected stays in the registry as its error: enforcing it answers
 -- 500 and logs the message, so one bad config breaks only the locations that use it.
+--
+-- The worker's other named objects, one table per kind ("concurrency limit", "adaptive limit",
+-- "queue limit", "zone"), each made in init_by_lua* and registered by its module's new:
+--   local adaptive_limits = registry.kind("adaptive limit")
+--   adaptive_limits:add(object)     -- by object.name; one of the same name is replaced in place
+--   adaptive_limits:get(name)       -- the object, or nil, "no adaptive limit called <name>"
+--   adaptive_limits:each()          -- every object, in the order made
+-- The operator's pages (metrics, stats_json below) read them from here.
 
+local json = require "resty.slidewin.json"
+local prometheus = require "resty.slidewin.prometheus"
 local slidewin = require "resty.slidewin"
 local top = require "resty.slidewin.top"
 local now_ms = require("slidewin").now_ms
 
 local _M = {}
 local mt = { __index = _M }
+
+local Kind = {}
+Kind.__index = Kind
+local kinds = {}
+
+-- The named objects of `kind` (the same table for every caller).
+function _M.kind(kind)
+    local objects = kinds[kind]
+    if not objects then
+        objects = setmetatable({ kind = kind, by_name = {}, names = {} }, Kind)
+        kinds[kind] = objects
+    end
+    return objects
+end
+
+function Kind.add(self, object)
+    if not self.by_name[object.name] then
+        self.names[#self.names + 1] = object.name
+    end
+    self.by_name[object.name] = object
+end
+
+function Kind.get(self, name)
+    local object = self.by_name[name]
+    if not object then
+        return nil, "no " .. self.kind .. " called " .. tostring(name)
+    end
+    return object
+end
+
+function Kind.each(self)
+    local list = {}
+    for i, name in ipairs(self.names) do
+        list[i] = self.by_name[name]
+    end
+    return list
+end
 
 -- Methods called with `.` get `self` wrong: say so, not "attempt to index a nil value".
 local function check_self(self, method)
@@ -80,24 +127,38 @@ local function all(self)
     return list
 end
 
--- The adaptive limits of this nginx, when it has loaded them (node-wide, beside the limiters).
-local function adaptive()
-    return package.loaded["resty.slidewin.adaptive"]
+-- Prometheus text for every object of `kind` (each writes its samples: obj:write_metrics(out)).
+function _M.metrics_of(kind)
+    local out = prometheus.new()
+    for _, object in ipairs(_M.kind(kind):each()) do
+        object:write_metrics(out)
+    end
+    return out:text()
 end
 
--- Prometheus text for every working limiter (and every adaptive limit).
+-- {"<name>": obj:json_stats(), ...} for every object of `kind`, as a resty.slidewin.json
+-- object; nil when there is none.
+function _M.stats_of(kind)
+    local by_name = {}
+    for _, object in ipairs(_M.kind(kind):each()) do
+        by_name[#by_name + 1], by_name[#by_name + 2] = object.name, object:json_stats()
+    end
+    return by_name[1] and json.object(by_name) or nil
+end
+
+-- Prometheus text for every working limiter (and every adaptive limit: node-wide, beside the
+-- limiters).
 function _M.metrics(self)
     check_self(self, "metrics")
-    local a = adaptive()
-    return slidewin.metrics_text(all(self)) .. (a and a.metrics() or "")
+    return slidewin.metrics_text(all(self)) .. _M.metrics_of("adaptive limit")
 end
 
 -- {"now_ms": ..., "limiters": {...}, "adaptive": {...}} for every working limiter (and every
 -- adaptive limit, when there is one).
 function _M.stats_json(self)
     check_self(self, "stats_json")
-    local a = adaptive()
-    return slidewin.stats_json(all(self), { a and a.json_member() })
+    local adaptive = _M.stats_of("adaptive limit")
+    return slidewin.stats_json(all(self), { adaptive and '"adaptive":' .. json.encode(adaptive) })
 end
 
 -- The n (default 10) most refused keys and the n nearest their limit of every working

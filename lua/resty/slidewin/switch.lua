@@ -85,7 +85,4 @@ function _M.plan(conf)
     end
 end
 
--- For log_by_lua* where limiters with refund_statuses enforce.
-_M.log = refund.log
-
 return _M

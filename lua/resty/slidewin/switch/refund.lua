@@ -7,6 +7,7 @@
 -- (redis: no cosocket in the log phase) from a zero-delay timer.
 
 local invalid = require("resty.slidewin.config").invalid
+local phases = require "resty.slidewin.phases"
 
 local format = string.format
 local ngx = ngx
@@ -55,6 +56,7 @@ function _M.configure(statuses)
     if not refunds then
         return nil, err
     end
+    phases.on_log("refund", _M.log)
     return function(enforce)
         return function(sw, key, cost, opts)
             local ok, committed = enforce(sw, key, cost, opts)
@@ -69,13 +71,15 @@ function _M.configure(statuses)
     end
 end
 
--- For log_by_lua*: gives back the cost of this request's admissions whose limiter refunds
--- its response status.
+-- The log phase's part (resty.slidewin.phases): gives back the cost of this request's
+-- admissions whose limiter refunds its response status.
 function _M.log()
-    local list = ngx.ctx.slidewin_refunds
+    local ctx = ngx.ctx
+    local list = ctx.slidewin_refunds
     if not list then
         return
     end
+    ctx.slidewin_refunds = nil
     local status = ngx.status
     for _, admitted in ipairs(list) do
         if admitted.refunds(status) then
