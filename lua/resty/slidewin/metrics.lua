@@ -131,7 +131,7 @@ local EVICTIONS = prometheus.family("slidewin_evictions_total", "counter",
 local DELAY_WAITS = prometheus.family("slidewin_delay_waits_total", "counter",
     "Waits before deciding again (option delay).")
 
--- Prometheus text for a list of metrics objects.
+-- Prometheus text for a list of metrics objects (each family's samples in the list's order).
 function _M.render(list)
     -- One walk of each region gives both its window usage and its counters.
     local snaps, scans = {}, {}
@@ -141,35 +141,23 @@ function _M.render(list)
     end
     local out = prometheus.new()
     for i, m in ipairs(list) do
-        local v = snaps[i]
+        local v, limiter = snaps[i], { "limiter", m.name }
         out:sample(REQUESTS, { "limiter", m.name, "outcome", "allowed" }, v.allowed)
         out:sample(REQUESTS, { "limiter", m.name, "outcome", "rejected" }, v.rejected)
-    end
-    -- The switches' outcomes (would_reject, exempt), for the limiters that have them.
-    for i, m in ipairs(list) do
+        -- The switches' outcomes (would_reject, exempt), for the limiters that have them.
         for _, outcome in ipairs(m.outcomes or {}) do
-            out:sample(REQUESTS, { "limiter", m.name, "outcome", outcome }, snaps[i][outcome])
+            out:sample(REQUESTS, { "limiter", m.name, "outcome", outcome }, v[outcome])
         end
-    end
-    for i, m in ipairs(list) do
-        out:sample(STORE_ERRORS, { "limiter", m.name }, snaps[i].store_errors)
-    end
-    for i, m in ipairs(list) do
-        if snaps[i].keys then
-            out:sample(KEYS, { "limiter", m.name }, snaps[i].keys)
+        out:sample(STORE_ERRORS, limiter, v.store_errors)
+        if v.keys then
+            out:sample(KEYS, limiter, v.keys)
         end
-    end
-    for i, m in ipairs(list) do
-        out:sample(LOCAL_REFUSALS, { "limiter", m.name }, snaps[i].local_refusals)
-    end
-    for i, m in ipairs(list) do
-        if snaps[i].evictions then
-            out:sample(EVICTIONS, { "limiter", m.name }, snaps[i].evictions)
+        out:sample(LOCAL_REFUSALS, limiter, v.local_refusals)
+        if v.evictions then
+            out:sample(EVICTIONS, limiter, v.evictions)
         end
-    end
-    for i, m in ipairs(list) do
         if m.delays then
-            out:sample(DELAY_WAITS, { "limiter", m.name }, snaps[i].waits)
+            out:sample(DELAY_WAITS, limiter, v.waits)
         end
     end
     window_metrics.write(out, list, scans)
