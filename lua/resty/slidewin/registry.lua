@@ -31,21 +31,27 @@ local Kind = {}
 Kind.__index = Kind
 local kinds = {}
 
+local function new_kind(kind)
+    return setmetatable({ kind = kind, by_name = {}, names = {} }, Kind)
+end
+
 -- The named objects of `kind` (the same table for every caller).
 function _M.kind(kind)
     local objects = kinds[kind]
     if not objects then
-        objects = setmetatable({ kind = kind, by_name = {}, names = {} }, Kind)
+        objects = new_kind(kind)
         kinds[kind] = objects
     end
     return objects
 end
 
-function Kind.add(self, object)
-    if not self.by_name[object.name] then
-        self.names[#self.names + 1] = object.name
+-- Keeps `object` under `name` (default object.name).
+function Kind.add(self, object, name)
+    name = name or object.name
+    if not self.by_name[name] then
+        self.names[#self.names + 1] = name
     end
-    self.by_name[object.name] = object
+    self.by_name[name] = object
 end
 
 function Kind.get(self, name)
@@ -72,12 +78,15 @@ local function check_self(self, method)
     end
 end
 
--- A registry from { name = config, ... } (each config's name defaults to its key).
+-- A registry from { name = config, ... } (each config's name defaults to its key). Its
+-- limiters are a kind of their own (two registries may both have an "api"), in the order of
+-- their names: self.names, self.limiters[name].
 function _M.new(configs)
     if type(configs) ~= "table" then
         error("registry.new: configs must be a table of limiter configs, got " .. tostring(configs), 2)
     end
-    local self = setmetatable({ limiters = {}, errors = {}, names = {} }, mt)
+    local limiters = new_kind("limiter")
+    local self = setmetatable({ set = limiters, limiters = limiters.by_name, errors = {}, names = limiters.names }, mt)
     for name, conf in pairs(configs) do
         local sw, err
         if type(conf) == "table" and conf.name == nil then
@@ -88,10 +97,10 @@ function _M.new(configs)
             conf = named
         end
         sw, err = slidewin.new(conf)
-        self.limiters[name], self.errors[name] = sw, err
         if sw then
-            self.names[#self.names + 1] = name
+            limiters:add(sw, name)
         end
+        self.errors[name] = err
     end
     table.sort(self.names)
     return self
@@ -100,11 +109,11 @@ end
 -- The limiter called `name`, or nil, err.
 function _M.get(self, name)
     check_self(self, "get")
-    local sw = self.limiters[name]
+    local sw, err = self.set:get(name)
     if sw then
         return sw
     end
-    return nil, self.errors[name] or "no limiter called " .. tostring(name)
+    return nil, self.errors[name] or err
 end
 
 -- sw:enforce(key, cost, opts) on limiter `name`; 500 (message in error.log) when it has no
@@ -117,14 +126,6 @@ function _M.enforce(self, name, key, cost, opts)
         return ngx.exit(500)
     end
     return sw:enforce(key, cost, opts)
-end
-
-local function all(self)
-    local list = {}
-    for i, name in ipairs(self.names) do
-        list[i] = self.limiters[name]
-    end
-    return list
 end
 
 -- Prometheus text for every object of `kind` (each writes its samples: obj:write_metrics(out)).
@@ -150,7 +151,7 @@ end
 -- limiters).
 function _M.metrics(self)
     check_self(self, "metrics")
-    return slidewin.metrics_text(all(self)) .. _M.metrics_of("adaptive limit")
+    return slidewin.metrics_text(self.set:each()) .. _M.metrics_of("adaptive limit")
 end
 
 -- {"now_ms": ..., "limiters": {...}, "adaptive": {...}} for every working limiter (and every
@@ -158,20 +159,20 @@ end
 function _M.stats_json(self)
     check_self(self, "stats_json")
     local adaptive = _M.stats_of("adaptive limit")
-    return slidewin.stats_json(all(self), { adaptive and '"adaptive":' .. json.encode(adaptive) })
+    return slidewin.stats_json(self.set:each(), { adaptive and '"adaptive":' .. json.encode(adaptive) })
 end
 
 -- The n (default 10) most refused keys and the n nearest their limit of every working
 -- limiter, as JSON (resty.slidewin.top); nil, err for a bad n.
 function _M.top_json(self, n)
     check_self(self, "top_json")
-    return top.json(all(self), n, now_ms())
+    return top.json(self.set:each(), n, now_ms())
 end
 
 -- One key's windows in every working limiter, as JSON: what its next request gets (a peek).
 function _M.window_json(self, key)
     check_self(self, "window_json")
-    return top.window_json(all(self), key, now_ms())
+    return top.window_json(self.set:each(), key, now_ms())
 end
 
 return _M
