@@ -43,18 +43,18 @@ function _M.new(opts)
     if not ok then
         return nil, zone
     end
-    zones:add { name = opts.name, zone = zone }
+    zones:add(zone, opts.name)
     return zone
 end
 
 -- The zone called `name`, or nil, err.
 function _M.get(name)
-    local named = zones:get(name)
-    if not named then
+    local zone = zones:get(name)
+    if not zone then
         return nil, "zone must name a zone made by resty.slidewin.zone.new in init_by_lua*, got "
             .. tostring(name)
     end
-    return named.zone
+    return zone
 end
 
 return _M
