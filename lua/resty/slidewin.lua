@@ -71,6 +71,7 @@
 local answer = require "resty.slidewin.answer"
 local config = require "resty.slidewin.config"
 local metrics = require "resty.slidewin.metrics"
+local phases = require "resty.slidewin.phases"
 local switch = require "resty.slidewin.switch"
 local slidewin = require "slidewin"
 local var_get = require("resty.slidewin.variable").get
@@ -589,8 +590,8 @@ function _M.check_call(self, key, cost, opts, method, level)
     return key
 end
 
--- For log_by_lua*: gives back the cost of admissions whose response status refunds it
--- (refund_statuses).
-_M.log = require("resty.slidewin.switch.refund").log
+-- The one log-phase entry and the one init_worker entry of every kind (refunds, concurrency
+-- slots, adaptive and queue limits): see resty.slidewin.phases.
+_M.log, _M.init_worker = phases.log, phases.init_worker
 
 return _M

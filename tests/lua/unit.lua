@@ -791,5 +791,94 @@ test("guard: the token comparison looks at every byte", function()
     eq(same("", "abcdef"), false)
 end)
 
+test("json: names with quotes, backslashes and control bytes stay valid JSON", function()
+    local json = require "resty.slidewin.json"
+    eq(json.quote('a"b\\c\nd\1'), [["a\u0022b\u005cc\u000ad\u0001"]])
+    eq(json.quote("caf\195\169"), '"caf\195\169"', "UTF-8 as it is")
+    eq(json.quote("x\255"), [["x\u00ff"]], "not UTF-8: each high byte as its Latin-1 code point")
+    eq(json.quote("\237\160\128"), [["\u00ed\u00a0\u0080"]], "a surrogate is not UTF-8")
+    eq(json.encode(json.object { "name", 'a"b', "n", 5, "ratio", 0.25, "none", json.null, "on", true,
+        "list", json.array { 1, "x" }, "empty", json.object {}, "raw", json.raw("[1]") }),
+        [[{"name":"a\u0022b","n":5,"ratio":0.25,"none":null,"on":true,"list":[1,"x"],"empty":{},"raw":[1]}]])
+    eq(json.encode(0 / 0) .. json.encode(math.huge), "nullnull", "no NaN or Infinity in JSON")
+    eq(json.encode(2 ^ 53), "9007199254740992")
+    eq(raised(json.encode, { 1 }), "json: cannot write a table not made by json.object or json.array")
+    eq(raised(json.encode, json.object { "a" }), "json: cannot write a nil")
+end)
+
+test("prometheus: HELP and TYPE once per family, label values escaped", function()
+    local prometheus = require "resty.slidewin.prometheus"
+    local A = prometheus.family("t_a_total", "counter", "A's help\\with\nlines.")
+    local B = prometheus.family("t_b", "histogram", "B.")
+    local out = prometheus.new()
+    out:sample(A, { "limiter", 'a"b\\c\nd' }, 1)
+    out:sample(B, { "limiter", "x", "le", "+Inf" }, 2, "_bucket")
+    out:sample(A, { "limiter", "x\255" }, 2.5)
+    out:sample(B, { "limiter", "x" }, 0.1, "_sum", "%.3f")
+    out:sample(A, {}, 0 / 0)
+    eq(out:text(), "# HELP t_a_total A's help\\\\with\\nlines.\n# TYPE t_a_total counter\n"
+        .. 't_a_total{limiter="a\\"b\\\\c\\nd"} 1\n'
+        .. 't_a_total{limiter="x\195\191"} 2.5\n'
+        .. "t_a_total NaN\n"
+        .. "# HELP t_b B.\n# TYPE t_b histogram\n"
+        .. 't_b_bucket{limiter="x",le="+Inf"} 2\n'
+        .. 't_b_sum{limiter="x"} 0.100\n')
+    eq(prometheus.new():text(), "")
+    eq(raised(prometheus.family, "t-x", "gauge", "h"), "prometheus.family: name must be a metric name, got t-x")
+    eq(raised(prometheus.family, "t_x", "meter", "h"),
+        "prometheus.family: type must be a Prometheus metric type, got meter")
+end)
+
+test("registry: one table of named objects per kind, a name made again replaced in place", function()
+    local registry = require "resty.slidewin.registry"
+    local things = registry.kind("unit thing")
+    eq(registry.kind("unit thing"), things, "the same table for every caller")
+    things:add { name = "a", v = 1 }
+    things:add { name = 'b"\n', v = 2 }
+    things:add { name = "a", v = 3 }
+    local list = things:each()
+    eq(#list, 2)
+    eq(list[1].v, 3, "replaced in place")
+    eq(list[2].name, 'b"\n')
+    eq(things:get("a").v, 3)
+    local none, err = things:get("c")
+    eq(none, nil)
+    eq(err, "no unit thing called c")
+    list[1].write_metrics = function(self, out)
+        out:sample(require("resty.slidewin.prometheus").family("t_v", "gauge", "V."), { "thing", self.name }, self.v)
+    end
+    list[2].write_metrics = list[1].write_metrics
+    eq(registry.metrics_of("unit thing"), '# HELP t_v V.\n# TYPE t_v gauge\nt_v{thing="a"} 3\nt_v{thing="b\\"\\n"} 2\n')
+    list[1].json_stats = function(self) return require("resty.slidewin.json").object { "v", self.v } end
+    list[2].json_stats = list[1].json_stats
+    eq(require("resty.slidewin.json").encode(registry.stats_of("unit thing")), [[{"a":{"v":3},"b\u0022\u000a":{"v":2}}]])
+    eq(registry.stats_of("no such kind"), nil)
+end)
+
+test("phases: one log and one init_worker serve every kind's hook, once per worker", function()
+    local phases = require "resty.slidewin.phases"
+    local ran = {}
+    phases.on_log("concurrency", function() ran[#ran + 1] = "concurrency" end)
+    -- A limiter's refund_statuses put the refund hook in; another of that name changes nothing.
+    assert(require("resty.slidewin.switch.refund").configure({ 500 }, {}, { add = function() return true end }))
+    phases.on_log("refund", function() ran[#ran + 1] = "refund again" end)
+    phases.on_log("adaptive", function() ran[#ran + 1] = "adaptive" end)
+    ngx.ctx = { slidewin_refunds = {} }
+    ngx.status = 200
+    phases.log()
+    eq(table.concat(ran, " "), "adaptive concurrency", "in order, each once")
+    eq(ngx.ctx.slidewin_refunds, nil, "the refund hook took the request's admissions")
+    ngx.ctx, ngx.status = nil, nil
+    eq(raised(phases.on_log, "other", print), "phases.on_log: name must be one of refund, adaptive, concurrency, got other")
+    local started = 0
+    phases.on_init_worker("timers", function() started = started + 1 return true end)
+    eq(phases.init_worker(), true)
+    eq(phases.init_worker(), true)
+    eq(started, 1, "a second init_worker starts nothing more")
+    local layer = require "resty.slidewin"
+    eq(layer.log, phases.log)
+    eq(layer.init_worker, phases.init_worker)
+end)
+
 print(string.format("%d passed, %d failed", passed, failed))
 os.exit(failed == 0 and 0 or 1)

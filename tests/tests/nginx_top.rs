@@ -330,3 +330,79 @@ fn a_rule_of_a_zone_lists_its_keys_and_store_local_says_why_it_cannot() {
         "{window}"
     );
 }
+
+/// The name of nginx/names.conf's adaptive limit (and its concurrency limit).
+const ODD: &str = "say \"hi\" \\ then\nbye";
+
+/// The value of label `label` in the first sample of `series` in Prometheus text, unescaped
+/// as the exposition format says (`\\`, `\"`, `\n`).
+fn label_value(text: &str, series: &str, label: &str) -> String {
+    let start = format!("{series}{{");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&start))
+        .unwrap_or_else(|| panic!("no {series} in\n{text}"));
+    let from = line
+        .find(&format!("{label}=\""))
+        .unwrap_or_else(|| panic!("no {label} in {line}"))
+        + label.len()
+        + 2;
+    let mut value = String::new();
+    let mut chars = line[from..].chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return value,
+            '\\' => match chars.next() {
+                Some('n') => value.push('\n'),
+                Some(escaped @ ('\\' | '"')) => value.push(escaped),
+                other => panic!("bad escape \\{other:?} in {line}"),
+            },
+            c => value.push(c),
+        }
+    }
+    panic!("unterminated label value in {line}")
+}
+
+#[test]
+fn names_with_quotes_backslashes_and_newlines_are_escaped_and_one_log_serves_every_kind() {
+    let nginx = Nginx::start("names.conf", 2);
+    // The one log(): refunds (3 answers of 500 cost nothing, so 2 more are admitted), the
+    // adaptive counts and the concurrency slots, for the same requests.
+    for _ in 0..3 {
+        assert_eq!(nginx.get("/odd?status=500").status, 500);
+    }
+    let statuses: Vec<u16> = (0..3).map(|_| nginx.get("/odd").status).collect();
+    assert_eq!(statuses, [200, 200, 429]);
+    let odd = "package.loaded.odd_name";
+    let counted = nginx.eval(&format!(
+        "local d = ngx.shared.slidewin_adaptive \
+         return d:get({odd} .. ':ok') .. ' ' .. d:get({odd} .. ':backpressure') .. ' ' \
+             .. require('resty.slidewin.concurrency').get({odd}):inflight('all')"
+    ));
+    assert_eq!(
+        counted.body, "5 1 0",
+        "5 answered, the 429 pushed back, every slot given back"
+    );
+    // The one init_worker(): this worker's timer of the adaptive limit, started once.
+    assert_eq!(nginx.eval("return ngx.timer.pending_count()").body, "1");
+
+    let metrics = nginx.get("/metrics").body;
+    promtool_check(&metrics);
+    for series in [
+        "slidewin_adaptive_limit",
+        "slidewin_adaptive_inflight",
+        "slidewin_adaptive_loss_ratio",
+    ] {
+        assert_eq!(label_value(&metrics, series, "limiter"), ODD, "{metrics}");
+    }
+    assert!(
+        metrics.contains("slidewin_requests_total{limiter=\"refunded\",outcome=\"rejected\"} 1\n"),
+        "{metrics}"
+    );
+
+    let stats = json(&nginx, "/stats.json");
+    let adaptive = stats["adaptive"].as_object().expect("adaptive");
+    assert_eq!(adaptive.keys().collect::<Vec<_>>(), [ODD], "{stats}");
+    assert_eq!(adaptive[ODD]["limit"].as_u64(), Some(4), "{stats}");
+    assert_eq!(stats["limiters"]["refunded"]["rejected"].as_u64(), Some(1));
+}

@@ -9,8 +9,8 @@
 --       assert(require("resty.slidewin.adaptive").new{ name = "api", concurrency = slots,
 --           dict = "slidewin_adaptive", min_limit = 2, max_limit = 1000, interval_ms = 1000 })
 --   }
---   init_worker_by_lua_block { require("resty.slidewin.adaptive").start() }
---   log_by_lua_block { require("resty.slidewin.adaptive").log() }       -- http level
+--   init_worker_by_lua_block { assert(require("resty.slidewin").init_worker()) }
+--   log_by_lua_block { require("resty.slidewin").log() }                -- http level
 --   location /api/ { access_by_lua_block { require("resty.slidewin.adaptive").get("api"):enter("all") } }
 --
 -- Every request admitted through ctl:enter is counted in the log phase, in the dict, by every
@@ -19,11 +19,17 @@
 -- 503 or 429). One worker at a time (a lease in the dict, taken over within 3 intervals when
 -- it dies) takes the interval's counts, resumes the controller from its state in the dict,
 -- updates it and sets the concurrency limit for every worker.
+-- (adaptive.start and adaptive.log are the older names of init_worker and log: see
+-- resty.slidewin.phases.)
 
 local slidewin = require "slidewin"
 local concurrency = require "resty.slidewin.concurrency"
+local controllers = require "resty.slidewin.controllers"
+local json = require "resty.slidewin.json"
 local live_limit = require "resty.slidewin.live_limit"
-local controllers = require("resty.slidewin.controllers").new("adaptive limit")
+local phases = require "resty.slidewin.phases"
+local prometheus = require "resty.slidewin.prometheus"
+local registry = require "resty.slidewin.registry"
 
 local ngx = ngx
 local pcall, type, tostring, tonumber, setmetatable, getmetatable, ipairs, pairs =
@@ -36,8 +42,54 @@ local CTX = "slidewin_adaptive"
 local LOSS = { [499] = true, [502] = true, [504] = true }
 local BACKPRESSURE = { [429] = true, [503] = true }
 
+local limits = registry.kind("adaptive limit")
+
+-- The init_worker part (resty.slidewin.phases): every worker runs a timer per adaptive limit
+-- (only the leader updates).
+local function start()
+    return controllers.start(limits)
+end
+
 local _M = {}
 local mt = { __index = _M }
+
+local function incr(dict, key, by)
+    local _, err = dict:incr(key, by, 0)
+    if err then
+        ngx.log(ngx.WARN, "slidewin adaptive: ", key, ": ", err)
+    end
+end
+
+-- The log phase's part (resty.slidewin.phases): counts every request the adaptive limits
+-- admitted (its slots go back after, in concurrency's part).
+local function count()
+    local ctx = ngx.ctx
+    local seen = ctx[CTX]
+    if seen then
+        ctx[CTX] = nil
+        local var = ngx.var
+        local status = ngx.status
+        -- The last upstream tried ("502, 200" after a retry; "504 : 200" across a redirect).
+        local upstream = tonumber((var.upstream_status or ""):match("(%d+)%s*$")) or status
+        for i = 1, #seen, 2 do
+            local self, bound = seen[i], seen[i + 1]
+            local dict, key = self.dict, self.key
+            if LOSS[status] or LOSS[upstream] then
+                incr(dict, key.loss, 1)
+            elseif BACKPRESSURE[upstream] then
+                incr(dict, key.backpressure, 1)
+            else
+                incr(dict, key.ok, 1)
+                local ms = upstream_time_ms(var.upstream_response_time)
+                    or upstream_time_ms(var.request_time) or 0
+                incr(dict, self.buckets[latency_bucket(ms)], 1)
+            end
+            if bound then
+                incr(dict, key.bound, 1)
+            end
+        end
+    end
+end
 
 -- An adaptive limit, or nil, err. Made in init_by_lua*, beside its concurrency limit.
 -- opts: name, concurrency (a resty.slidewin.concurrency limit, or its name), dict (a
@@ -109,13 +161,15 @@ function _M.new(opts)
     for i = 1, BUCKETS do
         self.buckets[i] = prefix .. "h" .. i
     end
-    controllers:add(self)
+    limits:add(self)
+    phases.on_log("adaptive", count)
+    phases.on_init_worker("adaptive limits", start)
     return self
 end
 
 -- The adaptive limit called `name`, or nil, err.
 function _M.get(name)
-    return controllers:get(name)
+    return limits:get(name)
 end
 
 -- Takes a slot of `key` from the concurrency limit (or refuses the request, as its enter
@@ -131,42 +185,6 @@ function _M.enter(self, key)
     seen[#seen + 1] = self
     seen[#seen + 1] = inflight >= limit
     return true, inflight, limit
-end
-
-local function incr(dict, key, by)
-    local _, err = dict:incr(key, by, 0)
-    if err then
-        ngx.log(ngx.WARN, "slidewin adaptive: ", key, ": ", err)
-    end
-end
-
--- log_by_lua: counts every request the adaptive limits admitted, then gives back its slots.
-function _M.log()
-    local seen = ngx.ctx[CTX]
-    if seen then
-        local var = ngx.var
-        local status = ngx.status
-        -- The last upstream tried ("502, 200" after a retry; "504 : 200" across a redirect).
-        local upstream = tonumber((var.upstream_status or ""):match("(%d+)%s*$")) or status
-        for i = 1, #seen, 2 do
-            local self, bound = seen[i], seen[i + 1]
-            local dict, key = self.dict, self.key
-            if LOSS[status] or LOSS[upstream] then
-                incr(dict, key.loss, 1)
-            elseif BACKPRESSURE[upstream] then
-                incr(dict, key.backpressure, 1)
-            else
-                incr(dict, key.ok, 1)
-                local ms = upstream_time_ms(var.upstream_response_time)
-                    or upstream_time_ms(var.request_time) or 0
-                incr(dict, self.buckets[latency_bucket(ms)], 1)
-            end
-            if bound then
-                incr(dict, key.bound, 1)
-            end
-        end
-    end
-    concurrency.log()
 end
 
 -- Takes a counter's value out of the dict (what is added meanwhile stays for the next take).
@@ -272,11 +290,6 @@ function _M.tick(self)
     return limit
 end
 
--- init_worker_by_lua: every worker runs a timer per adaptive limit (only the leader updates).
-function _M.start()
-    return controllers:start()
-end
-
 local function number(v)
     v = tonumber(v)
     return v and v >= 0 and v or nil
@@ -304,77 +317,54 @@ end
 local STATS_FIELDS = { "limit", "inflight", "reason", "leader", "p50_ms", "p95_ms", "p99_ms", "base_ms",
     "loss_ratio", "goodput_rps", "refused" }
 
--- Every adaptive limit's stats by name.
-function _M.all_stats()
-    local out = {}
-    for _, ctl in ipairs(controllers:each()) do
-        out[ctl.name] = ctl:stats()
+-- The stats as a resty.slidewin.json object (the fields it has, in STATS_FIELDS' order).
+function _M.json_stats(self)
+    local s, fields = self:stats(), {}
+    for _, field in ipairs(STATS_FIELDS) do
+        if s[field] ~= nil then
+            fields[#fields + 1], fields[#fields + 2] = field, s[field]
+        end
     end
-    return out
+    return json.object(fields)
 end
 
--- Every adaptive limit's stats as JSON: {"<name>":{"limit":..,...}} (no cjson on every nginx;
--- the values are numbers and the reason's word).
+-- Every adaptive limit's stats as JSON: {"<name>":{"limit":..,...}}.
 function _M.json()
-    local limits = {}
-    for i, ctl in ipairs(controllers:each()) do
-        local s, fields = ctl:stats(), {}
-        for _, field in ipairs(STATS_FIELDS) do
-            local v = s[field]
-            if v ~= nil then
-                fields[#fields + 1] = string.format(type(v) == "string" and '"%s":"%s"' or '"%s":%.17g', field, v)
-            end
+    return json.encode(registry.stats_of("adaptive limit") or json.object {})
+end
+
+local LIMIT = prometheus.family("slidewin_adaptive_limit", "gauge", "The adaptive concurrency limit now.")
+local INFLIGHT = prometheus.family("slidewin_adaptive_inflight", "gauge",
+    "Requests in flight under the adaptive limit.")
+local LATENCY = prometheus.family("slidewin_adaptive_latency_seconds", "gauge",
+    "Latency quantiles of the last interval's good answers.")
+local LOSS_RATIO = prometheus.family("slidewin_adaptive_loss_ratio", "gauge",
+    "Lost and pushed-back answers of the last interval, over all.")
+local GOODPUT = prometheus.family("slidewin_adaptive_goodput_requests_per_second", "gauge",
+    "Good answers per second, last interval.")
+
+-- Adds this limit's samples to `out` (a resty.slidewin.prometheus exposition):
+-- slidewin_adaptive_limit, _inflight, _latency_seconds{quantile} (the last interval's;
+-- Prometheus' base unit), _loss_ratio and _goodput_requests_per_second.
+function _M.write_metrics(self, out)
+    local s = self:stats()
+    local label = { "limiter", self.name }
+    out:sample(LIMIT, label, s.limit)
+    out:sample(INFLIGHT, label, s.inflight)
+    for _, q in ipairs { { "0.5", s.p50_ms }, { "0.95", s.p95_ms }, { "0.99", s.p99_ms } } do
+        if q[2] then
+            out:sample(LATENCY, { "limiter", self.name, "quantile", q[1] }, q[2] / 1000, nil, "%.4f")
         end
-        limits[i] = string.format('"%s":{%s}', ctl.name, table.concat(fields, ","))
     end
-    return "{" .. table.concat(limits, ",") .. "}"
+    out:sample(LOSS_RATIO, label, s.loss_ratio or 0, nil, "%.4f")
+    out:sample(GOODPUT, label, s.goodput_rps or 0, nil, "%.1f")
 end
 
--- '"adaptive":{...}' for /stats.json, or nil when there is no adaptive limit.
-function _M.json_member()
-    return controllers.names[1] and '"adaptive":' .. _M.json() or nil
-end
-
--- Prometheus lines, one sample per adaptive limit: slidewin_adaptive_limit, _inflight,
--- _latency_seconds{quantile} (the last interval's; Prometheus' base unit), _loss_ratio and
--- _goodput_requests_per_second.
+-- Prometheus text of every adaptive limit.
 function _M.metrics()
-    if not controllers.names[1] then
-        return ""
-    end
-    local all, lines = _M.all_stats(), {}
-    local function family(name, help, sample)
-        lines[#lines + 1] = "# HELP " .. name .. " " .. help .. "\n# TYPE " .. name .. " gauge\n"
-        for _, limiter in ipairs(controllers.names) do
-            sample(name, 'limiter="' .. limiter .. '"', all[limiter])
-        end
-    end
-    local function line(name, labels, format, value)
-        lines[#lines + 1] = name .. "{" .. labels .. "} " .. string.format(format, value) .. "\n"
-    end
-    family("slidewin_adaptive_limit", "The adaptive concurrency limit now.", function(name, label, s)
-        line(name, label, "%d", s.limit)
-    end)
-    family("slidewin_adaptive_inflight", "Requests in flight under the adaptive limit.", function(name, label, s)
-        line(name, label, "%d", s.inflight)
-    end)
-    family("slidewin_adaptive_latency_seconds", "Latency quantiles of the last interval's good answers.",
-        function(name, label, s)
-            for _, q in ipairs { { "0.5", s.p50_ms }, { "0.95", s.p95_ms }, { "0.99", s.p99_ms } } do
-                if q[2] then
-                    line(name, label .. ',quantile="' .. q[1] .. '"', "%.4f", q[2] / 1000)
-                end
-            end
-        end)
-    family("slidewin_adaptive_loss_ratio", "Lost and pushed-back answers of the last interval, over all.",
-        function(name, label, s)
-            line(name, label, "%.4f", s.loss_ratio or 0)
-        end)
-    family("slidewin_adaptive_goodput_requests_per_second", "Good answers per second, last interval.",
-        function(name, label, s)
-            line(name, label, "%.1f", s.goodput_rps or 0)
-        end)
-    return table.concat(lines)
+    return registry.metrics_of("adaptive limit")
 end
+
+_M.log, _M.start = phases.log, phases.init_worker
 
 return _M

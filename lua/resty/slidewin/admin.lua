@@ -25,10 +25,10 @@
 -- logged at NOTICE: who, what, the old and the new value.
 
 local guard_module = require "resty.slidewin.guard"
+local json = require "resty.slidewin.json"
 local show = require("resty.slidewin.config").show
 
 local concat = table.concat
-local format = string.format
 local ngx = ngx
 
 local _M = {}
@@ -36,18 +36,16 @@ local _M = {}
 local LIMITS_METHODS = "GET, HEAD, POST, PUT"
 local RULES_METHODS = "GET, HEAD, POST, PUT, DELETE"
 
-local function quoted(s)
-    return '"' .. s:gsub('[%c"\\]', function(c) return format("\\u%04x", c:byte()) end) .. '"'
-end
+local quoted = json.quote
 
 -- [{"name", "limit", "max_limit", "window_ms"}, ...] of one limiter.
 local function windows_json(sw)
     local limits, items = sw:limits(), {}
     for i, w in ipairs(sw.windows) do
-        items[i] = format('{"name":%s,"limit":%d,"max_limit":%d,"window_ms":%d}',
-            quoted(w.name), limits[i], w.max_limit, w.window_ms)
+        items[i] = json.object { "name", w.name, "limit", limits[i], "max_limit", w.max_limit,
+            "window_ms", w.window_ms }
     end
-    return "[" .. concat(items, ",") .. "]"
+    return json.array(items)
 end
 
 local function answer(status, body)
@@ -90,10 +88,10 @@ function _M.serve(registry, guard)
     local who, change = admit(guard_of(guard), LIMITS_METHODS, args.limiter or args.limit)
     if not change then
         local items = {}
-        for i, name in ipairs(registry.names) do
-            items[i] = quoted(name) .. ":" .. windows_json(registry.limiters[name])
+        for _, name in ipairs(registry.names) do
+            items[#items + 1], items[#items + 2] = name, windows_json(registry.limiters[name])
         end
-        return answer(200, "{" .. concat(items, ",") .. "}")
+        return answer(200, json.encode(json.object(items)))
     end
     local sw, err = registry:get(args.limiter)
     if not sw then
@@ -113,17 +111,17 @@ function _M.serve(registry, guard)
                 " (", quoted(w.name), ") limit ", before[i], " -> ", after[i])
         end
     end
-    return answer(200, windows_json(sw))
+    return answer(200, json.encode(windows_json(sw)))
 end
 
 -- {"rule":[limit, ...], ...} of every rule of `zone`.
 local function rules_json(zone)
     local items = {}
-    for i, name in ipairs(zone:names()) do
+    for _, name in ipairs(zone:names()) do
         local rule = zone:get(name)
-        items[i] = quoted(name) .. ":[" .. concat(rule and rule:limits() or {}, ",") .. "]"
+        items[#items + 1], items[#items + 2] = name, json.array(rule and rule:limits() or {})
     end
-    return "{" .. concat(items, ",") .. "}"
+    return json.encode(json.object(items))
 end
 
 -- Serves the request on the rules of zone `zone_name` (a resty.slidewin.zone), behind `guard`.
@@ -157,7 +155,7 @@ function _M.serve_zone(zone_name, guard)
     end
     ngx.log(ngx.NOTICE, "slidewin admin: ", who, " set rule ", quoted(name), " of zone ", quoted(zone_name),
         " window ", window, " limit ", before[window], " -> ", rule:limits()[window])
-    return answer(200, "[" .. concat(rule:limits(), ",") .. "]")
+    return answer(200, json.encode(json.array(rule:limits())))
 end
 
 return _M

@@ -4,7 +4,7 @@
 --       local concurrency = require "resty.slidewin.concurrency"
 --       assert(concurrency.new{ name = "api", limit = 8, max_limit = 64, max_hold_ms = 60000 })
 --   }
---   log_by_lua_block { require("resty.slidewin.concurrency").log() }   -- http level: every location
+--   log_by_lua_block { require("resty.slidewin").log() }   -- http level: every location
 --   location /api/ { access_by_lua_block { require("resty.slidewin.concurrency").get("api"):enter("all") } }
 --
 -- enter(key) takes a slot (kept in ngx.ctx) or answers `status` (429) with Retry-After and ends
@@ -14,9 +14,12 @@
 -- max_hold_ms; the slots of a worker that died are freed when the key needs them, and before
 -- c:inflight() and c:stats() count.
 -- c:set_limit(n) changes the limit for every worker at once (slots held stay held).
+-- (concurrency.log is the older name of that log(): see resty.slidewin.phases.)
 
 local slidewin = require "slidewin"
 local bytes = require("resty.slidewin.config").bytes
+local phases = require "resty.slidewin.phases"
+local registry = require "resty.slidewin.registry"
 
 local ngx = ngx
 local pcall, type, tostring, setmetatable = pcall, type, tostring, setmetatable
@@ -25,8 +28,31 @@ local ceil = math.ceil
 local _M = {}
 local mt = { __index = _M }
 
-local limits = {}
+local limits = registry.kind("concurrency limit")
 local CTX = "slidewin_slots"
+
+-- Gives back the slots this request holds of this limit (all of them with `self` nil).
+local function release(self)
+    local held = ngx.ctx[CTX]
+    if not held then
+        return
+    end
+    local kept = {}
+    for i = 1, #held, 3 do
+        local limit, key, token = held[i], held[i + 1], held[i + 2]
+        if self == nil or limit == self then
+            limit.slots:leave(key, token)
+        else
+            kept[#kept + 1], kept[#kept + 2], kept[#kept + 3] = limit, key, token
+        end
+    end
+    ngx.ctx[CTX] = kept[1] and kept or nil
+end
+
+-- The log phase's part (resty.slidewin.phases): gives back every slot the request holds.
+local function release_all()
+    release(nil)
+end
 
 local function positive_or_nil(opts, field)
     local v = opts[field]
@@ -78,13 +104,14 @@ function _M.new(opts)
         status = opts.status or 429,
         retry_after = tostring(ceil((opts.retry_after_ms or 1000) / 1000)),
     }, mt)
-    limits[opts.name] = self
+    limits:add(self)
+    phases.on_log("concurrency", release_all)
     return self
 end
 
 -- The concurrency limit called `name`, or nil, err.
 function _M.get(name)
-    return limits[name] or nil, not limits[name] and "no concurrency limit called " .. tostring(name) or nil
+    return limits:get(name)
 end
 
 -- Takes a slot of `key` (a string) or refuses the request (status, Retry-After, exit).
@@ -106,32 +133,11 @@ function _M.enter(self, key)
     return true, inflight, limit
 end
 
--- Gives back the slots this request holds of this limit (all of them with `self` nil).
-local function release(self)
-    local held = ngx.ctx[CTX]
-    if not held then
-        return
-    end
-    local kept = {}
-    for i = 1, #held, 3 do
-        local limit, key, token = held[i], held[i + 1], held[i + 2]
-        if self == nil or limit == self then
-            limit.slots:leave(key, token)
-        else
-            kept[#kept + 1], kept[#kept + 2], kept[#kept + 3] = limit, key, token
-        end
-    end
-    ngx.ctx[CTX] = kept[1] and kept or nil
-end
-
 function _M.leave(self)
     release(self)
 end
 
--- log_by_lua: gives back every slot the request holds.
-function _M.log()
-    release(nil)
-end
+_M.log = phases.log
 
 -- The live limit.
 function _M.limit(self)

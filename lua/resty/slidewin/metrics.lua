@@ -1,4 +1,5 @@
--- resty.slidewin.metrics: decision counters of one limiter, and their Prometheus text.
+-- resty.slidewin.metrics: decision counters of one limiter, and their Prometheus text and JSON
+-- (through resty.slidewin.prometheus and resty.slidewin.json).
 --
 -- With a lua_shared_dict the counters are node-wide (every worker adds to the same numbers);
 -- without one they count what this worker saw. The keys gauge asks the store; a store whose
@@ -7,8 +8,10 @@
 
 local concat = table.concat
 local ngx = ngx
-local window_metrics = require "resty.slidewin.window_metrics"
+local json = require "resty.slidewin.json"
+local prometheus = require "resty.slidewin.prometheus"
 local top = require "resty.slidewin.top"
+local window_metrics = require "resty.slidewin.window_metrics"
 
 local _M = {}
 local mt = { __index = _M }
@@ -116,86 +119,68 @@ function _M.snapshot(self, stats)
     return out
 end
 
-local FAMILIES = {
-    { "slidewin_requests_total", "counter", "Rate-limit decisions by outcome." },
-    { "slidewin_store_errors_total", "counter", "Store failures (conf.on_store_error decided)." },
-    { "slidewin_keys", "gauge", "Keys the store tracks (shdict: keys seen in the current window)." },
-    { "slidewin_local_refusals_total", "counter",
-        "Refusals answered from the local refusal cache (store round trips saved)." },
-    { "slidewin_evictions_total", "counter", "Live keys dropped to make room (store shm)." },
-    { "slidewin_delay_waits_total", "counter", "Waits before deciding again (option delay)." },
-}
+local REQUESTS = prometheus.family("slidewin_requests_total", "counter", "Rate-limit decisions by outcome.")
+local STORE_ERRORS = prometheus.family("slidewin_store_errors_total", "counter",
+    "Store failures (conf.on_store_error decided).")
+local KEYS = prometheus.family("slidewin_keys", "gauge",
+    "Keys the store tracks (shdict: keys seen in the current window).")
+local LOCAL_REFUSALS = prometheus.family("slidewin_local_refusals_total", "counter",
+    "Refusals answered from the local refusal cache (store round trips saved).")
+local EVICTIONS = prometheus.family("slidewin_evictions_total", "counter",
+    "Live keys dropped to make room (store shm).")
+local DELAY_WAITS = prometheus.family("slidewin_delay_waits_total", "counter",
+    "Waits before deciding again (option delay).")
 
--- Prometheus text exposition for a list of metrics objects (one HELP/TYPE per family).
+-- Prometheus text for a list of metrics objects (each family's samples in the list's order).
 function _M.render(list)
     -- One walk of each region gives both its window usage and its counters.
     local snaps, scans = {}, {}
     for i, m in ipairs(list) do
         scans[i] = top.scan(m, 0) or nil
-        local values = m:snapshot(scans[i] and scans[i].stats)
-        snaps[i] = { name = m.name, values = values, outcomes = m.outcomes, delays = m.delays }
+        snaps[i] = m:snapshot(scans[i] and scans[i].stats)
     end
-    local out = {}
-    local function family(f, sample)
-        out[#out + 1] = "# HELP " .. f[1] .. " " .. f[3] .. "\n# TYPE " .. f[1] .. " " .. f[2] .. "\n"
-        for _, snap in ipairs(snaps) do
-            sample(snap.name, snap.values, snap)
+    local out = prometheus.new()
+    for i, m in ipairs(list) do
+        local v, limiter = snaps[i], { "limiter", m.name }
+        out:sample(REQUESTS, { "limiter", m.name, "outcome", "allowed" }, v.allowed)
+        out:sample(REQUESTS, { "limiter", m.name, "outcome", "rejected" }, v.rejected)
+        -- The switches' outcomes (would_reject, exempt), for the limiters that have them.
+        for _, outcome in ipairs(m.outcomes or {}) do
+            out:sample(REQUESTS, { "limiter", m.name, "outcome", outcome }, v[outcome])
         end
-    end
-    local function line(metric, labels, value)
-        out[#out + 1] = metric .. "{" .. labels .. "} " .. string.format("%d", value) .. "\n"
-    end
-    family(FAMILIES[1], function(name, v)
-        line(FAMILIES[1][1], 'limiter="' .. name .. '",outcome="allowed"', v.allowed)
-        line(FAMILIES[1][1], 'limiter="' .. name .. '",outcome="rejected"', v.rejected)
-    end)
-    -- The switches' outcomes (would_reject, exempt), for the limiters that have them.
-    for _, snap in ipairs(snaps) do
-        for _, outcome in ipairs(snap.outcomes or {}) do
-            line(FAMILIES[1][1], 'limiter="' .. snap.name .. '",outcome="' .. outcome .. '"', snap.values[outcome])
-        end
-    end
-    family(FAMILIES[2], function(name, v)
-        line(FAMILIES[2][1], 'limiter="' .. name .. '"', v.store_errors)
-    end)
-    family(FAMILIES[3], function(name, v)
+        out:sample(STORE_ERRORS, limiter, v.store_errors)
         if v.keys then
-            line(FAMILIES[3][1], 'limiter="' .. name .. '"', v.keys)
+            out:sample(KEYS, limiter, v.keys)
         end
-    end)
-    family(FAMILIES[4], function(name, v)
-        line(FAMILIES[4][1], 'limiter="' .. name .. '"', v.local_refusals)
-    end)
-    family(FAMILIES[5], function(name, v)
+        out:sample(LOCAL_REFUSALS, limiter, v.local_refusals)
         if v.evictions then
-            line(FAMILIES[5][1], 'limiter="' .. name .. '"', v.evictions)
+            out:sample(EVICTIONS, limiter, v.evictions)
         end
-    end)
-    local delays = false
-    for _, snap in ipairs(snaps) do
-        delays = delays or snap.delays
+        if m.delays then
+            out:sample(DELAY_WAITS, limiter, v.waits)
+        end
     end
-    if delays then
-        family(FAMILIES[6], function(name, v, snap)
-            if snap.delays then
-                line(FAMILIES[6][1], 'limiter="' .. name .. '"', v.waits)
-            end
-        end)
-    end
-    out[#out + 1] = window_metrics.render(list, scans)
-    return concat(out)
+    window_metrics.write(out, list, scans)
+    return out:text()
 end
 
--- JSON for dashboards: {"now_ms": ..., "limiters": {"<name>": {"allowed": N, ...}}}.
+-- JSON for dashboards: {"now_ms": ..., "limiters": {"<name>": {"allowed": N, ...}}}, then
+-- `members` (JSON text: '"adaptive":{...}').
 function _M.json(list, now_ms, members)
-    local parts = {}
-    for i, m in ipairs(list) do
+    local limiters = {}
+    for _, m in ipairs(list) do
         local v = m:snapshot()
-        parts[i] = string.format('"%s":{"allowed":%d,"rejected":%d,"store_errors":%d,"keys":%s}',
-            m.name, v.allowed, v.rejected, v.store_errors, v.keys and string.format("%d", v.keys) or "null")
+        limiters[#limiters + 1] = m.name
+        limiters[#limiters + 1] = json.object { "allowed", v.allowed, "rejected", v.rejected,
+            "store_errors", v.store_errors, "keys", v.keys or json.null }
     end
-    local more = members and members[1] and "," .. concat(members, ",") or ""
-    return string.format('{"now_ms":%d,"limiters":{%s}%s}', now_ms, concat(parts, ","), more)
+    local doc = { "now_ms", now_ms, "limiters", json.object(limiters) }
+    local text = json.encode(json.object(doc))
+    if members and members[1] then
+        -- Members come as text ('"adaptive":{...}'): written inside the object's closing brace.
+        text = text:sub(1, -2) .. "," .. concat(members, ",") .. "}"
+    end
+    return text
 end
 
 return _M

@@ -10,7 +10,7 @@
 --           redis = { host = "127.0.0.1", port = 6379 }, stream = "orders", group = "workers",
 --           target_backlog = 100 })
 --   }
---   init_worker_by_lua_block { require("resty.slidewin.queue").start() }
+--   init_worker_by_lua_block { assert(require("resty.slidewin").init_worker()) }
 --   location /orders { access_by_lua_block { require("limits"):enforce("orders", "all") } ... }
 --
 -- Every interval_ms one worker (worker 0, respawned by the master when it dies) reads XINFO
@@ -20,18 +20,29 @@
 -- limiter's live limit (its window: rate x window_ms / 1000) for every worker. The limiter must
 -- keep its live limits where every worker reads them (store shm or redis). When Redis cannot
 -- be read, the limit holds and the error is logged once per interval.
+-- (queue.start is the older name of that init_worker(): see resty.slidewin.phases.)
 
 local slidewin = require "slidewin"
 local redis_store = require "resty.slidewin.store.redis"
 local connection = require "resty.slidewin.store.redis.connection"
+local controllers = require "resty.slidewin.controllers"
 local live_limit = require "resty.slidewin.live_limit"
-local queues = require("resty.slidewin.controllers").new("queue limit")
+local phases = require "resty.slidewin.phases"
+local queues = require("resty.slidewin.registry").kind("queue limit")
 
 local ngx = ngx
 local pcall, type, tostring, setmetatable, ipairs = pcall, type, tostring, setmetatable, ipairs
 
 local _M = {}
 local mt = { __index = _M }
+
+-- The init_worker part (resty.slidewin.phases): worker 0 reads every queue each interval.
+local function start()
+    if ngx.worker.id() ~= 0 then
+        return true
+    end
+    return controllers.start(queues)
+end
 
 -- A queue limit, or nil, err. Made in init_by_lua*.
 -- opts: name, limiter (a resty.slidewin limiter of store shm or redis), window (its index or
@@ -80,6 +91,7 @@ function _M.new(opts)
         last = {},
     }, mt)
     queues:add(self)
+    phases.on_init_worker("queue limits", start)
     return self
 end
 
@@ -156,13 +168,7 @@ function _M.tick(self)
     return per_second
 end
 
--- init_worker_by_lua: worker 0 reads every queue each interval.
-function _M.start()
-    if ngx.worker.id() ~= 0 then
-        return true
-    end
-    return queues:start()
-end
+_M.start = phases.init_worker
 
 -- { limit (the window's live limit), per_second, rate, backlog, lag, pending, error } of the
 -- last interval (in worker 0; the live limit in every worker).

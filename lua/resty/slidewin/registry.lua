@@ -9,13 +9,66 @@
 --
 -- A limiter whose config was rejected stays in the registry as its error: enforcing it answers
 -- 500 and logs the message, so one bad config breaks only the locations that use it.
+--
+-- The worker's other named objects, one table per kind ("concurrency limit", "adaptive limit",
+-- "queue limit", "zone"), each made in init_by_lua* and registered by its module's new:
+--   local adaptive_limits = registry.kind("adaptive limit")
+--   adaptive_limits:add(object)     -- by object.name; one of the same name is replaced in place
+--   adaptive_limits:get(name)       -- the object, or nil, "no adaptive limit called <name>"
+--   adaptive_limits:each()          -- every object, in the order made
+-- The operator's pages (metrics, stats_json below) read them from here.
 
+local json = require "resty.slidewin.json"
+local prometheus = require "resty.slidewin.prometheus"
 local slidewin = require "resty.slidewin"
 local top = require "resty.slidewin.top"
 local now_ms = require("slidewin").now_ms
 
 local _M = {}
 local mt = { __index = _M }
+
+local Kind = {}
+Kind.__index = Kind
+local kinds = {}
+
+local function new_kind(kind)
+    return setmetatable({ kind = kind, by_name = {}, names = {} }, Kind)
+end
+
+-- The named objects of `kind` (the same table for every caller).
+function _M.kind(kind)
+    local objects = kinds[kind]
+    if not objects then
+        objects = new_kind(kind)
+        kinds[kind] = objects
+    end
+    return objects
+end
+
+-- Keeps `object` under `name` (default object.name).
+function Kind.add(self, object, name)
+    name = name or object.name
+    if not self.by_name[name] then
+        self.names[#self.names + 1] = name
+    end
+    self.by_name[name] = object
+end
+
+function Kind.get(self, name)
+    local object = self.by_name[name]
+    if not object then
+        return nil, "no " .. self.kind .. " called " .. tostring(name)
+    end
+    return object
+end
+
+function Kind.each(self)
+    local list = {}
+    for i, name in ipairs(self.names) do
+        list[i] = self.by_name[name]
+    end
+    return list
+end
 
 -- Methods called with `.` get `self` wrong: say so, not "attempt to index a nil value".
 local function check_self(self, method)
@@ -25,12 +78,15 @@ local function check_self(self, method)
     end
 end
 
--- A registry from { name = config, ... } (each config's name defaults to its key).
+-- A registry from { name = config, ... } (each config's name defaults to its key). Its
+-- limiters are a kind of their own (two registries may both have an "api"), in the order of
+-- their names: self.names, self.limiters[name].
 function _M.new(configs)
     if type(configs) ~= "table" then
         error("registry.new: configs must be a table of limiter configs, got " .. tostring(configs), 2)
     end
-    local self = setmetatable({ limiters = {}, errors = {}, names = {} }, mt)
+    local limiters = new_kind("limiter")
+    local self = setmetatable({ set = limiters, limiters = limiters.by_name, errors = {}, names = limiters.names }, mt)
     for name, conf in pairs(configs) do
         local sw, err
         if type(conf) == "table" and conf.name == nil then
@@ -41,10 +97,10 @@ function _M.new(configs)
             conf = named
         end
         sw, err = slidewin.new(conf)
-        self.limiters[name], self.errors[name] = sw, err
         if sw then
-            self.names[#self.names + 1] = name
+            limiters:add(sw, name)
         end
+        self.errors[name] = err
     end
     table.sort(self.names)
     return self
@@ -53,11 +109,11 @@ end
 -- The limiter called `name`, or nil, err.
 function _M.get(self, name)
     check_self(self, "get")
-    local sw = self.limiters[name]
+    local sw, err = self.set:get(name)
     if sw then
         return sw
     end
-    return nil, self.errors[name] or "no limiter called " .. tostring(name)
+    return nil, self.errors[name] or err
 end
 
 -- sw:enforce(key, cost, opts) on limiter `name`; 500 (message in error.log) when it has no
@@ -72,45 +128,51 @@ function _M.enforce(self, name, key, cost, opts)
     return sw:enforce(key, cost, opts)
 end
 
-local function all(self)
-    local list = {}
-    for i, name in ipairs(self.names) do
-        list[i] = self.limiters[name]
+-- Prometheus text for every object of `kind` (each writes its samples: obj:write_metrics(out)).
+function _M.metrics_of(kind)
+    local out = prometheus.new()
+    for _, object in ipairs(_M.kind(kind):each()) do
+        object:write_metrics(out)
     end
-    return list
+    return out:text()
 end
 
--- The adaptive limits of this nginx, when it has loaded them (node-wide, beside the limiters).
-local function adaptive()
-    return package.loaded["resty.slidewin.adaptive"]
+-- {"<name>": obj:json_stats(), ...} for every object of `kind`, as a resty.slidewin.json
+-- object; nil when there is none.
+function _M.stats_of(kind)
+    local by_name = {}
+    for _, object in ipairs(_M.kind(kind):each()) do
+        by_name[#by_name + 1], by_name[#by_name + 2] = object.name, object:json_stats()
+    end
+    return by_name[1] and json.object(by_name) or nil
 end
 
--- Prometheus text for every working limiter (and every adaptive limit).
+-- Prometheus text for every working limiter (and every adaptive limit: node-wide, beside the
+-- limiters).
 function _M.metrics(self)
     check_self(self, "metrics")
-    local a = adaptive()
-    return slidewin.metrics_text(all(self)) .. (a and a.metrics() or "")
+    return slidewin.metrics_text(self.set:each()) .. _M.metrics_of("adaptive limit")
 end
 
 -- {"now_ms": ..., "limiters": {...}, "adaptive": {...}} for every working limiter (and every
 -- adaptive limit, when there is one).
 function _M.stats_json(self)
     check_self(self, "stats_json")
-    local a = adaptive()
-    return slidewin.stats_json(all(self), { a and a.json_member() })
+    local adaptive = _M.stats_of("adaptive limit")
+    return slidewin.stats_json(self.set:each(), { adaptive and '"adaptive":' .. json.encode(adaptive) })
 end
 
 -- The n (default 10) most refused keys and the n nearest their limit of every working
 -- limiter, as JSON (resty.slidewin.top); nil, err for a bad n.
 function _M.top_json(self, n)
     check_self(self, "top_json")
-    return top.json(all(self), n, now_ms())
+    return top.json(self.set:each(), n, now_ms())
 end
 
 -- One key's windows in every working limiter, as JSON: what its next request gets (a peek).
 function _M.window_json(self, key)
     check_self(self, "window_json")
-    return top.window_json(all(self), key, now_ms())
+    return top.window_json(self.set:each(), key, now_ms())
 end
 
 return _M

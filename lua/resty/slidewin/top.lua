@@ -1,4 +1,4 @@
--- resty.slidewin.top: who is being limited, and one key's windows, as JSON (issue 19).
+-- resty.slidewin.top: who is being limited, and one key's windows, as JSON (resty.slidewin.json).
 --
 --   top.json(limiters, n, now_ms)
 --     {"now_ms": N, "limiters": {"<name>": {"live": N, "at_limit": N,
@@ -21,11 +21,9 @@
 --   walk (a tenth of a second), only for a step.
 --   A key held as a digest (longer than max_key_bytes) is listed as its hex digits, "digest": true.
 
+local json = require "resty.slidewin.json"
+
 local ngx = ngx
-local byte = string.byte
-local concat = table.concat
-local format = string.format
-local gsub = string.gsub
 
 local _M = {}
 
@@ -57,62 +55,17 @@ local function walk(lim, n)
     end
 end
 
--- Whether s is UTF-8 (no overlong forms, surrogates or code points above U+10FFFF).
-local function is_utf8(s)
-    local i, n = 1, #s
-    while i <= n do
-        local c = byte(s, i)
-        local len, low, high = 1, 0x80, 0xBF
-        if c >= 0xC2 and c <= 0xDF then
-            len = 2
-        elseif c >= 0xE0 and c <= 0xEF then
-            len = 3
-            low = c == 0xE0 and 0xA0 or low
-            high = c == 0xED and 0x9F or high
-        elseif c >= 0xF0 and c <= 0xF4 then
-            len = 4
-            low = c == 0xF0 and 0x90 or low
-            high = c == 0xF4 and 0x8F or high
-        elseif c >= 0x80 then
-            return false
-        end
-        for j = i + 1, i + len - 1 do
-            local cc = byte(s, j)
-            if not cc or cc < (j == i + 1 and low or 0x80) or cc > (j == i + 1 and high or 0xBF) then
-                return false
-            end
-        end
-        i = i + len
-    end
-    return true
-end
-
-local function escape(c)
-    return format("\\u%04x", byte(c))
-end
-
--- A JSON string for any bytes: a UTF-8 key as it is (quotes, backslashes and control bytes
--- escaped); any other with each byte of 128 and above as \u00XX too (Latin-1: lossless, and
--- always valid JSON).
-local function quote(s)
-    local special = is_utf8(s) and '[%c"\\]' or '[%c"\\\128-\255]'
-    return '"' .. gsub(s, special, escape) .. '"'
-end
-
-local function number(v)
-    if v == nil then
-        return "null"
-    end
-    return format("%d", v)
-end
-
 local function hitters(list)
     local out = {}
     for i, hit in ipairs(list) do
-        out[i] = format('{"key":%s,"count":%d,"limit":%d,"window":%d,"refused":%d%s}', quote(hit.key),
-            hit.count, hit.limit, hit.window, hit.refused, hit.digest and ',"digest":true' or "")
+        local members = { "key", hit.key, "count", hit.count, "limit", hit.limit, "window", hit.window,
+            "refused", hit.refused }
+        if hit.digest then
+            members[#members + 1], members[#members + 2] = "digest", true
+        end
+        out[i] = json.object(members)
     end
-    return "[" .. concat(out, ",") .. "]"
+    return json.array(out)
 end
 
 local PER_WORKER = "store local keeps each worker's keys apart: no node-wide list"
@@ -154,28 +107,29 @@ function _M.json(limiters, n, now_ms)
     if not n then
         return nil, err
     end
-    local parts = {}
-    for i, sw in ipairs(limiters) do
+    local by_name = {}
+    for _, sw in ipairs(limiters) do
         local scan, why = _M.scan(sw, n)
+        by_name[#by_name + 1] = sw.name
         if scan then
-            parts[i] = format('%s:{"live":%d,"at_limit":%d,"refused":%s,"admitted":%s}', quote(sw.name),
-                scan.live, scan.at_limit, hitters(scan.refused), hitters(scan.admitted))
+            by_name[#by_name + 1] = json.object { "live", scan.live, "at_limit", scan.at_limit,
+                "refused", hitters(scan.refused), "admitted", hitters(scan.admitted) }
         else
-            parts[i] = format('%s:{"unsupported":%s}', quote(sw.name), quote(why))
+            by_name[#by_name + 1] = json.object { "unsupported", why }
         end
     end
-    return format('{"now_ms":%d,"limiters":{%s}}', now_ms, concat(parts, ","))
+    return json.encode(json.object { "now_ms", now_ms, "limiters", json.object(by_name) })
 end
 
 local function windows(list)
     if not list then
-        return "null"
+        return json.null
     end
     local out = {}
     for i, w in ipairs(list) do
-        out[i] = format('{"count":%d,"limit":%d}', w.count, w.limit)
+        out[i] = json.object { "count", w.count, "limit", w.limit }
     end
-    return "[" .. concat(out, ",") .. "]"
+    return json.array(out)
 end
 
 -- One limiter's windows for key: lim:window where the store has one, else a peek through
@@ -199,19 +153,20 @@ function _M.window_json(limiters, key, now_ms)
     if type(key) ~= "string" then
         return nil, "key must be a string, got " .. type(key)
     end
-    local parts = {}
-    for i, sw in ipairs(limiters) do
+    local by_name = {}
+    for _, sw in ipairs(limiters) do
         local w, err = window(sw, key)
+        by_name[#by_name + 1] = sw.name
         if w then
-            parts[i] = format('%s:{"allowed":%s,"count":%d,"limit":%d,"window":%d,"remaining":%d,'
-                .. '"retry_after_ms":%s,"reset_after_ms":%d,"refused":%s,"windows":%s}', quote(sw.name),
-                tostring(w.allowed), w.count, w.limit, w.window, w.remaining, number(w.retry_after_ms),
-                w.reset_after_ms, number(w.refused), windows(w.windows))
+            by_name[#by_name + 1] = json.object { "allowed", w.allowed, "count", w.count, "limit", w.limit,
+                "window", w.window, "remaining", w.remaining, "retry_after_ms", w.retry_after_ms or json.null,
+                "reset_after_ms", w.reset_after_ms, "refused", w.refused or json.null,
+                "windows", windows(w.windows) }
         else
-            parts[i] = format('%s:{"error":%s}', quote(sw.name), quote(tostring(err)))
+            by_name[#by_name + 1] = json.object { "error", tostring(err) }
         end
     end
-    return format('{"now_ms":%d,"key":%s,"limiters":{%s}}', now_ms, quote(key), concat(parts, ","))
+    return json.encode(json.object { "now_ms", now_ms, "key", key, "limiters", json.object(by_name) })
 end
 
 return _M

@@ -19,10 +19,9 @@
 
 local slidewin = require "slidewin"
 local bytes = require("resty.slidewin.config").bytes
+local zones = require("resty.slidewin.registry").kind("zone")
 
 local _M = {}
-
-local zones = {}
 
 -- A zone, or nil, err. Made in init_by_lua*, so that every worker shares it.
 function _M.new(opts)
@@ -44,13 +43,13 @@ function _M.new(opts)
     if not ok then
         return nil, zone
     end
-    zones[opts.name] = zone
+    zones:add(zone, opts.name)
     return zone
 end
 
 -- The zone called `name`, or nil, err.
 function _M.get(name)
-    local zone = zones[name]
+    local zone = zones:get(name)
     if not zone then
         return nil, "zone must name a zone made by resty.slidewin.zone.new in init_by_lua*, got "
             .. tostring(name)

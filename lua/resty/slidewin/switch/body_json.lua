@@ -5,6 +5,7 @@
 -- on_store_error = "deny" gives "error":"store_error").
 
 local invalid = require("resty.slidewin.config").invalid
+local quote = require("resty.slidewin.json").quote
 local retry_after = require("resty.slidewin.answer").retry_after
 
 local format = string.format
@@ -17,8 +18,8 @@ local function json(sw, answer, store_failed)
     local status = sw.conf.status
     ngx.status = status
     ngx.header["Content-Type"] = "application/json"
-    ngx.print(format('{"error":"%s","limiter":"%s","status":%d,"retry_after_s":%s}\n',
-        store_failed and "store_error" or "rate_limited", sw.name, status,
+    ngx.print(format('{"error":"%s","limiter":%s,"status":%d,"retry_after_s":%s}\n',
+        store_failed and "store_error" or "rate_limited", quote(sw.name), status,
         answer and retry_after(answer) or "null"))
     return ngx.exit(status)
 end

@@ -7,6 +7,7 @@
 -- (redis: no cosocket in the log phase) from a zero-delay timer.
 
 local invalid = require("resty.slidewin.config").invalid
+local phases = require "resty.slidewin.phases"
 
 local format = string.format
 local ngx = ngx
@@ -48,6 +49,7 @@ function _M.configure(statuses, _, hooks)
     if not refunds then
         return nil, err
     end
+    phases.on_log("refund", _M.log)
     return hooks:add("admitted", function(sw, key, cost)
         local ctx = ngx.ctx
         local list = ctx.slidewin_refunds or {}
@@ -56,13 +58,15 @@ function _M.configure(statuses, _, hooks)
     end)
 end
 
--- For log_by_lua*: gives back the cost of this request's admissions whose limiter refunds
--- its response status.
+-- The log phase's part (resty.slidewin.phases): gives back the cost of this request's
+-- admissions whose limiter refunds its response status.
 function _M.log()
-    local list = ngx.ctx.slidewin_refunds
+    local ctx = ngx.ctx
+    local list = ctx.slidewin_refunds
     if not list then
         return
     end
+    ctx.slidewin_refunds = nil
     local status = ngx.status
     for _, admitted in ipairs(list) do
         if admitted.refunds(status) then

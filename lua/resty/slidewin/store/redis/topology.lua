@@ -9,8 +9,9 @@
 --       "refresh" (counted in metrics), or nil when nothing else can be tried.
 -- Kinds: "standalone" (here), resty.slidewin.store.redis.cluster and .sentinel.
 
+local prometheus = require "resty.slidewin.prometheus"
+
 local ngx = ngx
-local concat = table.concat
 
 local _M = {}
 
@@ -97,27 +98,24 @@ function _M.standalone(node, dict)
     end)
 end
 
+local REDIRECTS = prometheus.family("slidewin_redis_redirects_total", "counter",
+    "Cluster redirects followed (MOVED, ASK) and retries on a node found by a reload.")
+local RELOADS = prometheus.family("slidewin_redis_reloads_total", "counter",
+    "Slot map / master address reloads, by outcome.")
+
 -- Prometheus text: redirects followed and topology reloads, per Redis configuration.
 function _M.metrics_text()
-    local out = {
-        "# HELP slidewin_redis_redirects_total Cluster redirects followed (MOVED, ASK) and retries on a node found by a reload.\n",
-        "# TYPE slidewin_redis_redirects_total counter\n",
-    }
+    local out = prometheus.new()
     for _, t in ipairs(ORDER) do
         for _, kind in ipairs { "moved", "ask", "refresh" } do
-            out[#out + 1] = 'slidewin_redis_redirects_total{redis="' .. t.id .. '",kind="' .. kind
-                .. '"} ' .. t.count.get(kind) .. "\n"
+            out:sample(REDIRECTS, { "redis", t.id, "kind", kind }, t.count.get(kind))
         end
     end
-    out[#out + 1] = "# HELP slidewin_redis_reloads_total Slot map / master address reloads, by outcome.\n"
-    out[#out + 1] = "# TYPE slidewin_redis_reloads_total counter\n"
     for _, t in ipairs(ORDER) do
-        for _, kind in ipairs { "reloads", "reload_errors" } do
-            out[#out + 1] = 'slidewin_redis_reloads_total{redis="' .. t.id .. '",outcome="'
-                .. (kind == "reloads" and "ok" or "error") .. '"} ' .. t.count.get(kind) .. "\n"
-        end
+        out:sample(RELOADS, { "redis", t.id, "outcome", "ok" }, t.count.get("reloads"))
+        out:sample(RELOADS, { "redis", t.id, "outcome", "error" }, t.count.get("reload_errors"))
     end
-    return concat(out)
+    return out:text()
 end
 
 return _M
