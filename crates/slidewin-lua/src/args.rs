@@ -36,18 +36,34 @@ pub fn field_positive(
     opts: &Table,
     name: &'static str,
 ) -> Result<Option<u64>, LuaError> {
+    positive_in(opts, name)?.map_err(|message| error(function, message))
+}
+
+/// [`field_positive`] for a caller that places the message itself: the field's value, or the
+/// message naming the field and the value.
+pub fn positive_in(
+    opts: &Table,
+    name: &'static str,
+) -> Result<Result<Option<u64>, String>, LuaError> {
     let value: Value = opts.raw_get(name)?;
-    if value.is_nil() {
-        return Ok(None);
-    }
-    let v = number(function, name, &value)?;
-    match slidewin::arg::uint(name, v) {
+    let v = match value {
+        Value::Nil => return Ok(Ok(None)),
+        Value::Integer(i) => i as f64,
+        Value::Number(n) => n,
+        other => {
+            return Ok(Err(format!(
+                "{name} must be a number, got {}",
+                describe(&other)
+            )))
+        }
+    };
+    Ok(match slidewin::arg::uint(name, v) {
         Ok(n) if n > 0 => Ok(Some(n)),
-        _ => Err(error(
-            function,
-            slidewin::Error::invalid(name, "a positive integer", slidewin::Value::Float(v)),
-        )),
-    }
+        _ => Err(
+            slidewin::Error::invalid(name, "a positive integer", slidewin::Value::Float(v))
+                .to_string(),
+        ),
+    })
 }
 
 /// The `name` field of an options table, a string.

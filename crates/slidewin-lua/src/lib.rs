@@ -11,6 +11,7 @@ mod adaptive;
 mod args;
 mod concurrency;
 mod fast;
+mod formulas;
 mod limiter;
 mod mapping;
 mod object;
@@ -40,6 +41,7 @@ fn slidewin(lua: &Lua) -> LuaResult<LuaTable> {
     module.set("queue_limit", lua.create_function(queue::new)?)?;
     stream::register(lua, &module)?;
     adaptive::register(lua, &module)?;
+    formulas::register(lua, &module)?;
     lua.load(include_str!("prelude.lua"))
         .set_name("=slidewin")
         .call(module)

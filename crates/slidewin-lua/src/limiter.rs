@@ -78,14 +78,9 @@ pub trait Store {
     /// limit less the room the peek found).
     fn window(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(KeyWindow, bool), Error> {
         let d = self.decide(key, now_ms, cost, false, None)?;
-        let room = if d.allowed {
-            d.remaining + cost
-        } else {
-            d.remaining
-        };
         let usage = Usage {
             window: d.window,
-            count: d.limit.saturating_sub(room),
+            count: d.used(cost),
             limit: d.limit,
         };
         let window = KeyWindow {
@@ -300,7 +295,6 @@ pub fn new(lua: &Lua, opts: Value) -> LuaResult<(Value, Option<String>)> {
         ));
     };
     let (rule, windows) = rules::from_options(NEW, &opts)?;
-    let rule = rule.map_err(args::core(NEW))?;
     let max_key_bytes =
         args::field_positive(NEW, &opts, "max_key_bytes")?.unwrap_or(DEFAULT_MAX_KEY_BYTES);
     let max_key_bytes = usize::try_from(max_key_bytes).unwrap_or(usize::MAX);

@@ -19,94 +19,120 @@ use crate::args::{self, error};
 /// region is laid out for; limits are not part of it).
 pub type WindowWords = [u64; 4];
 
-/// The rule `opts` describes (`function` names the caller in errors), or the core's error
-/// (a config no window can have), and the windows as words.
-pub fn from_options(
-    function: &'static str,
-    opts: &Table,
-) -> LuaResult<(Result<Rule, Error>, Vec<WindowWords>)> {
-    let windows: Vec<Table> = match opts.raw_get::<Value>("windows")? {
-        Value::Nil => vec![opts.clone()],
-        Value::Table(list) => {
-            let n = list.raw_len();
-            if n == 0 || n > MAX_WINDOWS {
-                return Err(error(
-                    function,
-                    format_args!("windows must be a list of 1 to 8 window tables, got {n} windows"),
-                ));
-            }
-            let mut windows = Vec::with_capacity(n);
-            for i in 1..=n {
-                match list.raw_get::<Value>(i)? {
-                    Value::Table(t) => windows.push(t),
-                    other => {
-                        let got = args::describe(&other);
-                        return Err(error(
-                            function,
-                            format_args!("windows[{i}] must be a table, got {got}"),
-                        ));
-                    }
-                }
-            }
-            windows
-        }
+/// The rule `opts` describes (`function` names the caller in errors) and its windows as words.
+pub fn from_options(function: &'static str, opts: &Table) -> LuaResult<(Rule, Vec<WindowWords>)> {
+    parse(opts)?.map_err(|message| error(function, message))
+}
+
+/// The rule `opts` describes and its windows as words, or why not: the message names the
+/// field (with its window's place when the windows are listed: "windows[2].limit") and the
+/// value. The one check of a rule's windows, for the limiters and zones of this module and for
+/// the Lua layer's configs of every store.
+pub fn parse(opts: &Table) -> LuaResult<Result<(Rule, Vec<WindowWords>), String>> {
+    match rule_of(opts) {
+        Ok(parsed) => Ok(Ok(parsed)),
+        Err(Bad::Field(message)) => Ok(Err(message)),
+        Err(Bad::Lua(e)) => Err(e),
+    }
+}
+
+/// Why a table is no rule: a field's value (the message), or Lua itself failing.
+enum Bad {
+    Field(String),
+    Lua(mlua::Error),
+}
+
+impl From<mlua::Error> for Bad {
+    fn from(e: mlua::Error) -> Self {
+        Bad::Lua(e)
+    }
+}
+
+impl From<Error> for Bad {
+    fn from(e: Error) -> Self {
+        Bad::Field(e.to_string())
+    }
+}
+
+fn rule_of(opts: &Table) -> Result<(Rule, Vec<WindowWords>), Bad> {
+    let listed = match opts.raw_get::<Value>("windows")? {
+        Value::Nil => None,
+        Value::Table(list) => Some(list),
         other => {
             let got = args::describe(&other);
-            return Err(error(
-                function,
-                format_args!("windows must be a list of window tables, got {got}"),
-            ));
+            return Err(Bad::Field(format!(
+                "windows must be a list of window tables, got {got}"
+            )));
         }
     };
-    let mut parsed = Vec::with_capacity(windows.len());
-    let mut words = Vec::with_capacity(windows.len());
-    for window in &windows {
-        let (made, as_words) = window_of(function, window)?;
-        match made {
-            Ok(w) => parsed.push(w),
-            Err(e) => return Ok((Err(e), words)),
-        }
+    let Some(list) = listed else {
+        let (window, words) = window_of(opts)?;
+        return Ok((Rule::one(window), vec![words]));
+    };
+    let n = list.raw_len();
+    if n == 0 || n > MAX_WINDOWS {
+        return Err(Bad::Field(format!(
+            "windows must be a list of 1 to 8 window tables, got {n} windows"
+        )));
+    }
+    let mut windows = Vec::with_capacity(n);
+    let mut words = Vec::with_capacity(n);
+    for i in 1..=n {
+        let in_list = |message: String| Bad::Field(format!("windows[{i}].{message}"));
+        let made = match list.raw_get::<Value>(i)? {
+            Value::Table(t) => window_of(&t),
+            other => {
+                let got = args::describe(&other);
+                return Err(Bad::Field(format!(
+                    "windows[{i}] must be a table, got {got}"
+                )));
+            }
+        };
+        let (window, as_words) = made.map_err(|bad| match bad {
+            Bad::Field(message) => in_list(message),
+            lua => lua,
+        })?;
+        windows.push(window);
         words.push(as_words);
     }
-    Ok((Rule::new(parsed), words))
+    Ok((Rule::new(windows)?, words))
+}
+
+/// A field of a window table as a positive integer (up to 2^53); `None` when absent.
+fn positive(t: &Table, name: &'static str) -> Result<Option<u64>, Bad> {
+    args::positive_in(t, name)?.map_err(Bad::Field)
+}
+
+/// A field that must be there.
+fn required(t: &Table, name: &'static str) -> Result<u64, Bad> {
+    positive(t, name)?
+        .ok_or_else(|| Bad::Field(format!("{name} must be a positive integer, got nil")))
 }
 
 /// One window from its table.
-fn window_of(
-    function: &'static str,
-    t: &Table,
-) -> LuaResult<(Result<RuleWindow, Error>, WindowWords)> {
-    let positive = |name| {
-        args::required(
-            function,
-            name,
-            "a positive integer",
-            args::field_positive(function, t, name)?,
-        )
-    };
-    let (limit, window_ms) = (positive("limit")?, positive("window_ms")?);
-    // Fits: field_positive admits integers up to 2^53.
+fn window_of(t: &Table) -> Result<(RuleWindow, WindowWords), Bad> {
+    let (limit, window_ms) = (required(t, "limit")?, required(t, "window_ms")?);
+    // Fits: positive admits integers up to 2^53.
     let window_ms = window_ms as i64;
     let (code, bucket_ms) = match t.raw_get::<Value>("algorithm")? {
         Value::Nil => (1, 0),
         Value::String(s) if s == "log" => (1, 0),
-        Value::String(s) if s == "buckets" => (2, positive("bucket_ms")? as i64),
+        Value::String(s) if s == "buckets" => (2, required(t, "bucket_ms")? as i64),
         Value::String(s) if s == "counter" => (3, 0),
         other => {
             let got = args::describe(&other);
-            return Err(error(
-                function,
-                format_args!("algorithm must be \"log\", \"buckets\" or \"counter\", got {got}"),
-            ));
+            return Err(Bad::Field(format!(
+                "algorithm must be \"log\", \"buckets\" or \"counter\", got {got}"
+            )));
         }
     };
-    let max_limit = args::field_positive(function, t, "max_limit")?.unwrap_or(limit);
+    let max_limit = positive(t, "max_limit")?.unwrap_or(limit);
     let window = match code {
         1 => Quota::new(limit, window_ms).map(RuleWindow::log),
         2 => BucketQuota::new(limit, window_ms, bucket_ms).map(RuleWindow::buckets),
         _ => Quota::new(limit, window_ms).map(RuleWindow::counter),
     }
-    .and_then(|w| w.with_max_limit(max_limit));
+    .and_then(|w| w.with_max_limit(max_limit))?;
     let words = [code, max_limit, window_ms as u64, bucket_ms as u64];
     Ok((window, words))
 }
