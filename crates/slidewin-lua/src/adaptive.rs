@@ -146,7 +146,9 @@ impl UserData for LuaAdaptive {
         methods.add_method("base_ms", |_, this, ()| Ok(this.0.base_ms()));
         methods.add_method("reason", |_, this, ()| Ok(reason_name(this.0.reason())));
         // Unrounded: slidewin.window_limit makes it a window's limit, rounding once.
-        methods.add_method("rate_per_second", |_, this, ()| Ok(this.0.rate_per_second()));
+        methods.add_method("rate_per_second", |_, this, ()| {
+            Ok(this.0.rate_per_second())
+        });
         // `state()` -> the state as a string of little-endian words.
         methods.add_method("state", |lua, this, ()| {
             let bytes: Vec<u8> = this

@@ -45,25 +45,30 @@ pub fn positive_in(
     opts: &Table,
     name: &'static str,
 ) -> Result<Result<Option<u64>, String>, LuaError> {
-    let value: Value = opts.raw_get(name)?;
+    Ok(match opts.raw_get::<Value>(name)? {
+        Value::Nil => Ok(None),
+        value => positive_value(name, &value).map(Some),
+    })
+}
+
+/// A Lua value as a positive integer (up to 2^53), or the error naming `name` and the value.
+pub fn positive(function: &str, name: &'static str, value: &Value) -> Result<u64, LuaError> {
+    positive_value(name, value).map_err(|message| error(function, message))
+}
+
+fn positive_value(name: &'static str, value: &Value) -> Result<u64, String> {
     let v = match value {
-        Value::Nil => return Ok(Ok(None)),
-        Value::Integer(i) => i as f64,
-        Value::Number(n) => n,
-        other => {
-            return Ok(Err(format!(
-                "{name} must be a number, got {}",
-                describe(&other)
-            )))
-        }
+        Value::Integer(i) => *i as f64,
+        Value::Number(n) => *n,
+        other => return Err(format!("{name} must be a number, got {}", describe(other))),
     };
-    Ok(match slidewin::arg::uint(name, v) {
-        Ok(n) if n > 0 => Ok(Some(n)),
+    match slidewin::arg::uint(name, v) {
+        Ok(n) if n > 0 => Ok(n),
         _ => Err(
             slidewin::Error::invalid(name, "a positive integer", slidewin::Value::Float(v))
                 .to_string(),
         ),
-    })
+    }
 }
 
 /// The `name` field of an options table, a string.

@@ -137,20 +137,9 @@ fn window_limit(
             format_args!("per_second must be a finite number >= 0, got {per_second}"),
         ));
     }
-    let window_ms = positive(WINDOW_LIMIT, "window_ms", &window_ms)?;
-    let max_limit = positive(WINDOW_LIMIT, "max_limit", &max_limit)?;
+    let window_ms = args::positive(WINDOW_LIMIT, "window_ms", &window_ms)?;
+    let max_limit = args::positive(WINDOW_LIMIT, "max_limit", &max_limit)?;
     Ok(live::window_limit(per_second, window_ms as i64, max_limit))
-}
-
-/// A positive integer (up to 2^53), or the error naming it.
-fn positive(function: &'static str, name: &'static str, value: &Value) -> LuaResult<u64> {
-    match args::uint(function, name, value)? {
-        0 => Err(error(
-            function,
-            format_args!("{name} must be a positive integer, got 0"),
-        )),
-        n => Ok(n),
-    }
 }
 
 const LIVE_LIMITS: &str = "slidewin.live_limits";
@@ -288,8 +277,19 @@ fn check_rule(_: &Lua, conf: Value) -> LuaResult<(Option<bool>, Option<String>)>
 /// window, each from 1 to the window's `max_limit`.
 fn check_limits(
     _: &Lua,
-    (windows, given, field): (Table, Value, mlua::LuaString),
+    (windows, given, field): (Value, Value, Value),
 ) -> LuaResult<(Option<bool>, Option<String>)> {
+    const F: &str = "slidewin.check_limits";
+    let (Value::Table(windows), Value::String(field)) = (&windows, &field) else {
+        return Err(error(
+            F,
+            format_args!(
+                "windows must be a list of window tables and field a string, got {} and {}",
+                describe(&windows),
+                describe(&field)
+            ),
+        ));
+    };
     let field = field.to_string_lossy();
     let n = windows.raw_len();
     let invalid = |message: String| Ok((None, Some(message)));
@@ -303,7 +303,16 @@ fn check_limits(
         }
     };
     for i in 1..=n {
-        let max_limit: u64 = windows.raw_get::<Table>(i)?.raw_get("max_limit")?;
+        let max_limit = match windows.raw_get::<Value>(i)? {
+            Value::Table(w) => args::uint(F, "max_limit", &w.raw_get::<Value>("max_limit")?)?,
+            other => {
+                let got = describe(&other);
+                return Err(error(
+                    F,
+                    format_args!("windows[{i}] must be a window table, got {got}"),
+                ));
+            }
+        };
         let limit: Value = list.raw_get(i)?;
         let within = match limit {
             Value::Integer(v) => v as f64,
