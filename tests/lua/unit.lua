@@ -368,6 +368,9 @@ test("the core's formulas: values, and errors naming the argument and the value"
     eq(slidewin.window_limit(1001 / 3, 3000, 5000), 1001)
     eq(slidewin.window_limit(0, 1000, 10), 1)
     eq(slidewin.window_limit(1e9, 1000, 10), 10)
+    eq(slidewin.window_rate(125, 10000), 12)
+    eq(slidewin.window_rate(1, 3600000), 1, "at least 1")
+    eq(raised(slidewin.window_rate, 0, 1000), "slidewin.window_rate: limit must be a positive integer, got 0")
     eq(raised(slidewin.window_limit, -1, 1000, 10), "slidewin.window_limit: per_second must be a finite number >= 0, got -1")
     eq(raised(slidewin.window_limit, 1, 0, 10), "slidewin.window_limit: window_ms must be a positive integer, got 0")
     -- The reload rule: window by window, the live limit while the config keeps its limit.

@@ -7,6 +7,7 @@
 //! local allowed, remaining, retry_after_ms, reset_after_ms =
 //!     slidewin.counter_decide(100, 1000, 100, 0, 1001, 1, true) -- false, 0, 9, 999
 //! slidewin.window_limit(12.5, 10000, 1000)                      -- 125 (a rate as a window's limit)
+//! slidewin.window_rate(125, 10000)                              -- 12 (and back, rounded down)
 //! slidewin.live_limits({ 20, 100 }, { 10, 100 }, { 5, 50 })     -- { 20, 50 } (after a reload)
 //! slidewin.answer(200, "502, 503")                              -- "backpressure"
 //! slidewin.http_status(503)                                     -- 503 (nil: not a status)
@@ -36,6 +37,7 @@ pub fn register(lua: &Lua, module: &Table) -> LuaResult<()> {
         lua.create_c_function(counter_decide)?
     })?;
     module.set("window_limit", lua.create_function(window_limit)?)?;
+    module.set("window_rate", lua.create_function(window_rate)?)?;
     module.set("live_limits", lua.create_function(live_limits)?)?;
     module.set("answer", lua.create_function(answer)?)?;
     module.set("http_status", lua.create_function(http_status)?)?;
@@ -140,6 +142,14 @@ fn window_limit(
     let window_ms = args::positive(WINDOW_LIMIT, "window_ms", &window_ms)?;
     let max_limit = args::positive(WINDOW_LIMIT, "max_limit", &max_limit)?;
     Ok(live::window_limit(per_second, window_ms as i64, max_limit))
+}
+
+/// `window_rate(limit, window_ms)`: [`live::per_second`].
+fn window_rate(_: &Lua, (limit, window_ms): (Value, Value)) -> LuaResult<u64> {
+    const F: &str = "slidewin.window_rate";
+    let limit = args::positive(F, "limit", &limit)?;
+    let window_ms = args::positive(F, "window_ms", &window_ms)?;
+    Ok(live::per_second(limit, window_ms as i64))
 }
 
 const LIVE_LIMITS: &str = "slidewin.live_limits";
