@@ -72,7 +72,7 @@ pub fn last_status(text: &str) -> Option<u64> {
 ///     "status must be an HTTP status (100 to 599), got 99");
 /// ```
 pub fn check(name: &'static str, v: f64) -> Result<u64, Error> {
-    if (100.0..=599.0).contains(&v) && v.fract() == 0.0 {
+    if (100.0..=599.0).contains(&v) && v == libm::trunc(v) {
         Ok(v as u64)
     } else {
         Err(Error::invalid(
