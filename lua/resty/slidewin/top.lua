@@ -192,8 +192,8 @@ local function window(sw, key)
         return nil, remaining
     end
     local limit = sw:limits()[w]
-    return { allowed = allowed, count = peek_used(allowed, remaining, limit, 1), limit = limit, window = w, remaining = remaining,
-        retry_after_ms = retry_after_ms, reset_after_ms = reset_after_ms }
+    return { allowed = allowed, count = peek_used(allowed, remaining, limit, 1), limit = limit, window = w,
+        remaining = remaining, retry_after_ms = retry_after_ms, reset_after_ms = reset_after_ms }
 end
 
 function _M.window_json(limiters, key, now_ms)

@@ -200,9 +200,9 @@ local function topology_of(opts, dict_name)
 end
 
 -- The windows' parts of the script's ARGV after the cost (the limits at `at[i]`), and the keys'
--- suffixes (the windows are valid: config checked them as the core does, and the script
--- checks them the same way): "<window>:<algorithm><window_ms>[/<bucket_ms>]", so that a reload that changes a
+-- suffixes: "<window>:<algorithm><window_ms>[/<bucket_ms>]", so that a reload that changes a
 -- window's algorithm or length starts that window afresh while one that changes limits keeps it.
+-- The windows are valid: config had the core check them, as the script checks them too.
 local function windows_args(windows)
     local args, at, suffixes = {}, {}, {}
     for i, w in ipairs(windows) do
