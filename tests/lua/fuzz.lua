@@ -87,6 +87,10 @@ local functions = {
     { "resty.slidewin.stats_json", layer.stats_json },
     { "registry.new", registry.new },
 }
+for _, name in ipairs { "counter_decide", "window_limit", "window_rate", "live_limits", "answer", "http_status", "loss_ratio",
+    "goodput_rps", "peek_used", "check_rule", "check_limits" } do
+    functions[#functions + 1] = { "slidewin." .. name, slidewin[name] }
+end
 for _, name in ipairs { "mean", "sum", "max", "min", "variance", "stddev", "rate", "smoothed" } do
     functions[#functions + 1] = { "slidewin." .. name, slidewin[name] }
 end
@@ -107,7 +111,8 @@ local function judge_message(where, message)
     if type(message) ~= "string" then
         return report(where, "an error that is a " .. type(message) .. ", not a message")
     end
-    local first = message:match("^[^\n]*")
+    -- Printable, so the report is text whatever bytes a message echoes (a field's name).
+    local first = message:match("^[^\n]*"):gsub("[^\32-\126]", "?")
     for _, pattern in ipairs(FORBIDDEN) do
         if first:find(pattern, 1, true) then
             return report(where, first)

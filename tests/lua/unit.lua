@@ -339,44 +339,98 @@ test("a zone's limiter describes the rule of its last decision, and follows one 
     eq(raised(held.follow, held), "lim:follow: the rule was removed from its zone")
 end)
 
+test("the core's formulas: values, and errors naming the argument and the value", function()
+    -- The sliding counter over counts kept elsewhere: the core's documented vector.
+    local allowed, remaining, retry, reset = slidewin.counter_decide(100, 1000, 100, 0, 1001, 1, true)
+    eq(allowed, false)
+    eq(remaining, 0)
+    eq(retry, 9)
+    eq(reset, 999)
+    allowed, remaining, retry, reset = slidewin.counter_decide(100, 1000, 100, 0, 1010, 1, true)
+    eq(allowed, true)
+    eq(remaining, 0)
+    eq(retry, 0)
+    eq(reset, 1990, "a recorded cost lasts to the end of the next window")
+    eq(select(4, slidewin.counter_decide(100, 1000, 100, 0, 1010, 1, false)), 990, "a peek records nothing")
+    eq(select(3, slidewin.counter_decide(100, 1000, 0, 0, 5, 1e17)), nil, "a cost above 2^53 never fits")
+    eq(raised(slidewin.counter_decide, 100, 1000, 100, 0, 1001),
+        "slidewin.counter_decide: cost must be a number, got no value")
+    eq(raised(slidewin.counter_decide, 100, "x", 100, 0, 1001, 1),
+        "slidewin.counter_decide: window_ms must be a number, got string")
+    eq(raised(slidewin.counter_decide, 0, 1000, 0, 0, 1, 1),
+        "slidewin.counter_decide: limit must be a positive integer, got 0")
+    eq(raised(slidewin.counter_decide, 10, 1000, -1, 0, 1, 1),
+        "slidewin.counter_decide: previous must be a non-negative integer, got -1")
+    eq(raised(slidewin.counter_decide, 10, 1000, 0, 0.5, 1, 1),
+        "slidewin.counter_decide: current must be a non-negative integer, got 0.5")
+    -- A rate as a window's limit: rounded up once, within 1..max_limit.
+    eq(slidewin.window_limit(12.5, 10000, 1000), 125)
+    eq(slidewin.window_limit(1001 / 3, 3000, 5000), 1001)
+    eq(slidewin.window_limit(0, 1000, 10), 1)
+    eq(slidewin.window_limit(1e9, 1000, 10), 10)
+    eq(slidewin.window_rate(125, 10000), 12)
+    eq(slidewin.window_rate(1, 3600000), 1, "at least 1")
+    eq(raised(slidewin.window_rate, 0, 1000), "slidewin.window_rate: limit must be a positive integer, got 0")
+    eq(raised(slidewin.window_limit, -1, 1000, 10), "slidewin.window_limit: per_second must be a finite number >= 0, got -1")
+    eq(raised(slidewin.window_limit, 1, 0, 10), "slidewin.window_limit: window_ms must be a positive integer, got 0")
+    -- The reload rule: window by window, the live limit while the config keeps its limit.
+    local limits = slidewin.live_limits({ 20, 100 }, { 10, 100 }, { 5, 50 })
+    eq(#limits, 2)
+    eq(limits[1], 20)
+    eq(limits[2], 50)
+    eq(slidewin.live_limits({ 20, 100 }, nil, nil)[2], 100, "none set: the configured limits")
+    eq(slidewin.live_limits({ 20, 100 }, { 20 }, { 5 })[1], 20, "set under another rule")
+    eq(raised(slidewin.live_limits, { 1 }, { -1 }, { 1 }), "slidewin.live_limits: set_under must be a non-negative integer, got -1")
+    eq(raised(slidewin.live_limits, 5), "slidewin.live_limits: configured must be a list of limits, got 5")
+    -- What an answer tells of the upstream.
+    eq(slidewin.answer(200, nil), "ok")
+    eq(slidewin.answer(200, "502, 200"), "ok", "the last upstream tried counts")
+    eq(slidewin.answer(502, "504 : 503"), "loss")
+    eq(slidewin.answer(200, "200, 503"), "backpressure")
+    eq(slidewin.answer(429, nil), "backpressure")
+    eq(slidewin.answer(499, "200"), "loss", "the client gave up")
+    eq(raised(slidewin.answer, "200"), 'slidewin.answer: status must be a number, got "200"')
+    eq(raised(slidewin.answer, 200, 5), "slidewin.answer: upstream_status must be a string or nil, got 5")
+    eq(slidewin.http_status(503), 503)
+    eq(slidewin.http_status(99), nil)
+    eq(slidewin.http_status(200.5), nil)
+    eq(slidewin.http_status("200"), nil)
+    -- The adaptive limit's interval figures.
+    eq(slidewin.loss_ratio(8, 1, 1), 0.2)
+    eq(slidewin.loss_ratio(0, 0, 0), 0)
+    eq(slidewin.goodput_rps(8, 2000), 4)
+    eq(slidewin.goodput_rps(8, 0), 0)
+    eq(raised(slidewin.loss_ratio, 1, -1, 0), "slidewin.loss_ratio: loss must be a non-negative integer, got -1")
+    eq(raised(slidewin.goodput_rps, 1, 0.5), "slidewin.goodput_rps: elapsed_ms must be an integer, got 0.5")
+    -- A peek's count: the limit less the room it found.
+    eq(slidewin.peek_used(true, 4, 10, 2), 4)
+    eq(slidewin.peek_used(false, 1, 10, 2), 9)
+    eq(raised(slidewin.peek_used, 1, 1, 10, 2), "slidewin.peek_used: allowed must be a boolean, got 1")
+    -- A rule's windows, checked as slidewin.limiter checks them.
+    eq(slidewin.check_rule { limit = 1, window_ms = 1000 }, true)
+    eq(select(2, slidewin.check_rule { windows = { { limit = 1, window_ms = 1000 }, { limit = 0, window_ms = 10 } } }),
+        "windows[2].limit must be a positive integer, got 0")
+    eq(select(2, slidewin.check_rule { algorithm = "buckets", limit = 1, window_ms = 1000, bucket_ms = 300 }),
+        "bucket_ms must be a divisor of window_ms, got 300")
+    eq(select(2, slidewin.check_rule { windows = { { limit = 5, window_ms = 10, max_limit = 4 } } }),
+        "windows[1].max_limit must be at least the window's limit, got 4")
+    eq(raised(slidewin.check_rule, 5), "slidewin.check_rule: conf must be a table, got 5")
+    local windows = { { max_limit = 5 }, { max_limit = 50 } }
+    eq(slidewin.check_limits(windows, { 5, 1 }, "limits"), true)
+    eq(select(2, slidewin.check_limits(windows, { 5, 51 }, "limits")),
+        "limits[2] must be a positive integer at most max_limit (50), got 51")
+    eq(select(2, slidewin.check_limits(windows, { 5 }, "tiers.gold")),
+        "tiers.gold must be a list of 2 limit(s), one per window, got table")
+end)
+
 -- resty.slidewin without nginx: config validation and the shdict store on a fake dict and clock.
 
 local fake_now = 0
 package.loaded.slidewin = setmetatable({ now_ms = function() return fake_now end }, { __index = slidewin })
 
--- ngx.shared.DICT's get/set/incr over a table; `ttls` records the init_ttl of created keys.
-local function fake_dict()
-    local values, ttls = {}, {}
-    return {
-        ttls = ttls,
-        values = values,
-        get = function(_, k) return values[k] end,
-        set = function(_, k, v) values[k] = v end,
-        add = function(_, k, v)
-            if values[k] == nil then values[k] = v end
-        end,
-        incr = function(_, k, n, init, init_ttl)
-            local v = values[k]
-            if v == nil then
-                if init == nil then
-                    return nil, "not found"
-                end
-                v, ttls[k] = init, init_ttl
-            end
-            values[k] = v + n
-            return values[k]
-        end,
-    }
-end
--- sha1_bin: a stand-in digest of 20 bytes, enough to tell keys apart in these tests.
-local function fake_sha1_bin(s)
-    local h1, h2 = 5381, 7
-    for i = 1, #s do
-        local b = s:byte(i)
-        h1, h2 = (h1 * 33 + b) % 4294967291, (h2 * 31 + b) % 4294967279
-    end
-    return string.format("%010d%010d", h1, h2)
-end
+-- A dict and sha1_bin standing in for nginx's (tests/lua/fake_ngx.lua).
+local fake = dofile((arg[0]:match("^(.*/)") or "./") .. "fake_ngx.lua")
+local fake_dict, fake_sha1_bin = fake.dict, fake.sha1_bin
 ngx = { -- luacheck: ignore (the global the layer reads)
     shared = { slidewin = fake_dict() },
     sha1_bin = fake_sha1_bin,

@@ -7,6 +7,7 @@ use std::env;
 
 use slidewin_tests::http::Response;
 use slidewin_tests::nginx::Nginx;
+use slidewin_tests::random::Random;
 
 const WORKERS: usize = 4;
 
@@ -138,22 +139,6 @@ fn a_call_checked_before_its_decision_is_checked_against_the_rule_put_again() {
         (200, policy(8), r#""c";r=7;t=10"#.to_string(), None)
     );
     no_lua_errors(&nginx);
-}
-
-/// xorshift64*: the same rules and requests for the same seed.
-struct Random(u64);
-
-impl Random {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) % n
-    }
-
-    fn pick<T: Copy>(&mut self, from: &[T]) -> T {
-        from[self.below(from.len() as u64) as usize]
-    }
 }
 
 /// A window as a Lua table: algorithm, limit, window_ms, max_limit (and bucket_ms).

@@ -145,10 +145,9 @@ impl UserData for LuaAdaptive {
         methods.add_method("limit", |_, this, ()| Ok(this.0.limit()));
         methods.add_method("base_ms", |_, this, ()| Ok(this.0.base_ms()));
         methods.add_method("reason", |_, this, ()| Ok(reason_name(this.0.reason())));
-        methods.add_method("rate_limit", |_, this, window_ms: f64| {
-            let window_ms =
-                slidewin::arg::int("window_ms", window_ms).map_err(args::core("ctl:rate_limit"))?;
-            Ok(this.0.rate_limit(window_ms))
+        // Unrounded: slidewin.window_limit makes it a window's limit, rounding once.
+        methods.add_method("rate_per_second", |_, this, ()| {
+            Ok(this.0.rate_per_second())
         });
         // `state()` -> the state as a string of little-endian words.
         methods.add_method("state", |lua, this, ()| {

@@ -36,17 +36,38 @@ pub fn field_positive(
     opts: &Table,
     name: &'static str,
 ) -> Result<Option<u64>, LuaError> {
-    let value: Value = opts.raw_get(name)?;
-    if value.is_nil() {
-        return Ok(None);
-    }
-    let v = number(function, name, &value)?;
+    positive_in(opts, name)?.map_err(|message| error(function, message))
+}
+
+/// [`field_positive`] for a caller that places the message itself: the field's value, or the
+/// message naming the field and the value.
+pub fn positive_in(
+    opts: &Table,
+    name: &'static str,
+) -> Result<Result<Option<u64>, String>, LuaError> {
+    Ok(match opts.raw_get::<Value>(name)? {
+        Value::Nil => Ok(None),
+        value => positive_value(name, &value).map(Some),
+    })
+}
+
+/// A Lua value as a positive integer (up to 2^53), or the error naming `name` and the value.
+pub fn positive(function: &str, name: &'static str, value: &Value) -> Result<u64, LuaError> {
+    positive_value(name, value).map_err(|message| error(function, message))
+}
+
+fn positive_value(name: &'static str, value: &Value) -> Result<u64, String> {
+    let v = match value {
+        Value::Integer(i) => *i as f64,
+        Value::Number(n) => *n,
+        other => return Err(format!("{name} must be a number, got {}", describe(other))),
+    };
     match slidewin::arg::uint(name, v) {
-        Ok(n) if n > 0 => Ok(Some(n)),
-        _ => Err(error(
-            function,
-            slidewin::Error::invalid(name, "a positive integer", slidewin::Value::Float(v)),
-        )),
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(
+            slidewin::Error::invalid(name, "a positive integer", slidewin::Value::Float(v))
+                .to_string(),
+        ),
     }
 }
 

@@ -74,7 +74,6 @@ impl UserData for LuaDirectory {
             |lua, this, (name, opts): (mlua::LuaString, Table)| {
                 const PUT: &str = "zone:put";
                 let rule = rules::from_options(PUT, &opts)?;
-                let rule = rule.map_err(args::core(PUT))?;
                 let size = args::field_positive(PUT, &opts, "size")?.unwrap_or(DEFAULT_RULE_BYTES);
                 let max_key_bytes = args::field_positive(PUT, &opts, "max_key_bytes")?
                     .unwrap_or(DEFAULT_MAX_KEY_BYTES);

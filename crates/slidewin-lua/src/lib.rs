@@ -12,6 +12,7 @@ mod answer;
 mod args;
 mod concurrency;
 mod directory;
+mod formulas;
 mod limiter;
 mod limiter_methods;
 mod mapping;
@@ -54,6 +55,7 @@ fn slidewin(lua: &Lua) -> LuaResult<LuaTable> {
     stream::register(lua, &module)?;
     adaptive::register(lua, &module)?;
     answer::register(lua, &module)?;
+    formulas::register(lua, &module)?;
     lua.load(include_str!("prelude.lua"))
         .set_name("=slidewin")
         .call(module)

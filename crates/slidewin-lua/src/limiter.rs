@@ -209,7 +209,6 @@ pub fn new(lua: &Lua, opts: Value) -> LuaResult<(Value, Option<String>)> {
         ));
     };
     let rule = rules::from_options(NEW, &opts)?;
-    let rule = rule.map_err(args::core(NEW))?;
     let max_key_bytes =
         args::field_positive(NEW, &opts, "max_key_bytes")?.unwrap_or(DEFAULT_MAX_KEY_BYTES);
     let max_key_bytes = usize::try_from(max_key_bytes).unwrap_or(usize::MAX);

@@ -26,6 +26,8 @@ for name, value in pairs(raw) do
 end
 for _, name in ipairs {
     "limiter", "sliding_max", "sliding_min", "sliding_mean", "sliding_sum", "ewma", "latency_bucket",
+    "window_limit", "window_rate", "live_limits", "answer", "loss_ratio", "goodput_rps", "peek_used", "check_rule",
+    "check_limits",
 } do
     module[name] = plain(raw[name])
 end
@@ -76,7 +78,7 @@ module.concurrency = class("slots", "concurrency limit", {
 })(raw.concurrency)
 -- Controllers of limits that follow the load.
 module.adaptive = class("ctl", "adaptive controller", {
-    "update", "limit", "base_ms", "reason", "rate_limit", "state", "restore",
+    "update", "limit", "base_ms", "reason", "rate_per_second", "state", "restore",
 })(raw.adaptive)
 -- The header values of a limiter's answers (resty.slidewin.answer).
 module.headers = class("headers", "headers object", { "set", "policy", "ffi_handle" })(raw.headers)

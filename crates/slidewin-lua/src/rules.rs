@@ -16,87 +16,119 @@ use slidewin::{BucketQuota, Error, Quota};
 
 use crate::args::{self, error};
 
-/// The rule `opts` describes (`function` names the caller in errors), or the core's error
-/// (a config no window can have).
-pub fn from_options(function: &'static str, opts: &Table) -> LuaResult<Result<Rule, Error>> {
-    let windows: Vec<Table> = match opts.raw_get::<Value>("windows")? {
-        Value::Nil => vec![opts.clone()],
-        Value::Table(list) => {
-            let n = list.raw_len();
-            if n == 0 || n > MAX_WINDOWS {
-                return Err(error(
-                    function,
-                    format_args!("windows must be a list of 1 to 8 window tables, got {n} windows"),
-                ));
-            }
-            let mut windows = Vec::with_capacity(n);
-            for i in 1..=n {
-                match list.raw_get::<Value>(i)? {
-                    Value::Table(t) => windows.push(t),
-                    other => {
-                        let got = args::describe(&other);
-                        return Err(error(
-                            function,
-                            format_args!("windows[{i}] must be a table, got {got}"),
-                        ));
-                    }
-                }
-            }
-            windows
-        }
+/// The rule `opts` describes (`function` names the caller in errors).
+pub fn from_options(function: &'static str, opts: &Table) -> LuaResult<Rule> {
+    parse(opts)?.map_err(|message| error(function, message))
+}
+
+/// The rule `opts` describes, or why not: the message names the
+/// field (with its window's place when the windows are listed: "windows[2].limit") and the
+/// value. The one check of a rule's windows, for the limiters and zones of this module and for
+/// the Lua layer's configs of every store.
+pub fn parse(opts: &Table) -> LuaResult<Result<Rule, String>> {
+    match rule_of(opts) {
+        Ok(parsed) => Ok(Ok(parsed)),
+        Err(Bad::Field(message)) => Ok(Err(message)),
+        Err(Bad::Lua(e)) => Err(e),
+    }
+}
+
+/// Why a table is no rule: a field's value (the message), or Lua itself failing.
+enum Bad {
+    Field(String),
+    Lua(mlua::Error),
+}
+
+impl From<mlua::Error> for Bad {
+    fn from(e: mlua::Error) -> Self {
+        Bad::Lua(e)
+    }
+}
+
+impl From<Error> for Bad {
+    fn from(e: Error) -> Self {
+        Bad::Field(e.to_string())
+    }
+}
+
+fn rule_of(opts: &Table) -> Result<Rule, Bad> {
+    let listed = match opts.raw_get::<Value>("windows")? {
+        Value::Nil => None,
+        Value::Table(list) => Some(list),
         other => {
             let got = args::describe(&other);
-            return Err(error(
-                function,
-                format_args!("windows must be a list of window tables, got {got}"),
-            ));
+            return Err(Bad::Field(format!(
+                "windows must be a list of window tables, got {got}"
+            )));
         }
     };
-    let mut parsed = Vec::with_capacity(windows.len());
-    for window in &windows {
-        match window_of(function, window)? {
-            Ok(w) => parsed.push(w),
-            Err(e) => return Ok(Err(e)),
-        }
+    let Some(list) = listed else {
+        return Ok(Rule::one(window_of(opts)?));
+    };
+    let n = list.raw_len();
+    if n == 0 || n > MAX_WINDOWS {
+        return Err(Bad::Field(format!(
+            "windows must be a list of 1 to 8 window tables, got {n} windows"
+        )));
     }
-    Ok(Rule::new(parsed))
+    let mut windows = Vec::with_capacity(n);
+    for i in 1..=n {
+        let in_list = |message: String| Bad::Field(format!("windows[{i}].{message}"));
+        let made = match list.raw_get::<Value>(i)? {
+            Value::Table(t) => window_of(&t),
+            other => {
+                let got = args::describe(&other);
+                return Err(Bad::Field(format!(
+                    "windows[{i}] must be a table, got {got}"
+                )));
+            }
+        };
+        windows.push(made.map_err(|bad| match bad {
+            Bad::Field(message) => in_list(message),
+            lua => lua,
+        })?);
+    }
+    Ok(Rule::new(windows)?)
+}
+
+/// A field of a window table as a positive integer (up to 2^53); `None` when absent.
+fn positive(t: &Table, name: &'static str) -> Result<Option<u64>, Bad> {
+    args::positive_in(t, name)?.map_err(Bad::Field)
+}
+
+/// A field that must be there.
+fn required(t: &Table, name: &'static str) -> Result<u64, Bad> {
+    positive(t, name)?
+        .ok_or_else(|| Bad::Field(format!("{name} must be a positive integer, got nil")))
 }
 
 /// One window from its table.
-fn window_of(function: &'static str, t: &Table) -> LuaResult<Result<RuleWindow, Error>> {
-    let positive = |name| {
-        args::required(
-            function,
-            name,
-            "a positive integer",
-            args::field_positive(function, t, name)?,
-        )
-    };
-    let (limit, window_ms) = (positive("limit")?, positive("window_ms")?);
-    // Fits: field_positive admits integers up to 2^53.
+fn window_of(t: &Table) -> Result<RuleWindow, Bad> {
+    let (limit, window_ms) = (required(t, "limit")?, required(t, "window_ms")?);
+    // Fits: positive admits integers up to 2^53.
     let window_ms = window_ms as i64;
     let algorithm = match t.raw_get::<Value>("algorithm")? {
         Value::Nil => Algorithm::Log,
         Value::String(s) if s == "log" => Algorithm::Log,
         Value::String(s) if s == "buckets" => Algorithm::Buckets {
-            bucket_ms: positive("bucket_ms")? as i64,
+            bucket_ms: required(t, "bucket_ms")? as i64,
         },
         Value::String(s) if s == "counter" => Algorithm::Counter,
         other => {
             let got = args::describe(&other);
-            return Err(error(
-                function,
-                format_args!("algorithm must be \"log\", \"buckets\" or \"counter\", got {got}"),
-            ));
+            return Err(Bad::Field(format!(
+                "algorithm must be \"log\", \"buckets\" or \"counter\", got {got}"
+            )));
         }
     };
-    let max_limit = args::field_positive(function, t, "max_limit")?.unwrap_or(limit);
+    let max_limit = positive(t, "max_limit")?.unwrap_or(limit);
     let window = match algorithm {
         Algorithm::Log => Quota::new(limit, window_ms).map(RuleWindow::log),
         Algorithm::Buckets { bucket_ms } => {
             BucketQuota::new(limit, window_ms, bucket_ms).map(RuleWindow::buckets)
         }
         Algorithm::Counter => Quota::new(limit, window_ms).map(RuleWindow::counter),
-    };
-    Ok(window.and_then(|w| w.with_max_limit(max_limit)))
+    }
+    .and_then(|w| w.with_max_limit(max_limit))?;
+    Ok(window)
 }

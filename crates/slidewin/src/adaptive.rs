@@ -410,12 +410,18 @@ impl Adaptive {
         self.reason
     }
 
-    /// A rate (requests per `window_ms`) that admits about as many requests as the limit
-    /// keeps in flight at the no-load latency (Little's law), for a rule's live limit.
-    pub fn rate_limit(&self, window_ms: i64) -> Option<u64> {
+    /// The rate (requests a second) that admits about as many requests as the limit keeps in
+    /// flight at the no-load latency (Little's law), for a rule's live limit; unrounded, so
+    /// [`crate::live::window_limit`] rounds it once for the rule's window.
+    pub fn rate_per_second(&self) -> Option<f64> {
         let base = self.base.mean()?;
-        let rate = self.limit * window_ms as f64 / base.max(1.0);
-        Some(libm::ceil(rate).max(1.0) as u64)
+        Some(self.limit * 1e3 / base.max(1.0))
+    }
+
+    /// [`Adaptive::rate_per_second`] as a limit per `window_ms` (at least 1).
+    pub fn rate_limit(&self, window_ms: i64) -> Option<u64> {
+        let rate = self.rate_per_second()?;
+        Some(crate::live::window_limit(rate, window_ms, u64::MAX))
     }
 
     /// The requests the upstream serves at once: saturated goodput x the measured no-load mean.

@@ -34,8 +34,8 @@
 //! # Ok::<(), slidewin::Error>(())
 //! ```
 
-use crate::window::{single_key_limiter, Fresh, Window, NEVER};
-use crate::Quota;
+use crate::window::{self, single_key_limiter, Fresh, Window, NEVER};
+use crate::{Decision, Error, Quota};
 
 single_key_limiter!(
     /// The sliding-counter limiter for one key; see the [module docs](self).
@@ -70,6 +70,46 @@ impl CounterState {
     pub const fn current(&self) -> u64 {
         self.current
     }
+}
+
+/// The decision on `cost` for a counter whose two counts are kept elsewhere (a shared
+/// dictionary's entries, updated by atomic increments): `previous` and `current` are the costs
+/// of the fixed window before the one `now_ms` falls in and of that one, without `cost`. With
+/// `commit`, the decision is the one of a call that records `cost` when it fits (its
+/// `reset_after_ms` counts it), which the caller does in its own count.
+///
+/// This is [`SlidingCounter`]'s own decision (both go through the same [`Window`] code), so a
+/// store that keeps only the counts answers exactly as the limiter would.
+///
+/// ```
+/// use slidewin::counter::decide_counts;
+/// use slidewin::Quota;
+///
+/// let quota = Quota::new(100, 1_000)?;
+/// // 100 in [0, 1000), nothing yet in [1000, 2000): at 1001, 100 · 999/1000 still counts.
+/// let refused = decide_counts(&quota, 100, 0, 1_001, 1, true)?;
+/// assert_eq!((refused.allowed, refused.retry_after_ms), (false, Some(9)));
+/// let peek = decide_counts(&quota, 100, 0, 1_010, 1, false)?;
+/// assert_eq!((peek.allowed, peek.remaining, peek.reset_after_ms), (true, 0, 990));
+/// // Recorded, the 1 in [1000, 2000) lasts until the end of the next window.
+/// let admitted = decide_counts(&quota, 100, 0, 1_010, 1, true)?;
+/// assert_eq!((admitted.allowed, admitted.reset_after_ms), (true, 1_990));
+/// # Ok::<(), slidewin::Error>(())
+/// ```
+pub fn decide_counts(
+    quota: &Quota,
+    previous: u64,
+    current: u64,
+    now_ms: i64,
+    cost: u64,
+    commit: bool,
+) -> Result<Decision, Error> {
+    let mut state = CounterState {
+        newest_ms: now_ms,
+        previous,
+        current,
+    };
+    window::decide(quota, &mut state, now_ms, cost, commit)
 }
 
 /// `a · b / c` (`c` positive), rounded up or down, saturating; in 64 bits when the product

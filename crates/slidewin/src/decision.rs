@@ -22,3 +22,25 @@ pub struct Decision {
     /// when admitted, the one with the least remaining.
     pub window: usize,
 }
+
+impl Decision {
+    /// Cost the window counted when this decision on `cost` was made: the limit less the room
+    /// found (an admitted call's `remaining` is what is left after its own cost).
+    ///
+    /// ```
+    /// use slidewin::{Limiter, SlidingLog};
+    /// let mut limiter = SlidingLog::new(10, 1_000)?;
+    /// limiter.check_at(0, 3)?;
+    /// assert_eq!(limiter.peek_at(1, 2)?.used(2), 3);   // admitted: 10 - (5 + 2)
+    /// assert_eq!(limiter.peek_at(1, 8)?.used(8), 3);   // refused: 10 - 7
+    /// # Ok::<(), slidewin::Error>(())
+    /// ```
+    pub fn used(&self, cost: u64) -> u64 {
+        let room = if self.allowed {
+            self.remaining.saturating_add(cost)
+        } else {
+            self.remaining
+        };
+        self.limit.saturating_sub(room)
+    }
+}

@@ -94,17 +94,12 @@ pub trait Store {
         false
     }
     /// `key`'s windows as the next call of `cost` finds them, recording nothing. This default
-    /// knows only the decision's window: its count is the limit less the room a peek found.
+    /// knows only the decision's window: its count is what the peek found used.
     fn key_window(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<KeyWindow, Error> {
         let d = self.decide(key, now_ms, cost, false, None)?;
-        let room = if d.allowed {
-            d.remaining + cost
-        } else {
-            d.remaining
-        };
         let usage = Usage {
             window: d.window,
-            count: d.limit.saturating_sub(room),
+            count: d.used(cost),
             limit: d.limit,
         };
         Ok(KeyWindow {

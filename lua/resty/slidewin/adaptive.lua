@@ -36,11 +36,9 @@ local pcall, type, tostring, tonumber, setmetatable, getmetatable, ipairs, pairs
     pcall, type, tostring, tonumber, setmetatable, getmetatable, ipairs, pairs
 local now_ms, upstream_time_ms, latency_bucket = slidewin.now_ms, slidewin.upstream_time_ms,
     slidewin.latency_bucket
+local answer, loss_ratio, goodput_rps = slidewin.answer, slidewin.loss_ratio, slidewin.goodput_rps
 local BUCKETS = slidewin.latency_buckets
 local CTX = "slidewin_adaptive"
--- Statuses that mean the request was lost, and those that mean the upstream pushed back.
-local LOSS = { [499] = true, [502] = true, [504] = true }
-local BACKPRESSURE = { [429] = true, [503] = true }
 
 local limits = registry.kind("adaptive limit")
 
@@ -68,18 +66,13 @@ local function count()
     if seen then
         ctx[CTX] = nil
         local var = ngx.var
-        local status = ngx.status
-        -- The last upstream tried ("502, 200" after a retry; "504 : 200" across a redirect).
-        local upstream = tonumber((var.upstream_status or ""):match("(%d+)%s*$")) or status
+        -- "ok", "loss" or "backpressure", by the status sent and the last upstream tried.
+        local class = answer(ngx.status, var.upstream_status)
         for i = 1, #seen, 2 do
             local self, bound = seen[i], seen[i + 1]
             local dict, key = self.dict, self.key
-            if LOSS[status] or LOSS[upstream] then
-                incr(dict, key.loss, 1)
-            elseif BACKPRESSURE[upstream] then
-                incr(dict, key.backpressure, 1)
-            else
-                incr(dict, key.ok, 1)
+            incr(dict, key[class], 1)
+            if class == "ok" then
                 local ms = upstream_time_ms(var.upstream_response_time)
                     or upstream_time_ms(var.request_time) or 0
                 incr(dict, self.buckets[latency_bucket(ms)], 1)
@@ -273,18 +266,16 @@ function _M.tick(self)
     local limit, reason, p50, p95, p99 = self.ctl:update(sample)
     dict:set(key.state, self.ctl:state())
     self.slots:set_limit(limit)
-    local per_second = self.rate and self.ctl:rate_limit(1000)
+    local per_second = self.rate and self.ctl:rate_per_second()
     if per_second then
         local ok, err = self.rate:set_rate(per_second)
         if not ok then
             ngx.log(ngx.ERR, "slidewin adaptive ", self.name, ": rate_limiter: ", err)
         end
     end
-    local answered = ok + sample.loss + sample.backpressure
     dict:set(key.stats, table.concat({
         limit, reason, p50 or -1, p95 or -1, p99 or -1,
-        answered > 0 and (sample.loss + sample.backpressure) / answered or 0,
-        sample.elapsed_ms > 0 and ok * 1000 / sample.elapsed_ms or 0,
+        loss_ratio(ok, sample.loss, sample.backpressure), goodput_rps(ok, sample.elapsed_ms),
         sample.refused, self.ctl:base_ms() or -1,
     }, " "))
     return limit

@@ -3,13 +3,14 @@
 -- config that names algorithm, limit and window_ms at its top level), each with algorithm,
 -- limit, window_ms, bucket_ms, max_limit and name (its RateLimit-Policy item).
 
+local slidewin = require "slidewin"
+
 local format = string.format
+local check_rule = slidewin.check_rule
 
 local _M = {}
 
-local ALGORITHMS = { log = true, buckets = true, counter = true }
 local ON_STORE_ERROR = { allow = true, deny = true }
-local MAX_WINDOWS = 8
 
 local function show(v)
     if type(v) == "string" then
@@ -65,7 +66,8 @@ local function default_name(name, i, window_ms)
 end
 _M.default_name = default_name
 
--- Window `i` of `conf` (its table `w`) checked, with defaults; `at` names it in errors.
+-- Window `i` of `conf` (its table `w`, which the core found valid) with defaults, or nil, err
+-- for its name; `at` names it in errors.
 local function window_of(conf, w, i, at)
     local window = {
         algorithm = w.algorithm or "log",
@@ -73,44 +75,31 @@ local function window_of(conf, w, i, at)
         window_ms = w.window_ms,
         bucket_ms = w.bucket_ms,
         max_limit = w.max_limit or w.limit,
-        name = w.name or default_name(conf.name, i, w.window_ms or 0),
+        name = w.name or default_name(conf.name, i, w.window_ms),
     }
-    if not ALGORITHMS[window.algorithm] then
-        return invalid(at .. "algorithm", '"log", "buckets" or "counter"', window.algorithm)
-    end
-    for _, field in ipairs { "limit", "window_ms", "max_limit" } do
-        if not positive_integer(window[field]) then
-            return invalid(at .. field, "a positive integer", window[field])
-        end
-    end
-    if window.max_limit < window.limit then
-        return invalid(at .. "max_limit", format("at least the limit (%d)", window.limit), window.max_limit)
-    end
-    if window.algorithm == "buckets" and not positive_integer(window.bucket_ms) then
-        return invalid(at .. "bucket_ms", "a positive integer", window.bucket_ms)
-    end
     if type(window.name) ~= "string" or not window.name:find("^[%w_.-]+$") then
         return invalid(at .. "name", "a string of letters, digits, _ . -", window.name)
     end
     return window
 end
 
--- conf.windows from conf.windows or from the top-level fields.
+-- conf.windows from conf.windows or from the top-level fields, once the core found them valid
+-- (slidewin.check_rule, the check every limiter of the module makes).
 local function windows_of(conf)
+    local ok, err = check_rule(conf)
+    if not ok then
+        return nil, err
+    end
     local list = conf.windows
     if list == nil then
-        local window, err = window_of(conf, conf, 1, "")
+        local window
+        window, err = window_of(conf, conf, 1, "")
         return window and { window }, err
-    end
-    if type(list) ~= "table" or #list == 0 or #list > MAX_WINDOWS then
-        return invalid("windows", "a list of 1 to 8 window tables", list)
     end
     local windows, names = {}, {}
     for i, w in ipairs(list) do
-        if type(w) ~= "table" then
-            return invalid(format("windows[%d]", i), "a table", w)
-        end
-        local window, err = window_of(conf, w, i, format("windows[%d].", i))
+        local window
+        window, err = window_of(conf, w, i, format("windows[%d].", i))
         if not window then
             return nil, err
         end
@@ -141,18 +130,7 @@ local function check_tiers(conf)
 end
 
 -- `limits` (one per window of `windows`) checked: true, or nil, err naming `field`.
-function _M.check_limits(windows, limits, field)
-    if type(limits) ~= "table" or #limits ~= #windows then
-        return invalid(field, format("a list of %d limit(s), one per window", #windows), limits)
-    end
-    for i, limit in ipairs(limits) do
-        if not (positive_integer(limit) and limit <= windows[i].max_limit) then
-            return invalid(format("%s[%d]", field, i),
-                format("a positive integer at most max_limit (%d)", windows[i].max_limit), limit)
-        end
-    end
-    return true
-end
+_M.check_limits = slidewin.check_limits
 
 -- A copy of opts with defaults filled in, or nil, err naming the field and the value.
 function _M.validate(opts)

@@ -1,8 +1,9 @@
 -- resty.slidewin.live_limit: the window of a shared limiter whose live limit a controller
 -- (resty.slidewin.queue, resty.slidewin.adaptive) sets for every worker.
 
+local window_limit = require("slidewin").window_limit
+
 local type, tostring, ipairs, setmetatable = type, tostring, ipairs, setmetatable
-local ceil, max, min = math.ceil, math.max, math.min
 
 local _M = {}
 local mt = { __index = _M }
@@ -27,10 +28,11 @@ function _M.new(field, sw, window)
     return nil, "window must be a window's index or name of limiter " .. sw.name .. ", got " .. tostring(window)
 end
 
--- Sets the live limit to `per_second` requests a second, as a limit per window (at least 1,
--- at most the window's max_limit): the limit set, or nil, err.
+-- Sets the live limit to `per_second` requests a second, as a limit per window (the core's
+-- slidewin.window_limit: rounded up once, at least 1, at most the window's max_limit): the
+-- limit set, or nil, err.
 function _M.set_rate(self, per_second)
-    local limit = min(self.max_limit, max(1, ceil(per_second * self.window_ms / 1000)))
+    local limit = window_limit(per_second, self.window_ms, self.max_limit)
     local ok, err = self.sw:set_limit(limit, self.index)
     if not ok then
         return nil, err

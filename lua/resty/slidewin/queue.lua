@@ -79,7 +79,7 @@ function _M.new(opts)
         target_backlog = opts.target_backlog, settle_ms = opts.settle_ms,
         rate_half_life_ms = opts.rate_half_life_ms, headroom = opts.headroom,
         min_limit = opts.min_limit,
-        max_limit = opts.max_limit or math.max(1, math.floor(target.max_limit * 1000 / target.window_ms)),
+        max_limit = opts.max_limit or slidewin.window_rate(target.max_limit, target.window_ms),
     })
     if not ok then
         return nil, ctl

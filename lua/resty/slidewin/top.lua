@@ -22,6 +22,7 @@
 --   A key held as a digest (longer than max_key_bytes) is listed as its hex digits, "digest": true.
 
 local json = require "resty.slidewin.json"
+local peek_used = require("slidewin").peek_used
 
 local ngx = ngx
 
@@ -133,7 +134,7 @@ local function windows(list)
 end
 
 -- One limiter's windows for key: lim:window where the store has one, else a peek through
--- sw:decide, the path enforce takes (count = the limit less the room the peek found).
+-- sw:decide, the path enforce takes (its count: what the peek found counted, slidewin.peek_used).
 local function window(sw, key)
     local lim = sw.store.lim
     if lim then
@@ -144,9 +145,8 @@ local function window(sw, key)
         return nil, remaining
     end
     local limit = sw:limits()[w]
-    local room = allowed and remaining + 1 or remaining
-    return { allowed = allowed, count = limit - room, limit = limit, window = w, remaining = remaining,
-        retry_after_ms = retry_after_ms, reset_after_ms = reset_after_ms }
+    return { allowed = allowed, count = peek_used(allowed, remaining, limit, 1), limit = limit, window = w,
+        remaining = remaining, retry_after_ms = retry_after_ms, reset_after_ms = reset_after_ms }
 end
 
 function _M.window_json(limiters, key, now_ms)

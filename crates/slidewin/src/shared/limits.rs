@@ -45,7 +45,7 @@ impl<R: AsRef<[AtomicU64]>> LiveLimits<R> {
     pub fn attach(words: R, rule: &Rule) -> Self {
         let w = words.as_ref();
         for (i, window) in rule.windows().iter().enumerate() {
-            if w[CONFIGURED + i].load(Relaxed) != window.limit() {
+            if crate::live::config_wins(window.limit(), w[CONFIGURED + i].load(Relaxed)) {
                 w[CONFIGURED + i].store(window.limit(), Relaxed);
                 w[LIVE + i].store(window.limit(), Relaxed);
                 w[VERSION].fetch_add(1, Release);

@@ -47,6 +47,7 @@ local connection = require "resty.slidewin.store.redis.connection"
 local topology = require "resty.slidewin.store.redis.topology"
 local lrucache = require "resty.lrucache"
 local config = require "resty.slidewin.config"
+local live_limits = require("slidewin").live_limits
 
 local ngx = ngx
 local now = ngx.now
@@ -201,6 +202,7 @@ end
 -- The windows' parts of the script's ARGV after the cost (the limits at `at[i]`), and the keys'
 -- suffixes: "<window>:<algorithm><window_ms>[/<bucket_ms>]", so that a reload that changes a
 -- window's algorithm or length starts that window afresh while one that changes limits keeps it.
+-- The windows are valid: config had the core check them, as the script checks them too.
 local function windows_args(windows)
     local args, at, suffixes = {}, {}, {}
     for i, w in ipairs(windows) do
@@ -209,10 +211,6 @@ local function windows_args(windows)
         at[i] = n + 2
         suffixes[i] = ":" .. i .. w.algorithm:sub(1, 1) .. w.window_ms
         if w.algorithm == "buckets" then
-            if w.window_ms % w.bucket_ms ~= 0 or w.window_ms / w.bucket_ms > 65536 then
-                return nil, "windows[" .. i .. "].bucket_ms must divide window_ms into at most 65536 "
-                    .. "buckets with store \"redis\", got " .. w.bucket_ms .. " for window_ms " .. w.window_ms
-            end
             args[n + 4] = w.bucket_ms
             suffixes[i] = suffixes[i] .. "/" .. w.bucket_ms
         end
@@ -231,9 +229,6 @@ function _M.new(conf)
         return nil, err
     end
     local args, at, suffixes = windows_args(conf.windows)
-    if not args then
-        return nil, at
-    end
     local tails = {}
     for _, action in ipairs { "check", "peek", "refund" } do
         tails[action] = action ~= "check" and { "action", action } or {}
@@ -404,8 +399,10 @@ end
 
 -- Live limits shared by every node: the hash slidewin:{<name>}:limits holds "limits" (one per
 -- window, "10 50") and "base" (the configured limits of the node that set them). A node takes
--- them while its own configured limits are that base, so a reload whose config changes the
--- limits applies the config's (until set_limit again), and one that does not keeps them.
+-- them by the core's reload rule (slidewin.live_limits): window by window, the live limit while
+-- its own configured limit is the one it was set under, else its configured limit; so a reload
+-- whose config changes a limit applies the config's (until set_limit again), and one that does
+-- not keeps the live one.
 local function send_hset(self, red, asking, limits)
     if asking then
         red:asking()
@@ -430,32 +427,35 @@ function _M.set_limits(self, limits)
     return true
 end
 
--- The limits in `text` ("10 50") if they are one per window, each within its max_limit.
-local function parse_limits(self, text)
-    local limits = {}
-    for limit in gmatch(text, "%S+") do
-        limits[#limits + 1] = tonumber(limit)
+-- The numbers of a hash field ("10 50"), or nil when the field is not there.
+local function numbers(text)
+    if type(text) ~= "string" then
+        return nil
     end
-    if config.check_limits(self.conf.windows, limits, "limits") then
-        return limits
+    local list = {}
+    for word in gmatch(text, "%S+") do
+        list[#list + 1] = tonumber(word)
     end
+    return list
 end
 
--- store:poll_limits(now_ms): the live limits when they changed since the last poll (another
--- node set them), else nil. A failed read keeps the limits this node has.
+-- store:poll_limits(): the live limits when they changed since the last poll (another node
+-- set them, or this node's config changed), else nil. A failed read, or limits above a
+-- window's max_limit, keep the limits this node has.
 function _M.poll_limits(self)
     local res = run(self, self.limits_key, send_hmget)
     if not res then
         return nil
     end
-    local text, base = res[1], res[2]
-    if base ~= self.base then
-        text = self.base -- none set for this config: the configured limits
+    local live, base = numbers(res[1]), numbers(res[2])
+    local ok, limits = pcall(live_limits, self.configured, base, live)
+    if not ok or not config.check_limits(self.conf.windows, limits, "limits") then
+        return nil
     end
+    local text = concat(limits, " ")
     if text == self.seen then
         return nil
     end
-    local limits = parse_limits(self, text)
     self.seen = text
     return limits
 end

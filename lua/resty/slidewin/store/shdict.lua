@@ -1,31 +1,31 @@
 -- resty.slidewin.store.shdict: one lua_shared_dict shared by every worker of one nginx.
 --
--- The sliding-window counter (algorithm "counter"): time is cut into windows of window_ms; a
--- key's count in the previous window is weighted by the part of it still inside the sliding
--- window, exactly as slidewin::SlidingCounter counts:
---   used = ceil(previous * (window_ms - elapsed) / window_ms) + current
--- and a request is admitted when used + cost <= limit. Committing is an atomic incr of the
--- current count, undone (incr by -cost) when the new estimate overshoots, so concurrent
--- workers never admit more than the limit against the counts they read; the count assumes
--- the previous window's requests were spread evenly, which is this algorithm's documented
--- error. Counts expire after 2 x window_ms.
+-- The sliding-window counter (algorithm "counter"), as slidewin::SlidingCounter counts: time
+-- is cut into fixed windows of window_ms, and a key's count in the previous window is weighted
+-- by the part of it still inside the sliding window. This store keeps the two counts in the
+-- dict and asks the core for every answer (slidewin.counter_decide: admitted, remaining,
+-- retry-after, reset-after), so it decides as the core's counter does. Committing is an
+-- atomic incr of the current count, undone (incr by -cost) when the core finds the count
+-- before it plus the cost over the limit, so concurrent workers never admit more than the
+-- limit against the counts they read; the count assumes the previous window's requests were
+-- spread evenly, which is this algorithm's documented error. Counts expire after 2 x window_ms.
 --
--- Exact integers: limit x window_ms is at most 2^50, so every count and product is an exact
--- double; a cost above the limit is refused before any incr (it never fits), and an uncommit
--- gives back at most 2^51. Keys longer than conf.max_key_bytes (or than the dict's key limit)
--- are stored as the SHA-1 of a random seed and the key: a fixed 28 bytes, so a long key
--- neither fails the dict's incr (which would fail open) nor takes more of the dict. The seed is
--- made once per dict and read back by every worker, so all agree on every key's digest.
+-- Exact integers: the dict keeps numbers as doubles, so max_limit x window_ms is kept within
+-- 2^50 (every count stays far below 2^53); a cost above the limit is refused before any incr
+-- (it never fits), and an uncommit gives back at most 2^51. Keys longer than
+-- conf.max_key_bytes (or than the dict's key limit) are stored as the SHA-1 of a random seed
+-- and the key: a fixed 28 bytes, so a long key neither fails the dict's incr (which would fail
+-- open) nor takes more of the dict. The seed is made once per dict and read back by every
+-- worker, so all agree on every key's digest.
 --
 --   lua_shared_dict slidewin 10m;
 --   require("resty.slidewin").new{ name = "api", algorithm = "counter", limit = 30,
 --                                  window_ms = 5000, store = "shdict", dict = "slidewin" }
 
-local now_ms = require("slidewin").now_ms
+local slidewin = require "slidewin"
 
+local now_ms, counter_decide = slidewin.now_ms, slidewin.counter_decide
 local floor = math.floor
-local ceil = math.ceil
-local max = math.max
 local min = math.min
 local huge = math.huge
 local type = type
@@ -95,53 +95,15 @@ function _M.new(conf)
     }, mt)
 end
 
--- Where `now` falls: the current fixed window's index and the ms elapsed in it.
-local function position(self, now)
-    local index = floor(now / self.window_ms)
-    return index, now - index * self.window_ms
+-- The current fixed window's index (it names the dict keys of this window's counts).
+local function window_index(self, now)
+    return floor(now / self.window_ms)
 end
 
--- Cost the sliding window holds: ceil(previous * (window - elapsed) / window) + current.
-local function used(self, previous, current, elapsed)
-    local window = self.window_ms
-    return ceil(previous * (window - elapsed) / window) + current
-end
-
--- Elapsed ms into a window at which `count` weighted by the rest of it is at most `at_most`.
-local function elapsed_until(window, count, at_most)
-    if count == 0 then
-        return 0
-    end
-    return max(window - floor(at_most * window / count), 0)
-end
-
--- Milliseconds until `cost` fits if nothing else arrives; nil when it never can.
-local function wait_ms(self, limit, previous, current, elapsed, cost)
-    local window, at_most = self.window_ms, limit - cost
-    if at_most < 0 then
-        return nil
-    end
-    if at_most >= current then
-        local at = elapsed_until(window, previous, at_most - current)
-        if at < window then
-            return max(at - elapsed, 0)
-        end
-    end
-    return window - elapsed + elapsed_until(window, current, at_most)
-end
-
-local function reset_ms(self, previous, current, elapsed)
-    if current > 0 then
-        return 2 * self.window_ms - elapsed
-    elseif previous > 0 then
-        return self.window_ms - elapsed
-    end
-    return 0
-end
-
-local function refusal(self, limit, previous, current, elapsed, cost)
-    local room = max(limit - used(self, previous, current, elapsed), 0)
-    return false, room, wait_ms(self, limit, previous, current, elapsed, cost), reset_ms(self, previous, current, elapsed)
+-- A count read from the dict: an uncommit leaves one below 0 for an instant before it
+-- corrects it, which counts as nothing.
+local function count(v)
+    return v and v > 0 and v or 0
 end
 
 -- Methods called with `.` get `self` wrong: say so, not "attempt to index a number value".
@@ -177,36 +139,36 @@ function _M.incoming(self, key, cost, commit, limits)
     check_self(self, "incoming")
     local tail = key_tail(self, key, "incoming")
     check_cost(cost, "incoming")
-    local dict, limit = self.dict, limits and limits[1] or self.limit
-    local index, elapsed = position(self, now_ms())
+    local dict, limit, window_ms = self.dict, limits and limits[1] or self.limit, self.window_ms
+    local now = now_ms()
+    local index = window_index(self, now)
     local current_key = self.prefix .. index .. tail
-    local previous = dict:get(self.prefix .. (index - 1) .. tail) or 0
+    local previous = count(dict:get(self.prefix .. (index - 1) .. tail))
     -- A cost above the limit never fits: refused before any incr.
     if not commit or cost == 0 or cost > limit then
-        local current = dict:get(current_key) or 0
-        local room = limit - used(self, previous, current, elapsed)
-        if cost <= room then
-            return true, room - cost, 0, reset_ms(self, previous, current, elapsed)
-        end
-        return refusal(self, limit, previous, current, elapsed, cost)
+        return counter_decide(limit, window_ms, previous, count(dict:get(current_key)), now, cost, false)
     end
     local current, err = dict:incr(current_key, cost, 0, self.ttl_s)
     if not current then
         return nil, err
     end
-    local now_used = used(self, previous, current, elapsed)
-    if now_used <= limit then
+    -- Decided on the count before this incr (the counts as this call found them, atomically),
+    -- as a call that records its cost when it fits.
+    local allowed, remaining, retry_after_ms, reset_after_ms =
+        counter_decide(limit, window_ms, previous, count(current - cost), now, cost, true)
+    if allowed then
         if current == cost then
             dict:incr(self.keys_prefix .. index, 1, 0, self.ttl_s)
         end
-        return true, limit - now_used, 0, reset_ms(self, previous, current, elapsed)
+    else
+        -- Over the limit: take the increment back (atomically, whatever others did meanwhile).
+        local undone
+        undone, err = dict:incr(current_key, -cost)
+        if not undone then
+            return nil, err
+        end
     end
-    -- Over the limit: take the increment back (atomically, whatever others did meanwhile).
-    current, err = dict:incr(current_key, -cost)
-    if not current then
-        return nil, err
-    end
-    return refusal(self, limit, previous, current, elapsed, cost)
+    return allowed, remaining, retry_after_ms, reset_after_ms
 end
 
 -- Gives back `cost` from the current window, then from the previous one (as SlidingCounter).
@@ -215,7 +177,7 @@ function _M.uncommit(self, key, cost)
     local tail = key_tail(self, key, "uncommit")
     check_cost(cost, "uncommit")
     local dict = self.dict
-    local index = position(self, now_ms())
+    local index = window_index(self, now_ms())
     local current_key = self.prefix .. index .. tail
     -- Counts stay below 2^51: giving back more empties them all the same, exactly.
     local current, err = dict:incr(current_key, -min(cost, MAX_REFUND), 0, self.ttl_s)
@@ -236,7 +198,7 @@ end
 -- Keys that made a request in the current window.
 function _M.keys(self)
     check_self(self, "keys")
-    return self.dict:get(self.keys_prefix .. (position(self, now_ms()))) or 0
+    return self.dict:get(self.keys_prefix .. window_index(self, now_ms())) or 0
 end
 
 return _M

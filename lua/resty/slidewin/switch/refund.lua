@@ -7,6 +7,7 @@
 -- (redis: no cosocket in the log phase) from a zero-delay timer.
 
 local invalid = require("resty.slidewin.config").invalid
+local http_status = require("slidewin").http_status
 local phases = require "resty.slidewin.phases"
 
 local format = string.format
@@ -24,7 +25,7 @@ local function predicate(statuses)
     end
     local set = {}
     for i, status in ipairs(statuses) do
-        if not (type(status) == "number" and status % 1 == 0 and status >= 100 and status <= 599) then
+        if not http_status(status) then
             return invalid(format("refund_statuses[%d]", i), "an HTTP status (100 to 599)", status)
         end
         set[status] = true
