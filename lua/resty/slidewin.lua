@@ -21,9 +21,15 @@
 --   "shdict" one lua_shared_dict (conf.dict) shared by all workers of one nginx: the
 --            sliding-window counter (algorithm "counter"), atomic incr, key TTL = 2 x window.
 --
--- The store seam (for new stores, e.g. resty.slidewin.store.redis):
+-- The store seam: a store module does I/O only; every decision's arithmetic is the core's.
 --   store_module.new(conf) -> store | nil, err        conf: the validated table below
---   store:incoming(key, cost, commit, limits) -> allowed, remaining, retry_after_ms,
+-- A store in this node's memory (local, shm, zone) holds a slidewin.limiter object, `store.lim`,
+-- over one of the core's stores (slidewin::store::Store): the layer decides through it in one
+-- FFI call that also renders the headers (resty.slidewin.answer); lim:set_limit / lim:limits
+-- hold the live limits, lim:rule() the windows and limits a version stands for (a zone's rule
+-- put again with other windows is a new version), lim:follow() moves to the rule in force.
+-- A store elsewhere (redis, shdict) answers instead:
+--   store:decide(key, cost, commit, limits) -> allowed, remaining, retry_after_ms,
 --                                        reset_after_ms, decided_locally, window
 --                                      | nil, err    (a store failure: the layer counts it in
 --                                                      metrics and applies conf.on_store_error)
@@ -34,17 +40,12 @@
 --     least remaining), whose reset_after_ms it gives
 --     retry_after_ms: 0 when allowed; nil when never (cost > limit)
 --     decided_locally: true when a remote store answered without a round trip (counted)
---   store:uncommit(key, cost) -> true | nil, err
---   store:keys() -> number | nil                     (nil: the store cannot tell)
---   store.counts_decisions: true when the store counts allowed/rejected itself (shm), and
---   store:stats() -> { keys, capacity, evictions, ... } then gives them
---   store.lim: a slidewin.limiter object whose lim:decide(key, cost, commit, limits) answers
---   exactly as store:incoming, then the rule's version (local, shm, zone): enforce calls it
---   directly, one Lua call less per request; lim:set_limit / lim:limits hold the live limits;
---   lim:rule() the windows and limits a version stands for (a zone's rule put again with other
---   windows is a new version), lim:follow() moves to the rule in force
+--   store:refund(key, cost) -> true | nil, err
 --   store:set_limits(limits), store:poll_limits(now_ms) -> limits | nil: optional, for stores
 --   that share live limits between nodes (redis)
+-- Either kind: store:keys() -> number | nil (nil: the store cannot tell);
+-- store.counts_decisions: true when the store counts allowed/rejected itself (shm), and
+-- store:stats() -> { keys, capacity, evictions, ... } then gives them.
 --
 -- Config: name (letters, digits, _ . -), algorithm ("log" | "buckets" | "counter"), limit,
 -- window_ms, bucket_ms (buckets), max_limit (the most set_limit or a call may raise the limit
@@ -343,7 +344,7 @@ local function decide(self, key, cost, commit, opts, method)
     poll_limits(self)
     local live = self.live
     local allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window =
-        self.store:incoming(key, cost, commit, limits or self.store.poll_limits and live)
+        self.store:decide(key, cost, commit, limits or self.store.poll_limits and live)
     if allowed == nil then
         return nil, remaining
     end
@@ -518,6 +519,17 @@ function _M.set_limit(self, limit, window)
     end
     hold_limits(self, limits)
     return true
+end
+
+-- sw:refund(key, cost): gives `cost` back in every window of `key` (an admission whose work
+-- was not done): true, or nil, err.
+function _M.refund(self, key, cost)
+    check_self(self, "refund")
+    local store = self.store
+    if store.lim then
+        return store.lim:uncommit(key, cost)
+    end
+    return store:refund(key, cost)
 end
 
 -- sw:limits(): the live limits, one per window.

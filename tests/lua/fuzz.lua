@@ -71,7 +71,7 @@ local function rebuild()
         { "push", "push_at", "replace_last", "advance_to", "value", "value_at", "len", "is_full", "clear" } }
     -- A stores' seam, called directly.
     local store = objects[6][2].store
-    objects[#objects + 1] = { "store", store, { "incoming", "uncommit", "keys" } }
+    objects[#objects + 1] = { "store", store, { "decide", "refund", "keys" } }
 end
 
 local functions = {

@@ -32,9 +32,9 @@ for line in io.lines() do
     now = tonumber(at)
     local s = store(tonumber(limit), tonumber(window_ms))
     if op == "u" then
-        out[#out + 1] = tostring(assert(s:uncommit(key, tonumber(cost))))
+        out[#out + 1] = tostring(assert(s:refund(key, tonumber(cost))))
     else
-        local allowed, remaining, retry, reset = s:incoming(key, tonumber(cost), op == "c")
+        local allowed, remaining, retry, reset = s:decide(key, tonumber(cost), op == "c")
         out[#out + 1] = string.format("%s %d %s %d", tostring(allowed), remaining,
             retry and string.format("%d", retry) or "nil", reset)
     end

@@ -549,30 +549,30 @@ test("shdict store counts like slidewin::SlidingCounter", function()
     local store = sw.store
     -- The core's documented vector: a full window at t = 999, then 1 at 1001 waits 9 ms.
     fake_now = 999
-    local allowed, remaining, retry, reset = store:incoming("k", 100, true)
+    local allowed, remaining, retry, reset = store:decide("k", 100, true)
     eq(allowed, true)
     eq(remaining, 0)
     eq(retry, 0)
     eq(reset, 1001)
     fake_now = 1001
-    allowed, remaining, retry, reset = store:incoming("k", 1, true)
+    allowed, remaining, retry, reset = store:decide("k", 1, true)
     eq(allowed, false)
     eq(remaining, 0)
     eq(retry, 9)
     eq(reset, 999)
     fake_now = 1010
-    allowed, remaining = store:incoming("k", 1, true)
+    allowed, remaining = store:decide("k", 1, true)
     eq(allowed, true)
     eq(remaining, 0)
     -- 100 more fit only once the current window's 1 has slid out: the end of the next window.
-    allowed, remaining, retry = store:incoming("k", 100, false)
+    allowed, remaining, retry = store:decide("k", 100, false)
     eq(allowed, false)
     eq(retry, 990 + 1000)
     -- Uncommit gives back; a peek records nothing; a cost above the limit never fits.
-    eq(store:uncommit("k", 1), true)
-    eq((store:incoming("k", 1, false)), true)
-    eq((store:incoming("k", 1, false)), true)
-    local _, _, never = store:incoming("k", 101, true)
+    eq(store:refund("k", 1), true)
+    eq((store:decide("k", 1, false)), true)
+    eq((store:decide("k", 1, false)), true)
+    local _, _, never = store:decide("k", 101, true)
     eq(never, nil)
     eq(store:keys(), 1)
     -- Every count the store creates expires after 2 x window_ms (in seconds for the dict).
@@ -588,9 +588,9 @@ test("shm store (the default): size as bytes or nginx units, errors naming it", 
     local sw = assert(layer.new { name = "shm-a", limit = 3, window_ms = 1000, size = "64k" })
     eq(sw.store.counts_decisions, true)
     for i = 1, 3 do
-        eq((sw.store:incoming("k", 1, true)), true, "call " .. i)
+        eq((sw.store.lim:decide("k", 1, true)), true, "call " .. i)
     end
-    eq((sw.store:incoming("k", 1, true)), false)
+    eq((sw.store.lim:decide("k", 1, true)), false)
     local stats = sw.store:stats()
     eq(stats.allowed, 3)
     eq(stats.rejected, 1)
@@ -645,10 +645,10 @@ test("shdict store: bad keys are errors, never a concatenation failure", functio
         name = "k", algorithm = "counter", limit = 3, window_ms = 1000, store = "shdict", dict = "slidewin",
     })
     for _, case in ipairs { { nil, "nil" }, { {}, "table" }, { true, "boolean" }, { 0 / 0, tostring(0 / 0) } } do
-        eq(raised(sw.store.incoming, sw.store, case[1], 1, true),
-            "store:incoming: key must be a string or a finite number, got " .. case[2])
+        eq(raised(sw.store.decide, sw.store, case[1], 1, true),
+            "store:decide: key must be a string or a finite number, got " .. case[2])
     end
-    eq(raised(sw.store.uncommit, sw.store, "a", "x"), "store:uncommit: cost must be a non-negative integer, got x")
+    eq(raised(sw.store.refund, sw.store, "a", "x"), "store:refund: cost must be a non-negative integer, got x")
     local sw2, err = layer.new {
         name = "k2", algorithm = "counter", limit = 2 ^ 40, window_ms = 2 ^ 11, store = "shdict", dict = "slidewin",
     }
@@ -661,16 +661,16 @@ test("shdict store: a huge cost is refused and resets nothing", function()
         name = "h", algorithm = "counter", limit = 3, window_ms = 1000, store = "shdict", dict = "slidewin",
     }).store
     fake_now = 5000
-    eq((store:incoming("k", 3, true)), true)
+    eq((store:decide("k", 3, true)), true)
     for _, cost in ipairs { 4, 2 ^ 53, 1e17 } do
-        local allowed, remaining, retry = store:incoming("k", cost, true)
+        local allowed, remaining, retry = store:decide("k", cost, true)
         eq(allowed, false, "cost " .. cost)
         eq(remaining, 0)
         eq(retry, nil)
     end
-    eq((store:incoming("k", 1, true)), false, "the count was not rounded back to 0")
-    eq(store:uncommit("k", 1e17), true)
-    eq((store:incoming("k", 3, true)), true, "a huge refund empties the key exactly")
+    eq((store:decide("k", 1, true)), false, "the count was not rounded back to 0")
+    eq(store:refund("k", 1e17), true)
+    eq((store:decide("k", 3, true)), true, "a huge refund empties the key exactly")
 end)
 
 test("shdict store: a key longer than max_key_bytes is one digest key, never a failure", function()
@@ -680,10 +680,10 @@ test("shdict store: a key longer than max_key_bytes is one digest key, never a f
     }).store
     fake_now = 9000
     local long = string.rep("y", 70000) -- longer than the dict's key limit too
-    eq((store:incoming(long, 1, true)), true)
-    eq((store:incoming(long, 1, true)), true)
-    eq((store:incoming(long, 1, true)), false, "the same long key is one count")
-    eq((store:incoming(long .. "z", 1, true)), true, "another long key is another count")
+    eq((store:decide(long, 1, true)), true)
+    eq((store:decide(long, 1, true)), true)
+    eq((store:decide(long, 1, true)), false, "the same long key is one count")
+    eq((store:decide(long .. "z", 1, true)), true, "another long key is another count")
     for key in pairs(ngx.shared.slidewin.values) do
         assert(#key < 100, "a dict key of " .. #key .. " bytes")
     end

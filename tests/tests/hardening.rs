@@ -82,7 +82,7 @@ fn a_key_longer_than_the_dict_allows_is_one_digest_key_not_an_admission() {
         local long = string.rep('k', 100000)
         local out = {}
         for _, key in ipairs { long, long, long, long .. 'x' } do
-            out[#out + 1] = tostring((store:incoming(key, 1, true)))
+            out[#out + 1] = tostring((store:decide(key, 1, true)))
         end
         return table.concat(out, ' ')";
     let out = nginx.eval(lua);

@@ -213,11 +213,11 @@ fn a_flood_of_distinct_long_keys_stays_in_the_region_and_counts_evictions() {
     // Keys of 1 to 8000 bytes, made inside the worker (a million over HTTP would take minutes).
     let flood = |from: u32, to: u32| {
         let lua = format!(
-            r#"local store = require("limits"):get("tiny").store
+            r#"local lim = require("limits"):get("tiny").store.lim
             local prefixes = {{}}
             for i = 1, 64 do prefixes[i] = string.rep(string.char(64 + i), (i * 125) % 8000) end
             for i = {from}, {to} do
-                assert(store:incoming(prefixes[i % 64 + 1] .. i, 1, true))
+                assert(lim:decide(prefixes[i % 64 + 1] .. i, 1, true))
             end
             collectgarbage()
             return ngx.worker.pid()"#

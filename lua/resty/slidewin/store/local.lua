@@ -31,14 +31,6 @@ function _M.new(conf)
     }, { keys_per_worker = true })
 end
 
-function _M.incoming(self, key, cost, commit, limits)
-    return self.lim:decide(key, cost, commit, limits)
-end
-
-function _M.uncommit(self, key, cost)
-    return self.lim:uncommit(key, cost)
-end
-
 function _M.keys(self)
     return self.lim:stats().keys
 end

@@ -27,7 +27,7 @@
 --                                          after a connection error or READONLY;
 --                                          sentinel_username / sentinel_password: the
 --                                          sentinels' own AUTH (their requirepass or ACL user)
--- When Redis is down, slow or answers an error, incoming returns nil, err and the layer applies
+-- When Redis is down, slow or answers an error, decide returns nil, err and the layer applies
 -- conf.on_store_error. A call waits at most connect_timeout_ms + read_timeout_ms per node it
 -- tries: the one the key maps to, then up to MAX_HOPS more after a MOVED, an ASK or a reload of
 -- the slot map / master address that found another node; a reload asks up to 3 cluster nodes
@@ -316,7 +316,7 @@ end
 -- The script's reply { allowed, remaining, retry_after_ms, reset_after_ms, window } for `action`
 -- under `limits` (one per window), or nil, err. Every key has the hash tag {<name>:<key>}: one
 -- Cluster slot holds all of a key's windows.
-local function decide(self, key, cost, action, limits)
+local function call_script(self, key, cost, action, limits)
     local base = self.prefix .. key .. "}"
     local suffixes, nkeys = self.suffixes, self.nkeys
     local args = {}
@@ -362,7 +362,7 @@ end
 
 -- allowed, remaining, retry_after_ms (nil: never), reset_after_ms, decided_locally, window
 -- | nil, err
-function _M.incoming(self, key, cost, commit, limits)
+function _M.decide(self, key, cost, commit, limits)
     limits = limits or self.configured
     local refusals = self.refusals
     if refusals then
@@ -372,7 +372,7 @@ function _M.incoming(self, key, cost, commit, limits)
                 max(ceil(refusal.reset_at_ms - now_ms), 0), true, refusal.window
         end
     end
-    local res, err = decide(self, key, cost, commit and "check" or "peek", limits)
+    local res, err = call_script(self, key, cost, commit and "check" or "peek", limits)
     if not res then
         return nil, err
     end
@@ -386,8 +386,8 @@ function _M.incoming(self, key, cost, commit, limits)
     return allowed, res[2], retry >= 0 and retry or nil, res[4], false, res[5]
 end
 
-function _M.uncommit(self, key, cost)
-    local res, err = decide(self, key, cost, "refund", self.configured)
+function _M.refund(self, key, cost)
+    local res, err = call_script(self, key, cost, "refund", self.configured)
     if not res then
         return nil, err
     end

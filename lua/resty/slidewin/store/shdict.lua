@@ -12,7 +12,7 @@
 --
 -- Exact integers: the dict keeps numbers as doubles, so max_limit x window_ms is kept within
 -- 2^50 (every count stays far below 2^53); a cost above the limit is refused before any incr
--- (it never fits), and an uncommit gives back at most 2^51. Keys longer than
+-- (it never fits), and a refund gives back at most 2^51. Keys longer than
 -- conf.max_key_bytes (or than the dict's key limit) are stored as the SHA-1 of a random seed
 -- and the key: a fixed 28 bytes, so a long key neither fails the dict's incr (which would fail
 -- open) nor takes more of the dict. The seed is made once per dict and read back by every
@@ -100,7 +100,7 @@ local function window_index(self, now)
     return floor(now / self.window_ms)
 end
 
--- A count read from the dict: an uncommit leaves one below 0 for an instant before it
+-- A count read from the dict: a refund leaves one below 0 for an instant before it
 -- corrects it, which counts as nothing.
 local function count(v)
     return v and v > 0 and v or 0
@@ -135,10 +135,10 @@ local function check_cost(cost, method)
 end
 
 -- limits: nil (conf's limit) or { limit } (one window).
-function _M.incoming(self, key, cost, commit, limits)
-    check_self(self, "incoming")
-    local tail = key_tail(self, key, "incoming")
-    check_cost(cost, "incoming")
+function _M.decide(self, key, cost, commit, limits)
+    check_self(self, "decide")
+    local tail = key_tail(self, key, "decide")
+    check_cost(cost, "decide")
     local dict, limit, window_ms = self.dict, limits and limits[1] or self.limit, self.window_ms
     local now = now_ms()
     local index = window_index(self, now)
@@ -172,10 +172,10 @@ function _M.incoming(self, key, cost, commit, limits)
 end
 
 -- Gives back `cost` from the current window, then from the previous one (as SlidingCounter).
-function _M.uncommit(self, key, cost)
-    check_self(self, "uncommit")
-    local tail = key_tail(self, key, "uncommit")
-    check_cost(cost, "uncommit")
+function _M.refund(self, key, cost)
+    check_self(self, "refund")
+    local tail = key_tail(self, key, "refund")
+    check_cost(cost, "refund")
     local dict = self.dict
     local index = window_index(self, now_ms())
     local current_key = self.prefix .. index .. tail

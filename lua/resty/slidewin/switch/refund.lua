@@ -1,6 +1,6 @@
 -- resty.slidewin.switch.refund (option `refund_statuses = { 500, 502, 503, 504 }` or a
 -- function(status) -> boolean): an admitted request whose response status is one of them
--- gets its cost back in every window (store:uncommit), so an upstream's failure does not cost
+-- gets its cost back in every window (sw:refund), so an upstream's failure does not cost
 -- the client its quota. Needs, where such limiters enforce:
 --   log_by_lua_block { require("resty.slidewin").log() }
 -- In-process stores (shm, local, zone) give back at once in the log phase; the others
@@ -39,7 +39,7 @@ local function give_back(premature, sw, key, cost)
     if premature then
         return
     end
-    local ok, err = sw.store:uncommit(key, cost)
+    local ok, err = sw:refund(key, cost)
     if not ok then
         ngx.log(ngx.ERR, "slidewin ", sw.name, ": refund failed: ", err)
     end
