@@ -1,4 +1,4 @@
-// Issue 13: the package bundled and minified by esbuild, in node and in Chromium, gives the
+// The package bundled and minified by esbuild, in node and in Chromium, gives the
 // same answers as the package itself (minifiers rename classes; browser bundles must not
 // reach for node modules; the .wasm must be found beside the bundle).
 import assert from "node:assert/strict";

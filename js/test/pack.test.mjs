@@ -1,4 +1,4 @@
-// Issue 13, item 7: the npm tarball carries its README and both license files.
+// The npm tarball carries its README and both license files.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { test } from "node:test";

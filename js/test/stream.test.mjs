@@ -120,7 +120,7 @@ test("a streaming SMA holds O(k) memory over 10^6 samples", () => {
   sma.free();
 });
 
-// Issue 13, item 4: huge finite samples used to leave 0 or NaN behind for good.
+// Huge finite samples used to leave 0 or NaN behind for good.
 test("huge finite samples: their true value or Infinity while in the window, exact values after", () => {
   const variance = slidewin.SlidingVariance.byCount(3);
   const mean = slidewin.SlidingMean.byCount(3);

@@ -1,4 +1,4 @@
-// Issue 13: a TypeScript consumer (test/types/consumer.ts) type-checks with `tsc --strict` and
+// A TypeScript consumer (test/types/consumer.ts) type-checks with `tsc --strict` and
 // skipLibCheck off, so the package's .d.ts files themselves are checked too.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";

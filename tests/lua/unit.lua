@@ -201,7 +201,7 @@ test("stream arguments are named with their values", function()
     eq(max:value(), 1, "a bad sample leaves the window as it was")
 end)
 
--- Issue 13: huge finite samples, the charting conventions and rolling quantiles.
+-- Huge finite samples, the charting conventions and rolling quantiles.
 test("huge finite samples leave no wrong value behind", function()
     local variance = slidewin.variance { k = 3 }
     local mean = slidewin.mean { k = 3 }

@@ -1,4 +1,4 @@
-//! Issue 12's defects, reproduced inside real nginx (nginx/test.conf): a huge cost is a
+//! Defects once found, reproduced inside real nginx (nginx/test.conf): a huge cost is a
 //! refusal that resets nothing, headers carry exact digits, a limiter's __gc cannot crash the
 //! worker, and a key longer than the shared dict allows is one digest key.
 

@@ -1,4 +1,4 @@
-//! Issue 18: `luarocks make --tree T` (the top-level rockspec) builds slidewin.so with cargo and
+//! `luarocks make --tree T` (the top-level rockspec) builds slidewin.so with cargo and
 //! installs it with the Lua modules into T, and the demo config served by nginx with only T on
 //! its package paths (no copy of the checkout's lua/ or the module in its prefix) limits.
 

@@ -1,4 +1,4 @@
-//! The operator's view of a region (issue 19): its heaviest keys and how full the windows are.
+//! The operator's view of a region: its heaviest keys and how full the windows are.
 //!
 //! [`Zone::scan_at`] walks the sets one at a time, holding each set's lock only for the peek
 //! of its [`WAYS`] ways (a set's work, like one call), so requests wait at most that long; the
