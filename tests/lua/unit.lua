@@ -363,6 +363,18 @@ test("the core's formulas: values, and errors naming the argument and the value"
         "slidewin.counter_decide: previous must be a non-negative integer, got -1")
     eq(raised(slidewin.counter_decide, 10, 1000, 0, 0.5, 1, 1),
         "slidewin.counter_decide: current must be a non-negative integer, got 0.5")
+    -- The FFI door (store shdict's, per request) answers as the C function, errors included.
+    local by_ffi = require("resty.slidewin.answer").counter_decide
+    math.randomseed(11)
+    for i = 1, 500 do
+        local args = { math.random(1, 20), math.random(1, 3) * 500, math.random(0, 25), math.random(0, 25),
+            math.random(0, 5000), math.random(0, 22), math.random() < 0.5 }
+        local got, want = { by_ffi(unpack(args)) }, { slidewin.counter_decide(unpack(args)) }
+        for at = 1, 4 do
+            eq(got[at], want[at], "call " .. i .. " value " .. at)
+        end
+    end
+    eq(raised(by_ffi, 10, 1000, -1, 0, 1, 1), "slidewin.counter_decide: previous must be a non-negative integer, got -1")
     -- A rate as a window's limit: rounded up once, within 1..max_limit.
     eq(slidewin.window_limit(12.5, 10000, 1000), 125)
     eq(slidewin.window_limit(1001 / 3, 3000, 5000), 1001)

@@ -24,6 +24,7 @@ use slidewin::rule::MAX_WINDOWS;
 use slidewin::{arg, Decision};
 
 use crate::args::{self, error};
+use crate::formulas::decide_counts;
 use crate::now_ms;
 use crate::limiter::{decide_versioned, on_block, Block};
 use crate::stack::{cost_value, number_key};
@@ -266,6 +267,36 @@ pub unsafe extern "C" fn slidewin_render(headers: *const Headers, out: *mut Answ
     };
     write_values(out, headers, &d);
     0
+}
+
+/// The sliding counter's decision over two counts kept elsewhere (store shdict's dict), as
+/// `slidewin.counter_decide` answers it, into `out`'s decision fields (no header values: the
+/// layer renders them with the limiter's policy). Returns 0, or 1 with `out.message` set.
+///
+/// # Safety
+/// `out` points to a writable `Answer`.
+#[no_mangle]
+pub unsafe extern "C" fn slidewin_counter_decide(
+    limit: f64,
+    window_ms: f64,
+    previous: f64,
+    current: f64,
+    now_ms: f64,
+    cost: f64,
+    commit: c_int,
+    out: *mut Answer,
+) -> c_int {
+    // SAFETY: the caller's contract above.
+    let out = unsafe { &mut *out };
+    let numbers = [limit, window_ms, previous, current, now_ms, cost];
+    match catch_unwind(|| decide_counts(numbers, commit != 0)) {
+        Ok(Ok(d)) => {
+            fill(out, &d, out.version);
+            0
+        }
+        Ok(Err(message)) => fail(out, &message),
+        Err(_) => fail(out, "slidewin.counter_decide: internal error"),
+    }
 }
 
 fn fill(out: &mut Answer, d: &Decision, version: f64) {

@@ -95,7 +95,9 @@ unsafe extern "C-unwind" fn counter_decide(state: *mut lua_State) -> c_int {
     }
 }
 
-fn decide_counts(n: [f64; 6], commit: bool) -> Result<Decision, String> {
+/// [`counter::decide_counts`] over host numbers (limit, window_ms, previous, current, now_ms,
+/// cost), each checked; for the C function and the FFI entry alike.
+pub(crate) fn decide_counts(n: [f64; 6], commit: bool) -> Result<Decision, String> {
     let [limit, window_ms, previous, current, now_ms, cost] = n;
     let at = |i: usize| COUNTER_ARGS[i];
     let core = |e: slidewin::Error| format!("{COUNTER}: {e}");

@@ -28,6 +28,8 @@ if not pcall(ffi.typeof, "slidewin_answer_t") then
         double key_number, double cost, int commit, const double *limits, size_t n_limits,
         slidewin_answer_t *out);
     int slidewin_render(void *headers, slidewin_answer_t *out);
+    int slidewin_counter_decide(double limit, double window_ms, double previous, double current,
+        double now_ms, double cost, int commit, slidewin_answer_t *out);
     ]]
 end
 
@@ -76,6 +78,15 @@ function _M.decide(block, headers_block, key, cost, commit, limits)
         error(ffi_str(out.message, out.message_len), 0)
     end
     return out
+end
+
+-- The sliding counter's answer over two counts kept elsewhere (store shdict): allowed,
+-- remaining, retry_after_ms (nil: never), reset_after_ms, as slidewin.counter_decide answers.
+function _M.counter_decide(limit, window_ms, previous, current, now, cost, commit)
+    if lib.slidewin_counter_decide(limit, window_ms, previous, current, now, cost, commit and 1 or 0, out) ~= 0 then
+        error(ffi_str(out.message, out.message_len), 2)
+    end
+    return out.allowed ~= 0, out.remaining, out.has_retry ~= 0 and out.retry_after_ms or nil, out.reset_after_ms
 end
 
 -- `out` filled with a decision made elsewhere (a store's answer) and its header values.
