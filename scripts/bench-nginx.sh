@@ -11,6 +11,8 @@
 #  Before and after a change, in the same run: BEFORE=DIR (a checkout of the earlier commit,
 #  e.g. `git worktree add /tmp/before HEAD~3`) starts that checkout's nginx beside this one's,
 #  and a location written before:/shm-key-var/ is driven there (its build is made first).
+#  PIN=1 puts every worker of both on the last core and wrk on the first: two processes on a
+#  shared machine otherwise differ by where the scheduler put them more than by their code.
 # usage: scripts/bench-nginx.sh [RUNS=5] [DURATION=5s]
 #   (env: PORT, WORKERS, CONNECTIONS, THREADS, LOCATIONS, REFERENCE, LIMIT_TRAFFIC_DIR, BEFORE)
 set -euo pipefail
@@ -29,6 +31,12 @@ if [ -n "${BEFORE:-}" ]; then
   before_workers=$(workers)
 fi
 start_nginx bench.conf /plain/
+WRK=(wrk)
+if [ "${PIN:-0}" = 1 ]; then
+  last=$(($(nproc) - 1))
+  for w in $(workers) ${before_workers:-}; do taskset -pc "$last" "$w" >/dev/null; done
+  WRK=(taskset -c 0 wrk)
+fi
 
 echo "== loops in one worker ($(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
 curl -sf "127.0.0.1:$PORT/loop"
@@ -45,7 +53,7 @@ rps() {
   before=$(cpu_ticks "$pids")
   local users=()
   [[ $path == *-users/ ]] && users=(-s scripts/wrk-random-user.lua)
-  out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" "${users[@]}" "${@:2}" "http://127.0.0.1:$port$path")
+  out=$("${WRK[@]}" -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" "${users[@]}" "${@:2}" "http://127.0.0.1:$port$path")
   after=$(cpu_ticks "$pids")
   awk -v b="$before" -v a="$after" -v hz="$(getconf CLK_TCK)" '
     /requests in/ {n = $1} /Requests\/sec/ {r = $2}

@@ -470,10 +470,7 @@ function _M.enforce(self, key, cost, opts)
         end
     end
     local out, policy_header, decided_locally = decide(self, key, cost, true, opts, "enforce")
-    -- Not a tail call: LuaJIT counts tail calls within a trace and gives up on the trace past
-    -- a few (a loop of enforce calls, a trace across requests).
-    local admitted = respond(self, key, cost, opts, out, policy_header, decided_locally)
-    return admitted
+    return respond(self, key, cost, opts, out, policy_header, decided_locally)
 end
 
 -- The 1-based index of window `window` (an index or a window's name), or nil, err.
