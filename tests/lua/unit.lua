@@ -375,6 +375,11 @@ test("the core's formulas: values, and errors naming the argument and the value"
         end
     end
     eq(raised(by_ffi, 10, 1000, -1, 0, 1, 1), "slidewin.counter_decide: previous must be a non-negative integer, got -1")
+    -- A header's seconds: rounded up, the one rule of every header.
+    eq(slidewin.seconds_up(1001), 2)
+    eq(slidewin.seconds_up(1000), 1)
+    eq(slidewin.seconds_up(0), 0)
+    eq(raised(slidewin.seconds_up, -1), "slidewin.seconds_up: ms must be a non-negative integer, got -1")
     -- A rate as a window's limit: rounded up once, within 1..max_limit.
     eq(slidewin.window_limit(12.5, 10000, 1000), 125)
     eq(slidewin.window_limit(1001 / 3, 3000, 5000), 1001)

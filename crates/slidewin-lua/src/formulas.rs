@@ -13,6 +13,7 @@
 //! slidewin.http_status(503)                                     -- 503 (nil: not a status)
 //! slidewin.loss_ratio(8, 1, 1), slidewin.goodput_rps(8, 2000)   -- 0.2, 4
 //! slidewin.peek_used(true, 4, 10, 2)                            -- 4 (what a peek found counted)
+//! slidewin.seconds_up(1001)                                     -- 2 (a header's seconds)
 //! slidewin.check_rule{ windows = { { limit = 0, window_ms = 10 } } }
 //!                                                   -- nil, "windows[1].limit must be ..."
 //! slidewin.check_limits({ { max_limit = 5 } }, { 6 }, "limits")
@@ -44,6 +45,7 @@ pub fn register(lua: &Lua, module: &Table) -> LuaResult<()> {
     module.set("loss_ratio", lua.create_function(loss_ratio)?)?;
     module.set("goodput_rps", lua.create_function(goodput_rps)?)?;
     module.set("peek_used", lua.create_function(peek_used)?)?;
+    module.set("seconds_up", lua.create_function(seconds_up)?)?;
     module.set("check_rule", lua.create_function(check_rule)?)?;
     module.set("check_limits", lua.create_function(check_limits)?)?;
     Ok(())
@@ -244,6 +246,12 @@ fn goodput_rps(_: &Lua, (ok, elapsed_ms): (Value, Value)) -> LuaResult<f64> {
         ..Sample::default()
     };
     Ok(sample.goodput_rps())
+}
+
+/// `seconds_up(ms)`: milliseconds as whole seconds, rounded up, as every header says a time
+/// ([`slidewin::headers::seconds_up`]).
+fn seconds_up(_: &Lua, ms: Value) -> LuaResult<u64> {
+    Ok(slidewin::headers::seconds_up(args::uint("slidewin.seconds_up", "ms", &ms)?))
 }
 
 /// `peek_used(allowed, remaining, limit, cost)`: [`Decision::used`] of a peek's answer.

@@ -23,7 +23,6 @@ local registry = require "resty.slidewin.registry"
 
 local ngx = ngx
 local pcall, type, tostring, setmetatable = pcall, type, tostring, setmetatable
-local ceil = math.ceil
 
 local _M = {}
 local mt = { __index = _M }
@@ -102,7 +101,7 @@ function _M.new(opts)
         name = opts.name,
         slots = slots,
         status = opts.status or 429,
-        retry_after = tostring(ceil((opts.retry_after_ms or 1000) / 1000)),
+        retry_after = tostring(slidewin.seconds_up(opts.retry_after_ms or 1000)),
     }, mt)
     limits:add(self)
     phases.on_log("concurrency", release_all)
