@@ -11,8 +11,9 @@
 #  Before and after a change, in the same run: BEFORE=DIR (a checkout of the earlier commit,
 #  e.g. `git worktree add /tmp/before HEAD~3`) starts that checkout's nginx beside this one's,
 #  and a location written before:/shm-key-var/ is driven there (its build is made first).
-#  PIN=1 puts every worker of both on the last core and wrk on the first: two processes on a
-#  shared machine otherwise differ by where the scheduler put them more than by their code.
+#  PIN=1 puts every worker of both on the last core and wrk on the first. Two nginx instances
+#  still differ by a few hundred ns a request with the same code: run BEFORE=. (an A/A run) to
+#  see the spread before reading a difference.
 # usage: scripts/bench-nginx.sh [RUNS=5] [DURATION=5s]
 #   (env: PORT, WORKERS, CONNECTIONS, THREADS, LOCATIONS, REFERENCE, LIMIT_TRAFFIC_DIR, BEFORE)
 set -euo pipefail
