@@ -107,7 +107,10 @@ fn shdict_answers(calls: &[Call]) -> Vec<String> {
     let mut input = String::new();
     for c in calls {
         let (limit, window_ms) = c.config;
-        input += &format!("{limit} {window_ms} {} {} {} {}\n", c.op, c.key, c.cost, c.now_ms);
+        input += &format!(
+            "{limit} {window_ms} {} {} {} {}\n",
+            c.op, c.key, c.cost, c.now_ms
+        );
     }
     // Written from a thread: the child's answers fill its pipe while it still reads.
     let mut stdin = child.stdin.take().expect("stdin");

@@ -25,8 +25,8 @@ use slidewin::{arg, Decision};
 
 use crate::args::{self, error};
 use crate::formulas::decide_counts;
-use crate::now_ms;
 use crate::limiter::{decide_versioned, on_block, Block};
+use crate::now_ms;
 use crate::stack::{cost_value, number_key};
 
 /// Bytes for the values of one answer: the longest is `"<name>";r=<digits>;t=<digits>`.
@@ -99,7 +99,10 @@ fn policy_of(function: &'static str, windows: &Table) -> LuaResult<Policy> {
             other => {
                 return Err(error(
                     function,
-                    format_args!("windows[{i}].name must be a string, got {}", args::describe(&other)),
+                    format_args!(
+                        "windows[{i}].name must be a string, got {}",
+                        args::describe(&other)
+                    ),
                 ))
             }
         };
@@ -119,7 +122,11 @@ fn policy_of(function: &'static str, windows: &Table) -> LuaResult<Policy> {
     let items: Vec<PolicyWindow> = names
         .iter()
         .zip(&numbers)
-        .map(|(name, &(limit, window_ms))| PolicyWindow { name, limit, window_ms })
+        .map(|(name, &(limit, window_ms))| PolicyWindow {
+            name,
+            limit,
+            window_ms,
+        })
         .collect();
     Ok(Policy::new(&items))
 }
@@ -138,7 +145,11 @@ fn new(_: &Lua, style: Value) -> LuaResult<(Option<LuaHeaders>, Option<String>)>
             )),
         ));
     };
-    let headers = Headers { style, policy: Policy::default(), version: f64::NAN };
+    let headers = Headers {
+        style,
+        policy: Policy::default(),
+        version: f64::NAN,
+    };
     Ok((Some(LuaHeaders(Box::into_raw(Box::new(headers)))), None))
 }
 
@@ -218,12 +229,15 @@ pub unsafe extern "C" fn slidewin_decide(
     };
     let mut given = [0u64; MAX_WINDOWS];
     if n_limits > MAX_WINDOWS {
-        return fail(out, &format!("{FUNCTION}: limits must list at most {MAX_WINDOWS} limits, got {n_limits}"));
+        return fail(
+            out,
+            &format!("{FUNCTION}: limits must list at most {MAX_WINDOWS} limits, got {n_limits}"),
+        );
     }
-    for i in 0..n_limits {
+    for (i, slot) in given.iter_mut().take(n_limits).enumerate() {
         // SAFETY: the caller's contract above: `limits` holds `n_limits` doubles.
         match arg::uint("limit", unsafe { *limits.add(i) }) {
-            Ok(limit) => given[i] = limit,
+            Ok(limit) => *slot = limit,
             Err(e) => return fail(out, &format!("{FUNCTION}: {e}")),
         }
     }
@@ -314,18 +328,29 @@ fn fill(out: &mut Answer, d: &Decision, version: f64) {
 /// by [`MAX_NAME_BYTES`] and numbers by 20 digits.
 fn write_values(out: &mut Answer, headers: &Headers, d: &Decision) {
     out.len = [0; 5];
-    let Answer { text, start, len, .. } = out;
+    let Answer {
+        text, start, len, ..
+    } = out;
     let mut at = 0usize;
     let written = catch_unwind(AssertUnwindSafe(|| {
-        render(headers.style, &headers.policy, d, now_ms(), &mut |field, value| {
-            let i = Field::ALL.iter().position(|&f| f == field).unwrap_or(0);
-            let mut cursor = Cursor { buf: &mut text[at..], at: 0 };
-            if cursor.write_fmt(value).is_ok() {
-                start[i] = at as c_int;
-                len[i] = cursor.at as c_int;
-                at += cursor.at;
-            }
-        })
+        render(
+            headers.style,
+            &headers.policy,
+            d,
+            now_ms(),
+            &mut |field, value| {
+                let i = Field::ALL.iter().position(|&f| f == field).unwrap_or(0);
+                let mut cursor = Cursor {
+                    buf: &mut text[at..],
+                    at: 0,
+                };
+                if cursor.write_fmt(value).is_ok() {
+                    start[i] = at as c_int;
+                    len[i] = cursor.at as c_int;
+                    at += cursor.at;
+                }
+            },
+        )
     }));
     out.rendered = written.is_ok() as c_int;
 }

@@ -71,6 +71,20 @@ fn positive_value(name: &'static str, value: &Value) -> Result<u64, String> {
     }
 }
 
+/// A field of an options table that must be a positive integer (up to 2^53).
+pub fn field_required_positive(
+    function: &'static str,
+    opts: &Table,
+    name: &'static str,
+) -> Result<u64, LuaError> {
+    required(
+        function,
+        name,
+        "a positive integer",
+        field_positive(function, opts, name)?,
+    )
+}
+
 /// The `name` field of an options table, a string.
 pub fn field_name(function: &str, opts: &Table) -> Result<String, LuaError> {
     match opts.raw_get::<Value>("name")? {

@@ -38,12 +38,7 @@ type Rules = Directory<Region, WorkerOwner>;
 /// `slidewin.zone{...}`: the zone object.
 pub fn new(_: &Lua, opts: Table) -> LuaResult<LuaDirectory> {
     let name = args::field_name(NEW, &opts)?;
-    let size = args::required(
-        NEW,
-        "size",
-        "a positive integer",
-        args::field_positive(NEW, &opts, "size")?,
-    )?;
+    let size = args::field_required_positive(NEW, &opts, "size")?;
     let max_rules = args::field_positive(NEW, &opts, "max_rules")?.unwrap_or(DEFAULT_MAX_RULES);
     // A zone's region is kept by name like a limiter's: another max_rules maps another region.
     let spec = Spec {

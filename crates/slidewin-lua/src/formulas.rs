@@ -9,7 +9,7 @@
 //! slidewin.window_limit(12.5, 10000, 1000)                      -- 125 (a rate as a window's limit)
 //! slidewin.window_rate(125, 10000)                              -- 12 (and back, rounded down)
 //! slidewin.live_limits({ 20, 100 }, { 10, 100 }, { 5, 50 })     -- { 20, 50 } (after a reload)
-//! slidewin.answer(200, "502, 503")                              -- "backpressure"
+//! slidewin.status_class(200, "502, 503")                        -- "backpressure"
 //! slidewin.http_status(503)                                     -- 503 (nil: not a status)
 //! slidewin.loss_ratio(8, 1, 1), slidewin.goodput_rps(8, 2000)   -- 0.2, 4
 //! slidewin.peek_used(true, 4, 10, 2)                            -- 4 (what a peek found counted)
@@ -40,7 +40,7 @@ pub fn register(lua: &Lua, module: &Table) -> LuaResult<()> {
     module.set("window_limit", lua.create_function(window_limit)?)?;
     module.set("window_rate", lua.create_function(window_rate)?)?;
     module.set("live_limits", lua.create_function(live_limits)?)?;
-    module.set("answer", lua.create_function(answer)?)?;
+    module.set("status_class", lua.create_function(status_class)?)?;
     module.set("http_status", lua.create_function(http_status)?)?;
     module.set("loss_ratio", lua.create_function(loss_ratio)?)?;
     module.set("goodput_rps", lua.create_function(goodput_rps)?)?;
@@ -193,18 +193,18 @@ fn limits(function: &'static str, name: &'static str, value: &Value) -> LuaResul
         .collect()
 }
 
-const ANSWER: &str = "slidewin.answer";
+const STATUS_CLASS: &str = "slidewin.status_class";
 
-/// `answer(status, upstream_status)` -> "ok", "loss" or "backpressure": [`status::answer`] of
+/// `status_class(status, upstream_status)` -> "ok", "loss" or "backpressure": [`status::class_of`] of
 /// the status sent and the last of nginx's `$upstream_status` (nil or text).
-fn answer(_: &Lua, (sent, upstream): (Value, Value)) -> LuaResult<&'static str> {
-    let sent = args::uint(ANSWER, "status", &sent)?;
+fn status_class(_: &Lua, (sent, upstream): (Value, Value)) -> LuaResult<&'static str> {
+    let sent = args::uint(STATUS_CLASS, "status", &sent)?;
     let upstream = match upstream {
         Value::Nil => None,
         Value::String(text) => status::last_status(&text.to_string_lossy()),
         other => {
             return Err(error(
-                ANSWER,
+                STATUS_CLASS,
                 format_args!(
                     "upstream_status must be a string or nil, got {}",
                     describe(&other)
@@ -212,7 +212,7 @@ fn answer(_: &Lua, (sent, upstream): (Value, Value)) -> LuaResult<&'static str> 
             ))
         }
     };
-    Ok(status::answer(sent, upstream).name())
+    Ok(status::class_of(sent, upstream).name())
 }
 
 /// `http_status(v)` -> v as an HTTP status, or nil: [`status::check`].
@@ -251,7 +251,11 @@ fn goodput_rps(_: &Lua, (ok, elapsed_ms): (Value, Value)) -> LuaResult<f64> {
 /// `seconds_up(ms)`: milliseconds as whole seconds, rounded up, as every header says a time
 /// ([`slidewin::headers::seconds_up`]).
 fn seconds_up(_: &Lua, ms: Value) -> LuaResult<u64> {
-    Ok(slidewin::headers::seconds_up(args::uint("slidewin.seconds_up", "ms", &ms)?))
+    Ok(slidewin::headers::seconds_up(args::uint(
+        "slidewin.seconds_up",
+        "ms",
+        &ms,
+    )?))
 }
 
 /// `peek_used(allowed, remaining, limit, cost)`: [`Decision::used`] of a peek's answer.

@@ -245,12 +245,7 @@ pub fn new(lua: &Lua, opts: Value) -> LuaResult<(Value, Option<String>)> {
                     "max_keys must be nil with shared (size bounds the keys), got a number",
                 ));
             }
-            let size = args::required(
-                NEW,
-                "size",
-                "a positive integer",
-                args::field_positive(NEW, &opts, "size")?,
-            )?;
+            let size = args::field_required_positive(NEW, &opts, "size")?;
             let size = usize::try_from(size).unwrap_or(usize::MAX);
             in_region(shared_name, size, max_key_bytes, rule)?
         }

@@ -23,7 +23,9 @@ pub fn number_key(n: f64, function: &str) -> Result<String, String> {
     } else if n.is_finite() {
         Ok(n.to_string())
     } else {
-        Err(format!("{function}: key must be a string or a finite number, got {n}"))
+        Err(format!(
+            "{function}: key must be a string or a finite number, got {n}"
+        ))
     }
 }
 
@@ -41,9 +43,7 @@ pub unsafe fn with_key<T>(
             let ptr = ffi::lua_tolstring(state, index, &mut len) as *const u8;
             f(std::slice::from_raw_parts(ptr, len))
         }
-        ffi::LUA_TNUMBER => {
-            f(number_key(ffi::lua_tonumber(state, index), function)?.as_bytes())
-        }
+        ffi::LUA_TNUMBER => f(number_key(ffi::lua_tonumber(state, index), function)?.as_bytes()),
         _ => Err(format!(
             "{function}: key must be a string or a finite number, got {}",
             describe(state, index)

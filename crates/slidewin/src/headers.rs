@@ -208,11 +208,19 @@ mod tests {
     use alloc::vec;
 
     fn rendered(style: Style, decision: &Decision, now_ms: i64) -> Vec<(Field, String)> {
-        let policy = Policy::new(&[PolicyWindow { name: "api", limit: 10, window_ms: 1_500 }]);
+        let policy = Policy::new(&[PolicyWindow {
+            name: "api",
+            limit: 10,
+            window_ms: 1_500,
+        }]);
         let mut out = Vec::new();
-        render(style, &policy, decision, now_ms, &mut |f, v: fmt::Arguments| {
-            out.push((f, v.to_string()))
-        });
+        render(
+            style,
+            &policy,
+            decision,
+            now_ms,
+            &mut |f, v: fmt::Arguments| out.push((f, v.to_string())),
+        );
         out
     }
 
@@ -244,7 +252,12 @@ mod tests {
 
     #[test]
     fn a_refusal_says_when_it_admits_again_and_never_has_no_retry_after() {
-        let refused = Decision { allowed: false, remaining: 0, retry_after_ms: Some(1), ..ADMITTED };
+        let refused = Decision {
+            allowed: false,
+            remaining: 0,
+            retry_after_ms: Some(1),
+            ..ADMITTED
+        };
         assert_eq!(
             rendered(Style::Draft, &refused, 0),
             vec![
@@ -252,7 +265,10 @@ mod tests {
                 (Field::RetryAfter, "1".to_string()),
             ]
         );
-        let never = Decision { retry_after_ms: None, ..refused };
+        let never = Decision {
+            retry_after_ms: None,
+            ..refused
+        };
         assert_eq!(
             rendered(Style::Draft, &never, 0),
             vec![(Field::RateLimit, "\"api\";r=0;t=2".to_string())]
@@ -265,7 +281,11 @@ mod tests {
 
     #[test]
     fn numbers_up_to_2_pow_53_are_written_as_digits() {
-        let policy = Policy::new(&[PolicyWindow { name: "a", limit: 1 << 53, window_ms: 1 }]);
+        let policy = Policy::new(&[PolicyWindow {
+            name: "a",
+            limit: 1 << 53,
+            window_ms: 1,
+        }]);
         assert_eq!(policy.value(), "\"a\";q=9007199254740992;w=1");
         assert_eq!(policy.name(3), "");
     }

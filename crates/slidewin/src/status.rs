@@ -1,12 +1,12 @@
 //! HTTP statuses as the limiters read them: which ones a status list may hold, and what an
-//! answer tells of the upstream ([`Answer`]) for [`crate::adaptive`]'s counts.
+//! answer tells of the upstream ([`Class`]) for [`crate::adaptive`]'s counts.
 //!
 //! ```
-//! use slidewin::status::{answer, last_status, Answer};
+//! use slidewin::status::{class_of, last_status, Class};
 //!
-//! assert_eq!(answer(200, None), Answer::Ok);
-//! assert_eq!(answer(499, Some(200)), Answer::Loss);          // the client gave up
-//! assert_eq!(answer(503, Some(503)), Answer::Backpressure);
+//! assert_eq!(class_of(200, None), Class::Ok);
+//! assert_eq!(class_of(499, Some(200)), Class::Loss);          // the client gave up
+//! assert_eq!(class_of(503, Some(503)), Class::Backpressure);
 //! // nginx's $upstream_status after a retry and an internal redirect: the last try counts.
 //! assert_eq!(last_status("502, 504 : 200"), Some(200));
 //! ```
@@ -15,7 +15,7 @@ use crate::{Error, Value};
 
 /// What one answer tells of the upstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Answer {
+pub enum Class {
     /// Answered (well or not, by the upstream's own account).
     Ok,
     /// Lost: 502 and 504 (no answer in time, or a broken one), 499 (the client gave up).
@@ -24,13 +24,13 @@ pub enum Answer {
     Backpressure,
 }
 
-impl Answer {
+impl Class {
     /// The answer's name: "ok", "loss" or "backpressure".
     pub const fn name(self) -> &'static str {
         match self {
-            Answer::Ok => "ok",
-            Answer::Loss => "loss",
-            Answer::Backpressure => "backpressure",
+            Class::Ok => "ok",
+            Class::Loss => "loss",
+            Class::Backpressure => "backpressure",
         }
     }
 }
@@ -38,15 +38,15 @@ impl Answer {
 /// What an answer with `status` (the one sent to the client) tells, given the last upstream's
 /// `upstream` status when one answered. A loss on either side is a loss; backpressure is only
 /// the upstream's (a 429 of this server's own limiter says nothing of the upstream).
-pub fn answer(status: u64, upstream: Option<u64>) -> Answer {
+pub fn class_of(status: u64, upstream: Option<u64>) -> Class {
     let upstream = upstream.unwrap_or(status);
     let lost = |s| matches!(s, 499 | 502 | 504);
     if lost(status) || lost(upstream) {
-        Answer::Loss
+        Class::Loss
     } else if matches!(upstream, 429 | 503) {
-        Answer::Backpressure
+        Class::Backpressure
     } else {
-        Answer::Ok
+        Class::Ok
     }
 }
 

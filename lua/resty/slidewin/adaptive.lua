@@ -36,7 +36,7 @@ local pcall, type, tostring, tonumber, setmetatable, getmetatable, ipairs, pairs
     pcall, type, tostring, tonumber, setmetatable, getmetatable, ipairs, pairs
 local now_ms, upstream_time_ms, latency_bucket = slidewin.now_ms, slidewin.upstream_time_ms,
     slidewin.latency_bucket
-local answer, loss_ratio, goodput_rps = slidewin.answer, slidewin.loss_ratio, slidewin.goodput_rps
+local status_class, loss_ratio, goodput_rps = slidewin.status_class, slidewin.loss_ratio, slidewin.goodput_rps
 local BUCKETS = slidewin.latency_buckets
 local CTX = "slidewin_adaptive"
 
@@ -67,7 +67,7 @@ local function count()
         ctx[CTX] = nil
         local var = ngx.var
         -- "ok", "loss" or "backpressure", by the status sent and the last upstream tried.
-        local class = answer(ngx.status, var.upstream_status)
+        local class = status_class(ngx.status, var.upstream_status)
         for i = 1, #seen, 2 do
             local self, bound = seen[i], seen[i + 1]
             local dict, key = self.dict, self.key
