@@ -51,6 +51,7 @@ pub mod decision;
 pub mod error;
 pub mod headers;
 pub mod keyed;
+pub mod lease;
 pub mod limiter;
 pub mod live;
 pub mod log;

@@ -35,6 +35,11 @@ pub enum RegionKind {
         /// The longest key stored as it is.
         max_key_bytes: usize,
     },
+    /// A node's leases of a limiter kept in Redis ([`super::Leases`]).
+    Leases {
+        /// The longest key stored as it is.
+        max_key_bytes: usize,
+    },
     /// Runtime rules ([`super::Directory`]).
     Directory {
         /// Rules the table has room for.

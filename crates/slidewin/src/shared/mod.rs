@@ -59,6 +59,7 @@ mod directory;
 mod inflight;
 mod keys;
 mod layout;
+mod leases;
 mod limits;
 mod lock;
 mod scan;
@@ -69,6 +70,7 @@ mod tests;
 pub use directory::{Directory, DirectoryStats, Found, Part, GRACE_MS, PAGE_BYTES};
 pub use inflight::{Entry, Inflight, InflightConfig, InflightStats, LIVENESS_CHECK_MS};
 pub use layout::{Algorithm, RegionKind, WindowShape};
+pub use leases::{Admitted, Fetch, LeaseStats, Leases, Spent, SETTLE_SLOTS};
 pub use limits::LiveLimits;
 pub use lock::Owner;
 #[cfg(feature = "std")]

@@ -1,0 +1,401 @@
+//! Leases: the node's half of deciding locally without ever going over a limit kept in Redis.
+//!
+//! Redis grants a node `n` units of a key's rule (every window at once) at Redis time `g`,
+//! spendable until `g + V` (`V`: [`LeaseConfig::validity_ms`]). The node spends them on
+//! requests with no call, and settles later: how many it spent, and when the last one was
+//! spent, as an offset from the moment it *sent* the lease call. This module holds the node's
+//! rules; [`crate::shared::Leases`] keeps them in shared memory for every worker of a node,
+//! and the Redis script (`lua/redis/`) holds the other half.
+//!
+//! ## Why the node never makes a window go over
+//!
+//! Redis counts each outstanding lease's `n` units in every decision as if spent at `g + V`.
+//! The node keeps two promises, and the bound follows from them:
+//!
+//! 1. **A unit is spent within `[g, g + V]`.** A lease is spent only once its grant arrived,
+//!    so after `g`. Its clock is the node's monotonic clock read *before* the call was sent
+//!    (`sent_ms`, earlier than `g`), and a unit is spent only while
+//!    `now - sent_ms <= V - margin` ([`Lease::spend`]): by then less than `V` passed since
+//!    `g`, with `margin` left for the two clocks' rates to differ.
+//! 2. **A settlement never stamps a unit earlier than it was spent.** It says `last_ms`, the
+//!    last spend's offset from `sent_ms`; Redis re-stamps the spent units at
+//!    `g + min(last_ms, V)`, at or after `sent_ms + last_ms`, the real time of the last spend.
+//!    Unspent units go back. A lease the node never saw granted (the call failed or timed
+//!    out) is settled with 0 spent; one the node lost track of (its entry dropped) stays
+//!    counted at `g + V` until Redis forgets it: later is always safe, only less efficient.
+//!
+//! So every spent unit sits in Redis's count at or after the moment it was spent, and before
+//! it leaves a window. Take any window `(a - W, a]` and let `g*` be the latest grant whose
+//! units were spent in it: each other unit spent in it is stamped after `a - W >= g* - W`, so
+//! Redis counted it when it decided `g*`, and `g*` granted only what still fitted. A
+//! per-request decision is a lease of `cost` spent at once, stamped at `g`.
+//!
+//! ## Sizing, ids and settlements
+//!
+//! - [`want`]: units to ask for, from the key's spend rate at the node (an exponentially
+//!   weighted average, [`next_rate`]) over 1.5 validities, plus the cost of the request
+//!   waiting, within `max(cost, 1)..=max_units`. A cold key asks for its cost: one call per
+//!   request, as without leases. Redis shrinks grants as its windows fill.
+//! - [`lease_id`]: `"<node id, 16 hex digits>-<sequence>"`, unique per node; a retried call
+//!   with the same id is answered the same grant.
+//! - [`Settlement`]: `"ID:SPENT:LAST_MS"`, the words of the script's `settle` option.
+//!
+//! ```
+//! use slidewin::lease::{want, Lease, LeaseConfig, Spend};
+//!
+//! let config = LeaseConfig::new(100, None, 1_000)?; // V 100 ms, margin 10 ms
+//! // A cold key asks for its cost; one spending 2 units a ms asks for 1.5 validities' worth.
+//! assert_eq!(want(&config, 0.0, 1), 1);
+//! assert_eq!(want(&config, 2.0, 1), 301);
+//! // Sent at 1_000 (node clock), granted 3 units.
+//! let mut lease = Lease::granted(7, 3, 1_000);
+//! assert_eq!(lease.spend(&config, 1_005, 2), Spend::Spent);
+//! assert_eq!(lease.spend(&config, 1_010, 2), Spend::Short); // 1 unit left
+//! assert_eq!(lease.spend(&config, 1_091, 1), Spend::Ended); // past V - margin = 90 ms
+//! assert_eq!(lease.settlement().text(0xab), "00000000000000ab-7:2:5");
+//! # Ok::<(), slidewin::Error>(())
+//! ```
+
+use core::fmt::{self, Write};
+
+use crate::{Error, Value};
+
+/// The longest validity a lease can have (about 12 days), so node times never overflow.
+pub const MAX_VALIDITY_MS: u64 = 1 << 30;
+/// The most units one lease can ask for.
+pub const MAX_UNITS: u64 = 1 << 32;
+/// Leases' worth of spend a request asks for: 1.5 validities, so the next lease arrives
+/// (fetched at half) before this one runs out.
+const WANT_VALIDITIES: f64 = 1.5;
+
+/// A limiter's lease options: `validity_ms` (V), `margin_ms` (default `max(2, V / 10)`),
+/// `max_units` (the most units one lease asks for).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseConfig {
+    validity_ms: u64,
+    margin_ms: u64,
+    max_units: u64,
+}
+
+impl LeaseConfig {
+    /// Errors name the option: `validity_ms` from 1 to 2^30, `margin_ms` below it,
+    /// `max_units` from 1 to 2^32.
+    pub fn new(validity_ms: u64, margin_ms: Option<u64>, max_units: u64) -> Result<Self, Error> {
+        if !(1..=MAX_VALIDITY_MS).contains(&validity_ms) {
+            let expected = "a positive integer at most 2^30";
+            return Err(Error::invalid(
+                "validity_ms",
+                expected,
+                Value::UInt(validity_ms),
+            ));
+        }
+        let margin_ms = margin_ms.unwrap_or((validity_ms / 10).max(2));
+        if margin_ms >= validity_ms {
+            let expected = "below validity_ms (default max(2, validity_ms / 10))";
+            return Err(Error::invalid(
+                "margin_ms",
+                expected,
+                Value::UInt(margin_ms),
+            ));
+        }
+        if !(1..=MAX_UNITS).contains(&max_units) {
+            let expected = "a positive integer at most 2^32";
+            return Err(Error::invalid(
+                "max_units",
+                expected,
+                Value::UInt(max_units),
+            ));
+        }
+        Ok(Self {
+            validity_ms,
+            margin_ms,
+            max_units,
+        })
+    }
+
+    /// V: how long Redis counts a lease's units as outstanding, from its grant.
+    pub fn validity_ms(&self) -> u64 {
+        self.validity_ms
+    }
+
+    /// What the node keeps back from V for the two clocks' rates.
+    pub fn margin_ms(&self) -> u64 {
+        self.margin_ms
+    }
+
+    /// The most units one lease asks for.
+    pub fn max_units(&self) -> u64 {
+        self.max_units
+    }
+
+    /// How long after its call was sent a lease is spent: `V - margin`.
+    pub fn spend_ms(&self) -> i64 {
+        (self.validity_ms - self.margin_ms) as i64
+    }
+}
+
+/// Units to ask for: `clamp(ceil(rate * V * 1.5) + cost, max(cost, 1), max_units)`, `rate`
+/// in units per ms (negative or not finite: 0).
+pub fn want(config: &LeaseConfig, rate_per_ms: f64, cost: u64) -> u64 {
+    let rate = if rate_per_ms.is_finite() && rate_per_ms > 0.0 {
+        rate_per_ms
+    } else {
+        0.0
+    };
+    let ahead = libm::ceil(rate * config.validity_ms as f64 * WANT_VALIDITIES);
+    // A float above u64::MAX saturates in the cast.
+    let wanted = (ahead as u64).saturating_add(cost);
+    let floor = cost.max(1);
+    wanted.clamp(floor, config.max_units.max(floor))
+}
+
+/// The spend rate after a lease spent `spent` units over `elapsed_ms`: half the old rate,
+/// half the new (a lease's worth of history weighs as much as all before it).
+pub fn next_rate(rate_per_ms: f64, spent: u64, elapsed_ms: i64) -> f64 {
+    let sample = spent as f64 / elapsed_ms.max(1) as f64;
+    let old = if rate_per_ms.is_finite() {
+        rate_per_ms
+    } else {
+        0.0
+    };
+    (old + sample) / 2.0
+}
+
+/// A lease's id as the script takes it: `"<node id hex>-<sequence>"`.
+pub fn lease_id(node_id: u64, seq: u64) -> LeaseId {
+    LeaseId { node_id, seq }
+}
+
+/// See [`lease_id`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseId {
+    node_id: u64,
+    seq: u64,
+}
+
+impl fmt::Display for LeaseId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016x}-{}", self.node_id, self.seq)
+    }
+}
+
+/// What a spend found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spend {
+    /// The units were taken.
+    Spent,
+    /// Too few units left for this cost (the lease stays, smaller costs may fit).
+    Short,
+    /// Past `V - margin` since the call was sent, or no lease: never spent again.
+    Ended,
+}
+
+/// A key's lease at the node: `seq` its id's sequence (0: none), `units` granted, `spent`,
+/// `sent_ms` the node's monotonic time before the call was sent, `last_ms` the last spend's
+/// offset from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Lease {
+    /// The sequence of the lease's id (0: no lease).
+    pub seq: u64,
+    /// Units granted.
+    pub units: u64,
+    /// Units spent.
+    pub spent: u64,
+    /// The node's monotonic ms before the lease call was sent.
+    pub sent_ms: i64,
+    /// The last spend, in ms after `sent_ms`.
+    pub last_ms: u64,
+}
+
+impl Lease {
+    /// A lease of `units` whose call was sent at `sent_ms`, nothing spent.
+    pub fn granted(seq: u64, units: u64, sent_ms: i64) -> Self {
+        Self {
+            seq,
+            units,
+            spent: 0,
+            sent_ms,
+            last_ms: 0,
+        }
+    }
+
+    /// Whether it is still spent at `now_ms` (promise 1 of the [module docs](self)).
+    pub fn is_live(&self, config: &LeaseConfig, now_ms: i64) -> bool {
+        self.seq != 0 && now_ms.saturating_sub(self.sent_ms) <= config.spend_ms()
+    }
+
+    /// Takes `cost` units at `now_ms` when the lease is live and holds them.
+    pub fn spend(&mut self, config: &LeaseConfig, now_ms: i64, cost: u64) -> Spend {
+        if !self.is_live(config, now_ms) {
+            return Spend::Ended;
+        }
+        if self.units - self.spent < cost {
+            return Spend::Short;
+        }
+        self.spent += cost;
+        // A clock read before sent_ms (another worker's earlier read) counts as sent_ms.
+        self.last_ms = self
+            .last_ms
+            .max(now_ms.saturating_sub(self.sent_ms).max(0) as u64);
+        Spend::Spent
+    }
+
+    /// Units not spent.
+    pub fn unspent(&self) -> u64 {
+        self.units - self.spent
+    }
+
+    /// Whether the next lease should be fetched now: half its units spent or half its
+    /// spending time passed.
+    pub fn wants_next(&self, config: &LeaseConfig, now_ms: i64) -> bool {
+        self.spent * 2 >= self.units || now_ms.saturating_sub(self.sent_ms) * 2 >= config.spend_ms()
+    }
+
+    /// What Redis must be told once it ended.
+    pub fn settlement(&self) -> Settlement {
+        Settlement {
+            seq: self.seq,
+            spent: self.spent,
+            last_ms: self.last_ms,
+        }
+    }
+}
+
+/// One ended lease for the script's `settle` option: SPENT units, the last spent LAST_MS
+/// after the call was sent (a call that failed: 0 and 0, all given back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Settlement {
+    /// The sequence of the lease's id.
+    pub seq: u64,
+    /// Units spent.
+    pub spent: u64,
+    /// The last spend, in ms after the call was sent.
+    pub last_ms: u64,
+}
+
+impl Settlement {
+    /// `"ID:SPENT:LAST_MS"` for node `node_id`.
+    pub fn text(&self, node_id: u64) -> alloc::string::String {
+        let mut text = alloc::string::String::new();
+        let _ = self.write(&mut text, node_id);
+        text
+    }
+
+    /// Writes `"ID:SPENT:LAST_MS"` for node `node_id`.
+    pub fn write(&self, out: &mut impl Write, node_id: u64) -> fmt::Result {
+        let id = lease_id(node_id, self.seq);
+        write!(out, "{id}:{}:{}", self.spent, self.last_ms)
+    }
+}
+
+/// Redis's answer to a lease call, as the script replies it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Grant {
+    /// Units granted (0: refused).
+    pub granted: u64,
+    /// The least room over the windows after the grant.
+    pub remaining: u64,
+    /// Refused: when the cost fits (`None`: never); granted: 0.
+    pub retry_after_ms: Option<u64>,
+    /// When the answer's window empties.
+    pub reset_after_ms: u64,
+    /// The window the answer describes (0-based).
+    pub window: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use alloc::string::ToString;
+
+    use super::*;
+
+    fn config() -> LeaseConfig {
+        LeaseConfig::new(100, None, 1_000).unwrap()
+    }
+
+    #[test]
+    fn options_are_checked_by_name() {
+        let err = |r: Result<LeaseConfig, Error>| r.unwrap_err().to_string();
+        assert_eq!(
+            err(LeaseConfig::new(0, None, 1)),
+            "validity_ms must be a positive integer at most 2^30, got 0"
+        );
+        assert_eq!(
+            err(LeaseConfig::new(2, None, 1)),
+            "margin_ms must be below validity_ms (default max(2, validity_ms / 10)), got 2"
+        );
+        assert_eq!(
+            err(LeaseConfig::new(100, Some(5), 0)),
+            "max_units must be a positive integer at most 2^32, got 0"
+        );
+        let c = LeaseConfig::new(1_000, None, 5).unwrap();
+        assert_eq!((c.margin_ms(), c.spend_ms()), (100, 900));
+        assert_eq!(LeaseConfig::new(3, None, 1).unwrap().spend_ms(), 1);
+    }
+
+    #[test]
+    fn want_follows_the_rate_within_its_bounds() {
+        let c = config();
+        assert_eq!(want(&c, 0.0, 0), 1, "a prefetch of a cold key asks for one");
+        assert_eq!(want(&c, f64::NAN, 3), 3);
+        assert_eq!(want(&c, -1.0, 3), 3);
+        assert_eq!(want(&c, 0.01, 1), 3, "ceil(0.01 * 150) + 1");
+        assert_eq!(want(&c, 1e30, 1), 1_000, "max_units");
+        let small = LeaseConfig::new(100, None, 2).unwrap();
+        assert_eq!(want(&small, 1.0, 5), 5, "never below the cost");
+    }
+
+    #[test]
+    fn the_rate_weighs_the_last_lease_as_all_before() {
+        assert_eq!(next_rate(0.0, 10, 10), 0.5);
+        assert_eq!(next_rate(0.5, 0, 100), 0.25);
+        assert_eq!(next_rate(f64::NAN, 4, 0), 2.0, "elapsed 0 counts as 1 ms");
+    }
+
+    #[test]
+    fn a_lease_is_spent_only_until_v_minus_margin_after_its_send() {
+        let c = config();
+        let mut lease = Lease::granted(1, 10, 500);
+        assert_eq!(lease.spend(&c, 590, 1), Spend::Spent);
+        assert_eq!(lease.spend(&c, 591, 1), Spend::Ended);
+        assert_eq!(
+            lease.settlement(),
+            Settlement {
+                seq: 1,
+                spent: 1,
+                last_ms: 90
+            }
+        );
+        assert_eq!(Lease::default().spend(&c, 0, 0), Spend::Ended, "no lease");
+    }
+
+    #[test]
+    fn last_ms_never_moves_back() {
+        let c = config();
+        let mut lease = Lease::granted(1, 10, 500);
+        assert_eq!(lease.spend(&c, 520, 1), Spend::Spent);
+        assert_eq!(lease.spend(&c, 499, 1), Spend::Spent);
+        assert_eq!(lease.last_ms, 20);
+    }
+
+    #[test]
+    fn the_next_lease_is_wanted_at_half_units_or_half_time() {
+        let c = config();
+        let mut lease = Lease::granted(1, 10, 0);
+        assert!(!lease.wants_next(&c, 44));
+        assert!(lease.wants_next(&c, 45));
+        assert_eq!(lease.spend(&c, 1, 5), Spend::Spent);
+        assert!(lease.wants_next(&c, 1));
+    }
+
+    #[test]
+    fn ids_and_settlements_read_as_the_script_takes_them() {
+        assert_eq!(lease_id(0x1f, 42).to_string(), "000000000000001f-42");
+        let s = Settlement {
+            seq: 3,
+            spent: 0,
+            last_ms: 0,
+        };
+        assert_eq!(s.text(u64::MAX), "ffffffffffffffff-3:0:0");
+    }
+}

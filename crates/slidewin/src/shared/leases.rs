@@ -1,0 +1,772 @@
+//! A node's leases over a shared region: every worker of one nginx spends the same lease of a
+//! key ([`crate::lease`]: the rules and why they keep the limit), crash safe, bounded.
+//!
+//! The region is cut like [`super::Zone`]'s: `sets` of [`WAYS`] keys, each set behind a lock
+//! word naming its owner (a worker killed holding it is found dead by the next caller, which
+//! repairs the set: torn keys dropped, impossible counts clamped). A key's way holds its
+//! lease (units, spent, when its call was sent, the last spend), the fetch one worker claimed
+//! ahead of time, the key's spend rate, a refusal Redis answered (until when), and up to
+//! [`SETTLE_SLOTS`] ended leases to settle. Nothing is lost that matters to the limit: a
+//! settlement dropped to make room, or with an evicted key, leaves Redis counting the units at
+//! the end of their validity (later is always safe), so memory stays bounded.
+//!
+//! Every answer is a step of the key's lease:
+//! - [`Leases::spend_at`]: units taken from the lease ([`Spent::Admitted`], with a
+//!   [`Fetch`] to make in the background when the lease is half used and this caller claimed
+//!   it), a refusal Redis gave that still holds ([`Spent::Refused`]), or a [`Fetch`] to make
+//!   now.
+//! - [`Leases::install_at`] / [`Leases::fail_at`]: the lease call's answer, or its failure
+//!   (the lease, if granted, settled with nothing spent).
+//! - [`Leases::sweep_at`]: leases that ended with units unspent, to settle without waiting
+//!   for the key's next call; [`Leases::settled`] once Redis took them.
+//!
+//! ```
+//! use core::sync::atomic::AtomicU64;
+//! use slidewin::lease::{Grant, LeaseConfig};
+//! use slidewin::shared::{Leases, Owner, Spent};
+//!
+//! struct OneProcess;
+//! impl Owner for OneProcess {
+//!     fn id(&self) -> u64 { 1 }
+//!     fn is_alive(&self, _: u64) -> bool { true }
+//! }
+//!
+//! let config = LeaseConfig::new(100, None, 1_000)?;
+//! let words: Vec<AtomicU64> = (0..4096).map(|_| AtomicU64::new(0)).collect();
+//! let (table, _) = Leases::attach(&words, config, 64, OneProcess, [7, 9])?;
+//! let limits = [10];
+//! // No lease yet: the caller sends a lease call, then installs Redis's answer.
+//! let Spent::Fetch(fetch) = table.spend_at(b"alice", 0, 1, &limits)? else { panic!() };
+//! let grant = Grant { granted: 4, remaining: 6, ..Grant::default() };
+//! let admitted = table.install_at(b"alice", &fetch, 2, 1, &limits, &grant)?;
+//! assert_eq!(admitted.map(|a| a.remaining), Some(9)); // 3 of the lease + 6 in Redis
+//! // The next three are spent locally, with no call.
+//! for now in 3..6 {
+//!     assert!(matches!(table.spend_at(b"alice", now, 1, &limits)?, Spent::Admitted { .. }));
+//! }
+//! assert!(matches!(table.spend_at(b"alice", 6, 1, &limits)?, Spent::Fetch(_)));
+//! assert_eq!(table.stats().spent, 4);
+//! # Ok::<(), slidewin::Error>(())
+//! ```
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use super::keys::{Key, KeyCodec, Stored};
+use super::lock::Taken;
+use super::{
+    attach_header, layout, lock_set, Attached, Owner, Set, SET_HEADER, S_TAGS, WAYS, W_KEY,
+    W_USED_MS,
+};
+use crate::clock::check_time;
+use crate::lease::{next_rate, want, Grant, Lease, LeaseConfig, Settlement, Spend};
+use crate::{Error, Value};
+
+/// Ended leases a key keeps to settle; when full, the oldest is dropped (Redis then counts it
+/// until its validity and longest window passed: safe, only slower to give back).
+pub const SETTLE_SLOTS: usize = 4;
+
+const HEADER_WORDS: usize = 16;
+const MAGIC: u64 = u64::from_le_bytes(*b"slidewl1");
+// Header words after the magic, fingerprint and seed (as in a Zone's).
+const H_SEQ: usize = 4;
+const H_SWEEP_AT: usize = 5;
+const H_CALLS: usize = 6;
+const H_GRANTED: usize = 7;
+const H_SPENT: usize = 8;
+const H_RETURNED: usize = 9;
+const H_EXPIRED: usize = 10;
+const H_LOCAL: usize = 11;
+const H_CACHED: usize = 12;
+const H_REPAIRS: usize = 13;
+const H_EVICTIONS: usize = 14;
+
+// A set's header after its lock: the earliest time a sweep has work in it (0: none).
+const S_DUE: usize = 1;
+
+// A way's words after its key.
+const L_SEQ: usize = 0;
+const L_UNITS: usize = 1;
+const L_SPENT: usize = 2;
+const L_SENT: usize = 3;
+const L_LAST: usize = 4;
+const L_REMOTE: usize = 5;
+const L_RESET_AT: usize = 6;
+const L_WINDOW: usize = 7;
+const L_LIMITS: usize = 8;
+const L_CLAIM: usize = 9;
+const L_CLAIM_UNTIL: usize = 10;
+const L_RATE: usize = 11;
+const R_UNTIL: usize = 12;
+const R_COST: usize = 13;
+const R_REMAINING: usize = 14;
+const R_RESET_AT: usize = 15;
+const R_WINDOW: usize = 16;
+const R_LIMITS: usize = 17;
+const L_SETTLE_N: usize = 18;
+const L_SETTLE: usize = 19;
+// An entry of the settle list: the lease, what it spent, its last spend, its unspent units
+// (1 for a call that failed: the grant is unknown), and the call that last carried it.
+const E_SEQ: usize = 0;
+const E_SPENT: usize = 1;
+const E_LAST: usize = 2;
+const E_UNSPENT: usize = 3;
+const E_SENT_BY: usize = 4;
+const ENTRY_WORDS: usize = 5;
+const LEASE_WORDS: usize = L_SETTLE + SETTLE_SLOTS * ENTRY_WORDS;
+
+/// A lease call to make: `seq` names it (the id is [`Leases::id`]), `want` units for the
+/// script (`cost` is the caller's), `sent_ms` the node's time now, before sending, and
+/// `settle` the key's ended leases (the script's `settle` option).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fetch {
+    /// The sequence of the call's lease id.
+    pub seq: u64,
+    /// Units to ask for.
+    pub want: u64,
+    /// The node's monotonic ms before the call is sent.
+    pub sent_ms: i64,
+    /// `"ID:SPENT:LAST_MS ..."`.
+    pub settle: String,
+}
+
+/// The answer of [`Leases::spend_at`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Spent {
+    /// Spent from the lease, with no call.
+    Admitted {
+        /// Units left in the lease plus Redis's room at its grant (an estimate).
+        remaining: u64,
+        /// When the answer's window empties, as Redis said at the grant.
+        reset_after_ms: u64,
+        /// The window Redis's answer described (0-based).
+        window: usize,
+        /// The next lease, to fetch in the background: this caller claimed it.
+        prefetch: Option<Fetch>,
+    },
+    /// Redis refused this cost (or less) until a time not reached: no call.
+    Refused {
+        /// Redis's remaining at the refusal.
+        remaining: u64,
+        /// Until the refusal ends.
+        retry_after_ms: u64,
+        /// When the window empties.
+        reset_after_ms: u64,
+        /// The refusing window (0-based).
+        window: usize,
+    },
+    /// No lease can pay: call Redis now.
+    Fetch(Fetch),
+}
+
+/// The request a grant admitted ([`Leases::install_at`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Admitted {
+    /// Units left in the lease plus Redis's room (an estimate).
+    pub remaining: u64,
+}
+
+/// Counters of the table's header, for every process that shares it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LeaseStats {
+    /// Lease calls made (foreground and background).
+    pub calls: u64,
+    /// Units Redis granted.
+    pub granted: u64,
+    /// Units spent (each an admitted request's cost).
+    pub spent: u64,
+    /// Units of ended leases given back unspent.
+    pub returned: u64,
+    /// Of those, units whose lease ran out of time.
+    pub expired: u64,
+    /// Decisions made with no call (spent from a lease, or a cached refusal).
+    pub local: u64,
+    /// Refusals answered from Redis's cached answer.
+    pub refusals_cached: u64,
+    /// Locks taken over from a dead process (its set repaired).
+    pub repairs: u64,
+    /// Keys dropped to make room (their lease is then settled by Redis's expiry).
+    pub evictions: u64,
+    /// Keys the table can hold.
+    pub capacity: u64,
+}
+
+/// A node's leases over a shared region; see the [module docs](self).
+pub struct Leases<R, O: Owner> {
+    region: R,
+    config: LeaseConfig,
+    codec: KeyCodec,
+    owner: O,
+    key_words: usize,
+    way_words: usize,
+    set_words: usize,
+    sets: usize,
+    node_id: u64,
+}
+
+impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
+    /// The table over `region`, keys of up to `max_key_bytes` kept as they are (longer ones
+    /// as a keyed digest, which the sweep cannot name: they settle on their next call). A
+    /// region laid out before for the same key length and size is reused, with its leases
+    /// and its node id (an nginx reload keeps both).
+    pub fn attach(
+        region: R,
+        config: LeaseConfig,
+        max_key_bytes: usize,
+        owner: O,
+        seed: [u64; 2],
+    ) -> Result<(Self, Attached), Error> {
+        let words = region.as_ref();
+        let (key_words, set_words) = Self::cut(max_key_bytes)?;
+        let sets = words.len().saturating_sub(HEADER_WORDS) / set_words;
+        if sets == 0 {
+            return Err(Error::RegionTooSmall {
+                needed: ((HEADER_WORDS + set_words) * 8) as u64,
+                got: (words.len() * 8) as u64,
+            });
+        }
+        let sets = sets.min(u32::MAX as usize);
+        let fingerprint = layout::fingerprint([
+            LEASE_WORDS as u64,
+            key_words as u64,
+            sets as u64,
+            words.len() as u64,
+        ]);
+        let (attached, seed) = attach_header(words, MAGIC, fingerprint, seed, &owner);
+        let table = Self {
+            region,
+            config,
+            codec: KeyCodec::new(seed, key_words * 8),
+            owner,
+            key_words,
+            way_words: W_KEY + key_words + LEASE_WORDS,
+            set_words,
+            sets,
+            node_id: (seed[0] ^ seed[1].rotate_left(32)) | 1,
+        };
+        Ok((table, attached))
+    }
+
+    /// Words of a key and of a set for keys of `max_key_bytes`.
+    fn cut(max_key_bytes: usize) -> Result<(usize, usize), Error> {
+        if !(16..=65_536).contains(&max_key_bytes) {
+            let got = Value::UInt(max_key_bytes as u64);
+            return Err(Error::invalid("max_key_bytes", "from 16 to 65536", got));
+        }
+        let key_words = max_key_bytes.div_ceil(8);
+        let way_words = W_KEY + key_words + LEASE_WORDS;
+        Ok((
+            key_words,
+            (SET_HEADER + WAYS + WAYS * way_words).next_multiple_of(8),
+        ))
+    }
+
+    /// Bytes a region needs to hold at least `keys` keys of up to `max_key_bytes`.
+    pub fn bytes_for(max_key_bytes: usize, keys: usize) -> Result<usize, Error> {
+        let (_, set_words) = Self::cut(max_key_bytes)?;
+        Ok((HEADER_WORDS + keys.div_ceil(WAYS).max(1) * set_words) * 8)
+    }
+
+    /// Keys the region holds at once.
+    pub fn capacity(&self) -> usize {
+        self.sets * WAYS
+    }
+
+    /// The lease options it was attached with.
+    pub fn config(&self) -> &LeaseConfig {
+        &self.config
+    }
+
+    /// The node's id in lease ids: random per region, kept while the region is.
+    pub fn node_id(&self) -> u64 {
+        self.node_id
+    }
+
+    /// The id of the lease `seq`: `"<node id hex>-<seq>"`.
+    pub fn id(&self, seq: u64) -> crate::lease::LeaseId {
+        crate::lease::lease_id(self.node_id, seq)
+    }
+
+    /// Spends `cost` of `key`'s lease at `now_ms` (the node's monotonic clock) under
+    /// `limits` (a lease granted under other limits ends first); see [`Spent`].
+    pub fn spend_at(
+        &self,
+        key: &[u8],
+        now_ms: i64,
+        cost: u64,
+        limits: &[u64],
+    ) -> Result<Spent, Error> {
+        let now_ms = check_time("now_ms", now_ms)?;
+        let limits = layout::fingerprint(limits.iter().copied());
+        let key = self.codec.key(key);
+        let set = self.lock(&key);
+        let way = self.find_or_insert(&set, &key, now_ms);
+        let at = self.lease_at(way);
+        set.set(self.way(way) + W_USED_MS, now_ms as u64);
+        let mut lease = self.lease(&set, at);
+        if lease.seq != 0 && set.get(at + L_LIMITS) != limits {
+            self.end(&set, at, &lease, now_ms);
+            lease = Lease::default();
+        }
+        match lease.spend(&self.config, now_ms, cost) {
+            Spend::Spent => {
+                set.set(at + L_SPENT, lease.spent);
+                set.set(at + L_LAST, lease.last_ms);
+                self.count(H_SPENT, cost);
+                self.count(H_LOCAL, 1);
+                let claimable =
+                    set.get(at + L_CLAIM) == 0 || set.get(at + L_CLAIM_UNTIL) as i64 <= now_ms;
+                let prefetch = (lease.wants_next(&self.config, now_ms) && claimable).then(|| {
+                    self.count(H_CALLS, 1);
+                    let fetch = self.fetch(&set, at, now_ms, 0);
+                    set.set(at + L_CLAIM, fetch.seq);
+                    let until = now_ms.saturating_add(self.config.validity_ms() as i64);
+                    set.set(at + L_CLAIM_UNTIL, until as u64);
+                    fetch
+                });
+                Ok(Spent::Admitted {
+                    remaining: lease.unspent() + set.get(at + L_REMOTE),
+                    reset_after_ms: after(set.get(at + L_RESET_AT), now_ms),
+                    window: set.get(at + L_WINDOW) as usize,
+                    prefetch,
+                })
+            }
+            Spend::Short | Spend::Ended => {
+                if lease.seq != 0 {
+                    self.end(&set, at, &lease, now_ms);
+                }
+                let refused_until = set.get(at + R_UNTIL) as i64;
+                if refused_until > now_ms
+                    && cost >= set.get(at + R_COST)
+                    && set.get(at + R_LIMITS) == limits
+                {
+                    self.count(H_LOCAL, 1);
+                    self.count(H_CACHED, 1);
+                    return Ok(Spent::Refused {
+                        remaining: set.get(at + R_REMAINING),
+                        retry_after_ms: (refused_until - now_ms) as u64,
+                        reset_after_ms: after(set.get(at + R_RESET_AT), now_ms),
+                        window: set.get(at + R_WINDOW) as usize,
+                    });
+                }
+                self.count(H_CALLS, 1);
+                Ok(Spent::Fetch(self.fetch(&set, at, now_ms, cost)))
+            }
+        }
+    }
+
+    /// Takes Redis's answer `grant` to `fetch` at `now_ms`, for a caller whose request costs
+    /// `cost` (0: a prefetch) under `limits`: the request admitted, spent from the new lease,
+    /// or `None` when it was refused, or when the answer came after `V - margin` (the lease
+    /// can no longer be spent: it is settled with nothing spent).
+    pub fn install_at(
+        &self,
+        key: &[u8],
+        fetch: &Fetch,
+        now_ms: i64,
+        cost: u64,
+        limits: &[u64],
+        grant: &Grant,
+    ) -> Result<Option<Admitted>, Error> {
+        let now_ms = check_time("now_ms", now_ms)?;
+        let limits = layout::fingerprint(limits.iter().copied());
+        let key = self.codec.key(key);
+        let set = self.lock(&key);
+        let way = self.find_or_insert(&set, &key, now_ms);
+        let at = self.lease_at(way);
+        self.took(&set, at, fetch.seq);
+        if grant.granted == 0 {
+            if let Some(retry) = grant.retry_after_ms.filter(|&r| r > 0) {
+                set.set(at + R_UNTIL, now_ms.saturating_add(retry as i64) as u64);
+                set.set(at + R_COST, cost.max(1));
+                set.set(at + R_REMAINING, grant.remaining);
+                set.set(at + R_RESET_AT, at_ms(now_ms, grant.reset_after_ms));
+                set.set(at + R_WINDOW, grant.window as u64);
+                set.set(at + R_LIMITS, limits);
+            }
+            return Ok(None);
+        }
+        self.count(H_GRANTED, grant.granted);
+        let mut lease = Lease::granted(fetch.seq, grant.granted, fetch.sent_ms);
+        if lease.spend(&self.config, now_ms, cost) != Spend::Spent {
+            self.end(&set, at, &lease, now_ms);
+            return Ok(None);
+        }
+        self.count(H_SPENT, cost);
+        set.set(at + R_UNTIL, 0);
+        let current = self.lease(&set, at);
+        if current.seq != 0 && current.sent_ms > lease.sent_ms {
+            // A later call's lease is in place: keep it, settle this one.
+            self.end(&set, at, &lease, now_ms);
+            return Ok(Some(Admitted {
+                remaining: current.unspent() + set.get(at + L_REMOTE),
+            }));
+        }
+        if current.seq != 0 {
+            self.end(&set, at, &current, now_ms);
+        }
+        for (field, value) in [
+            (L_SEQ, lease.seq),
+            (L_UNITS, lease.units),
+            (L_SPENT, lease.spent),
+            (L_SENT, lease.sent_ms as u64),
+            (L_LAST, lease.last_ms),
+            (L_REMOTE, grant.remaining),
+            (L_RESET_AT, at_ms(now_ms, grant.reset_after_ms)),
+            (L_WINDOW, grant.window as u64),
+            (L_LIMITS, limits),
+        ] {
+            set.set(at + field, value);
+        }
+        let end = fetch.sent_ms.saturating_add(self.config.spend_ms() + 1);
+        due(&set, end);
+        Ok(Some(Admitted {
+            remaining: lease.unspent() + grant.remaining,
+        }))
+    }
+
+    /// The lease call `fetch` failed (an error, a timeout, too few replicas): the lease, if
+    /// Redis granted it, is never spent and goes to the settle list with nothing spent.
+    pub fn fail_at(&self, key: &[u8], fetch: &Fetch, now_ms: i64) -> Result<(), Error> {
+        let now_ms = check_time("now_ms", now_ms)?;
+        let key = self.codec.key(key);
+        let set = self.lock(&key);
+        let way = self.find_or_insert(&set, &key, now_ms);
+        let at = self.lease_at(way);
+        if set.get(at + L_CLAIM) == fetch.seq {
+            set.set(at + L_CLAIM, 0);
+        }
+        let nothing = Settlement {
+            seq: fetch.seq,
+            spent: 0,
+            last_ms: 0,
+        };
+        self.push(&set, at, &nothing, 1, now_ms);
+        Ok(())
+    }
+
+    /// Redis took the settle list a call with `seq` carried: those entries are dropped.
+    pub fn settled(&self, key: &[u8], seq: u64) {
+        let key = self.codec.key(key);
+        let set = self.lock(&key);
+        if let Some(way) = set.find(&key, self.way_words, self.key_words) {
+            self.drop_sent(&set, self.lease_at(way), seq);
+        }
+    }
+
+    /// Gives `cost` back to `key`'s lease (an admission whose work was not done): false when
+    /// the lease it came from is gone (then Redis must be told).
+    pub fn refund_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<bool, Error> {
+        let now_ms = check_time("now_ms", now_ms)?;
+        let key = self.codec.key(key);
+        let set = self.lock(&key);
+        let Some(way) = set.find(&key, self.way_words, self.key_words) else {
+            return Ok(false);
+        };
+        let at = self.lease_at(way);
+        let lease = self.lease(&set, at);
+        if !lease.is_live(&self.config, now_ms) || lease.spent < cost {
+            return Ok(false);
+        }
+        set.set(at + L_SPENT, lease.spent - cost);
+        Ok(true)
+    }
+
+    /// Leases that ended by `now_ms` with units unspent, each key's settle list as a call to
+    /// make (`want` 0), at most `max` keys; empty unless `period_ms` passed since the last
+    /// sweep of any process (one process sweeps at a time). A key kept as a digest is left
+    /// to its next call.
+    pub fn sweep_at(
+        &self,
+        now_ms: i64,
+        period_ms: i64,
+        max: usize,
+    ) -> Result<Vec<(Vec<u8>, Fetch)>, Error> {
+        let now_ms = check_time("now_ms", now_ms)?;
+        let mut out = Vec::new();
+        let next = &self.words()[H_SWEEP_AT];
+        let planned = next.load(Ordering::Relaxed);
+        if planned as i64 > now_ms {
+            return Ok(out);
+        }
+        let then = now_ms.saturating_add(period_ms.max(1)) as u64;
+        if next
+            .compare_exchange(planned, then, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            return Ok(out);
+        }
+        for set in 0..self.sets {
+            let base = HEADER_WORDS + set * self.set_words;
+            let due_ms = self.words()[base + S_DUE].load(Ordering::Relaxed);
+            if due_ms == 0 || due_ms as i64 > now_ms || out.len() >= max {
+                continue;
+            }
+            let set = self.lock_index(set);
+            set.set(S_DUE, 0);
+            for way in 0..WAYS {
+                if set.get(S_TAGS + way) == 0 {
+                    continue;
+                }
+                let at = self.lease_at(way);
+                let lease = self.lease(&set, at);
+                if lease.seq != 0 && !lease.is_live(&self.config, now_ms) {
+                    self.end(&set, at, &lease, now_ms);
+                } else if lease.seq != 0 {
+                    due(
+                        &set,
+                        lease.sent_ms.saturating_add(self.config.spend_ms() + 1),
+                    );
+                }
+                let unspent =
+                    (0..self.entries(&set, at)).any(|i| set.get(self.entry(at, i) + E_UNSPENT) > 0);
+                let stored = self
+                    .codec
+                    .stored(set.stored_key(way, self.way_words, self.key_words));
+                match stored {
+                    Some(Stored::Bytes(bytes)) if unspent && out.len() < max => {
+                        out.push((bytes, self.fetch(&set, at, now_ms, 0)));
+                    }
+                    _ => {}
+                }
+                // Looked at again unless the calls settle them first.
+                if unspent {
+                    due(&set, now_ms.saturating_add(period_ms.max(1)));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The header's counters (each exact, the whole a moment's view).
+    pub fn stats(&self) -> LeaseStats {
+        let get = |i: usize| self.words()[i].load(Ordering::Relaxed);
+        LeaseStats {
+            calls: get(H_CALLS),
+            granted: get(H_GRANTED),
+            spent: get(H_SPENT),
+            returned: get(H_RETURNED),
+            expired: get(H_EXPIRED),
+            local: get(H_LOCAL),
+            refusals_cached: get(H_CACHED),
+            repairs: get(H_REPAIRS),
+            evictions: get(H_EVICTIONS),
+            capacity: self.capacity() as u64,
+        }
+    }
+
+    fn words(&self) -> &[AtomicU64] {
+        self.region.as_ref()
+    }
+
+    fn count(&self, field: usize, n: u64) {
+        self.words()[field].fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn lock(&self, key: &Key) -> Set<'_> {
+        self.lock_index((((key.hash >> 32) * self.sets as u64) >> 32) as usize)
+    }
+
+    fn lock_index(&self, set: usize) -> Set<'_> {
+        let base = HEADER_WORDS + set * self.set_words;
+        let (set, taken) = lock_set(self.words(), base, self.set_words, &self.owner);
+        if taken == Taken::FromDead {
+            self.repair(&set);
+        }
+        set
+    }
+
+    fn way(&self, way: usize) -> usize {
+        S_TAGS + WAYS + way * self.way_words
+    }
+
+    fn lease_at(&self, way: usize) -> usize {
+        self.way(way) + W_KEY + self.key_words
+    }
+
+    fn entry(&self, at: usize, i: usize) -> usize {
+        at + L_SETTLE + i * ENTRY_WORDS
+    }
+
+    fn entries(&self, set: &Set<'_>, at: usize) -> usize {
+        (set.get(at + L_SETTLE_N) as usize).min(SETTLE_SLOTS)
+    }
+
+    fn lease(&self, set: &Set<'_>, at: usize) -> Lease {
+        Lease {
+            seq: set.get(at + L_SEQ),
+            units: set.get(at + L_UNITS),
+            spent: set.get(at + L_SPENT),
+            sent_ms: set.get(at + L_SENT) as i64,
+            last_ms: set.get(at + L_LAST),
+        }
+    }
+
+    /// The way of `key`: its own, else an empty one, else one with nothing to settle and no
+    /// lease, else the least recently used (its lease and settlements then left to Redis's
+    /// expiry).
+    fn find_or_insert(&self, set: &Set<'_>, key: &Key, now_ms: i64) -> usize {
+        if let Some(way) = set.find(key, self.way_words, self.key_words) {
+            return way;
+        }
+        let idle = |w: usize| {
+            let at = self.lease_at(w);
+            set.get(at + L_SEQ) == 0
+                && set.get(at + L_SETTLE_N) == 0
+                && set.get(at + R_UNTIL) as i64 <= now_ms
+        };
+        let empty = (0..WAYS).find(|&w| set.get(S_TAGS + w) == 0);
+        let way = empty
+            .or_else(|| (0..WAYS).find(|&w| idle(w)))
+            .unwrap_or_else(|| {
+                self.count(H_EVICTIONS, 1);
+                let used_ms = |w: usize| set.get(self.way(w) + W_USED_MS);
+                (0..WAYS).min_by_key(|&w| used_ms(w)).unwrap_or(0)
+            });
+        // The tag goes last: a process that dies half way leaves a way whose key does not
+        // match its tag, which the repair drops.
+        set.set(S_TAGS + way, 0);
+        key.store(set.stored_key(way, self.way_words, self.key_words));
+        set.set(self.way(way) + W_USED_MS, now_ms as u64);
+        let at = self.lease_at(way);
+        for i in 0..LEASE_WORDS {
+            set.set(at + i, 0);
+        }
+        set.set(S_TAGS + way, key.tag());
+        way
+    }
+
+    /// A call for the way at `at`: a new id, the units to want for `cost`, the settle list
+    /// (now carried by this call).
+    fn fetch(&self, set: &Set<'_>, at: usize, now_ms: i64, cost: u64) -> Fetch {
+        let seq = self.words()[H_SEQ].fetch_add(1, Ordering::Relaxed) + 1;
+        let mut settle = String::new();
+        for i in 0..self.entries(set, at) {
+            let e = self.entry(at, i);
+            let s = Settlement {
+                seq: set.get(e + E_SEQ),
+                spent: set.get(e + E_SPENT),
+                last_ms: set.get(e + E_LAST),
+            };
+            if !settle.is_empty() {
+                settle.push(' ');
+            }
+            let _ = s.write(&mut settle, self.node_id);
+            set.set(e + E_SENT_BY, seq);
+        }
+        let rate = f64::from_bits(set.get(at + L_RATE));
+        Fetch {
+            seq,
+            want: want(&self.config, rate, cost),
+            sent_ms: now_ms,
+            settle,
+        }
+    }
+
+    /// The call `seq` answered: its claim, if it had one, is released and the settlements it
+    /// carried dropped.
+    fn took(&self, set: &Set<'_>, at: usize, seq: u64) {
+        if set.get(at + L_CLAIM) == seq {
+            set.set(at + L_CLAIM, 0);
+        }
+        self.drop_sent(set, at, seq);
+    }
+
+    fn drop_sent(&self, set: &Set<'_>, at: usize, seq: u64) {
+        let mut i = 0;
+        while i < self.entries(set, at) {
+            if set.get(self.entry(at, i) + E_SENT_BY) == seq {
+                self.remove_entry(set, at, i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Removes entry `i`: the later ones move up, so the list stays oldest first.
+    fn remove_entry(&self, set: &Set<'_>, at: usize, i: usize) {
+        let n = self.entries(set, at);
+        for j in i + 1..n {
+            for w in 0..ENTRY_WORDS {
+                let word = set.get(self.entry(at, j) + w);
+                set.set(self.entry(at, j - 1) + w, word);
+            }
+        }
+        set.set(at + L_SETTLE_N, n as u64 - 1);
+    }
+
+    /// Ends `lease` (the one at `at`, or a grant that never became it): its spend rate is
+    /// learnt, its unspent units counted back, and it goes to the settle list.
+    fn end(&self, set: &Set<'_>, at: usize, lease: &Lease, now_ms: i64) {
+        if set.get(at + L_SEQ) == lease.seq {
+            set.set(at + L_SEQ, 0);
+            let rate = f64::from_bits(set.get(at + L_RATE));
+            let elapsed = now_ms.saturating_sub(lease.sent_ms);
+            let rate = next_rate(rate, lease.spent, elapsed.min(self.config.spend_ms()));
+            set.set(at + L_RATE, rate.to_bits());
+        }
+        let unspent = lease.unspent();
+        self.count(H_RETURNED, unspent);
+        if !lease.is_live(&self.config, now_ms) {
+            self.count(H_EXPIRED, unspent);
+        }
+        self.push(set, at, &lease.settlement(), unspent, now_ms);
+    }
+
+    /// Appends a settlement (the oldest dropped when the list is full).
+    fn push(&self, set: &Set<'_>, at: usize, s: &Settlement, unspent: u64, now_ms: i64) {
+        if self.entries(set, at) == SETTLE_SLOTS {
+            self.remove_entry(set, at, 0);
+        }
+        let n = self.entries(set, at);
+        let e = self.entry(at, n);
+        for (field, value) in [
+            (E_SEQ, s.seq),
+            (E_SPENT, s.spent),
+            (E_LAST, s.last_ms),
+            (E_UNSPENT, unspent),
+            (E_SENT_BY, 0),
+        ] {
+            set.set(e + field, value);
+        }
+        set.set(at + L_SETTLE_N, n as u64 + 1);
+        if unspent > 0 {
+            due(set, now_ms);
+        }
+    }
+
+    /// After a takeover from a dead owner: drop ways whose key does not match its tag, clamp
+    /// counts a half-written call may have left out of range, and have the sweep look.
+    fn repair(&self, set: &Set<'_>) {
+        let held = set.drop_torn_keys(&self.codec, self.way_words, self.key_words);
+        for way in (0..WAYS).filter(|&w| held[w]) {
+            let at = self.lease_at(way);
+            set.set(at + L_SETTLE_N, self.entries(set, at) as u64);
+            if set.get(at + L_SPENT) > set.get(at + L_UNITS) {
+                set.set(at + L_SPENT, set.get(at + L_UNITS));
+            }
+        }
+        set.set(S_DUE, 1);
+        self.count(H_REPAIRS, 1);
+    }
+}
+
+/// Lowers the set's next sweep time to `when` (ms, at least 1).
+fn due(set: &Set<'_>, when: i64) {
+    let when = when.max(1) as u64;
+    let now = set.get(S_DUE);
+    if now == 0 || when < now {
+        set.set(S_DUE, when);
+    }
+}
+
+/// `after_ms` from `now_ms`, as a time.
+fn at_ms(now_ms: i64, after_ms: u64) -> u64 {
+    (now_ms as u64).saturating_add(after_ms)
+}
+
+/// Ms from `now_ms` until time `at` (0 when passed).
+fn after(at: u64, now_ms: i64) -> u64 {
+    at.saturating_sub(now_ms as u64)
+}
