@@ -249,11 +249,7 @@ pub unsafe extern "C" fn slidewin_decide(
     match decided {
         Ok((d, version)) => {
             fill(out, &d, version as f64);
-            if headers.version == out.version {
-                write_values(out, headers, &d);
-            } else {
-                out.rendered = 0;
-            }
+            render_into(out, headers);
             0
         }
         Err(message) => fail(out, &message),
@@ -271,14 +267,7 @@ pub unsafe extern "C" fn slidewin_decide(
 pub unsafe extern "C" fn slidewin_render(headers: *const Headers, out: *mut Answer) -> c_int {
     // SAFETY: the caller's contract above.
     let (headers, out) = unsafe { (&*headers, &mut *out) };
-    let d = Decision {
-        allowed: out.allowed != 0,
-        limit: out.limit as u64,
-        remaining: out.remaining as u64,
-        retry_after_ms: (out.has_retry != 0).then_some(out.retry_after_ms as u64),
-        reset_after_ms: out.reset_after_ms as u64,
-        window: (out.window.max(1) - 1) as usize,
-    };
+    let d = decision_of(out);
     write_values(out, headers, &d);
     0
 }
@@ -313,7 +302,30 @@ pub unsafe extern "C" fn slidewin_counter_decide(
     }
 }
 
-fn fill(out: &mut Answer, d: &Decision, version: f64) {
+/// Writes the header values of the decision `out` holds when `headers` holds the policy of its
+/// version; else marks it not rendered (the caller holds the rule, then `slidewin_render`).
+pub(crate) fn render_into(out: &mut Answer, headers: &Headers) {
+    if headers.version != out.version {
+        out.rendered = 0;
+        return;
+    }
+    let d = decision_of(out);
+    write_values(out, headers, &d);
+}
+
+/// The decision `out` holds.
+fn decision_of(out: &Answer) -> Decision {
+    Decision {
+        allowed: out.allowed != 0,
+        limit: out.limit as u64,
+        remaining: out.remaining as u64,
+        retry_after_ms: (out.has_retry != 0).then_some(out.retry_after_ms as u64),
+        reset_after_ms: out.reset_after_ms as u64,
+        window: (out.window.max(1) - 1) as usize,
+    }
+}
+
+pub(crate) fn fill(out: &mut Answer, d: &Decision, version: f64) {
     out.allowed = d.allowed as c_int;
     out.window = d.window as c_int + 1;
     out.has_retry = d.retry_after_ms.is_some() as c_int;
@@ -371,7 +383,7 @@ impl Write for Cursor<'_> {
     }
 }
 
-fn fail(out: &mut Answer, message: &str) -> c_int {
+pub(crate) fn fail(out: &mut Answer, message: &str) -> c_int {
     let len = message.len().min(MESSAGE_BYTES);
     out.message[..len].copy_from_slice(&message.as_bytes()[..len]);
     out.message_len = len as c_int;

@@ -13,6 +13,7 @@ mod args;
 mod concurrency;
 mod directory;
 mod formulas;
+mod lease;
 mod limiter;
 mod limiter_methods;
 mod mapping;
@@ -52,6 +53,7 @@ fn slidewin(lua: &Lua) -> LuaResult<LuaTable> {
     module.set("zone", lua.create_function(directory::new)?)?;
     module.set("concurrency", lua.create_function(concurrency::new)?)?;
     module.set("queue_limit", lua.create_function(queue::new)?)?;
+    module.set("lease_table", lua.create_function(lease::new)?)?;
     stream::register(lua, &module)?;
     adaptive::register(lua, &module)?;
     answer::register(lua, &module)?;

@@ -1,7 +1,7 @@
 //! Regions of shared memory, kept by name in the master: a shared limiter's
 //! (`slidewin.limiter{ ..., shared = "name", size = bytes }`, a [`slidewin::shared::Zone`] for
-//! every worker of one nginx), a named limiter's live limits, concurrency slots, and a zone of
-//! rules.
+//! every worker of one nginx), a named limiter's live limits, concurrency slots, a zone of
+//! rules, and a node's leases of a limiter kept in Redis.
 //!
 //! Make them in `init_by_lua*`: that runs in the master before the workers fork, so they all
 //! inherit the same mapping. The master keeps each region here, by name, across
@@ -102,6 +102,9 @@ fn describe(spec: &Spec) -> String {
             max_limit,
             max_key_bytes,
         } => format!("concurrency max_limit {max_limit} size {size} max_key_bytes {max_key_bytes}"),
+        RegionKind::Leases { max_key_bytes } => {
+            format!("leases size {size} max_key_bytes {max_key_bytes}")
+        }
         RegionKind::Directory { max_rules } => format!("max_rules {max_rules} size {size}"),
     }
 }
