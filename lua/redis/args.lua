@@ -3,11 +3,13 @@
 --   redis-cli EVAL "$(cat lua/redis/args.lua lua/redis/entries.lua lua/redis/counter.lua lua/redis/rule.lua)" ...
 -- This part reads and checks the arguments, in one place.
 -- KEYS: one per window (give them one hash tag, "rl:{alice}:1s", "rl:{alice}:1h", so that a
---       Cluster keeps a rule in one slot).
+--       Cluster keeps a rule in one slot), then, for a caller that uses leases, one more: the
+--       key's lease hash (same hash tag). With it every action counts the outstanding leases.
 -- ARGV: cost, then per window: algorithm limit window_ms ("log" | "counter"), or
 --       "buckets" limit window_ms bucket_ms; then name/value options: now_ms N (the caller's
---       clock instead of Redis TIME), action check|peek|refund (default check; `mode` is its
---       former name, still read).
+--       clock instead of Redis TIME), action check|peek|refund|lease (default check; `mode` is
+--       its former name, still read); with action lease: want N, validity_ms V, id ID; with any
+--       action and the lease hash: settle "ID:SPENT:LAST_MS ..." (rule.lua says what they do).
 local floor = math.floor
 local function int(name, text, min, k)
   local n = tonumber(text)
@@ -19,13 +21,21 @@ local cost, err = int('cost', ARGV[1], 0)
 if not cost then return redis.error_reply(err) end
 -- The parts after this one define the functions of the algorithms the rule uses, no others:
 -- a function is made again on every call.
-local windows, at, uses_entries, uses_counter = {}, 2, false, false
+local windows, at, uses_entries, uses_counter, lease_key = {}, 2, false, false, nil
 for k = 1, #KEYS do
   local algorithm = ARGV[at]
+  -- A key more than the windows (an option's name, or nothing, where its window would be): the
+  -- lease hash.
+  if k == #KEYS and k > 1 and (algorithm == nil
+      or (' now_ms action mode want validity_ms id settle '):find(' ' .. algorithm .. ' ', 1, true)) then
+    lease_key = KEYS[k]
+    break
+  end
   -- Every field the windows' functions set, made at once: a table that grows is made again.
   local w = {key = KEYS[k], algorithm = algorithm, width = 1, limit = 0, span = 0, now = 0,
     marked = false, oldest = false, room = 0, retry = 0, newest = false, sum = 0, gone = 0,
-    current = 0, previous = 0, elapsed = 0, capacity = 0, head = 0, count = 0, header = false}
+    current = 0, previous = 0, elapsed = 0, capacity = 0, head = 0, count = 0, header = false,
+    moved = false, held = 0}
   w.limit, err = int('limit', ARGV[at + 1], 1, k)
   if not err then w.span, err = int('window_ms', ARGV[at + 2], 1, k) end
   if err then return redis.error_reply(err) end
@@ -47,13 +57,17 @@ for k = 1, #KEYS do
   windows[k] = w
 end
 if #windows == 0 then return redis.error_reply('ERR a rule needs at least one window (one key each), got 0 keys') end
-local action, now = 'check', nil
+local action, now, want, validity, id, settle = 'check', nil, nil, nil, nil, {}
 for i = at, #ARGV, 2 do
   local name, value = ARGV[i], ARGV[i + 1]
   if name == 'action' or name == 'mode' then
     action = value
-    if action ~= 'check' and action ~= 'peek' and action ~= 'refund' then
-      return redis.error_reply('ERR ' .. name .. ' must be check, peek or refund, got ' .. tostring(action))
+    if action ~= 'check' and action ~= 'peek' and action ~= 'refund' and (action ~= 'lease' or not lease_key) then
+      if action == 'lease' then
+        return redis.error_reply("ERR action lease needs the lease hash: one key after the windows' keys")
+      end
+      local choices = lease_key and 'check, peek, refund or lease' or 'check, peek or refund'
+      return redis.error_reply('ERR ' .. name .. ' must be ' .. choices .. ', got ' .. tostring(action))
     end
   elseif name == 'now_ms' then
     -- The log keeps the newest time seen in a score above 2^52: times run from 0 to 2^52 - 1.
@@ -61,8 +75,52 @@ for i = at, #ARGV, 2 do
     if not (now and now % 1 == 0 and now >= 0 and now < 2 ^ 52) then
       return redis.error_reply('ERR now_ms must be a non-negative integer below 2^52, got ' .. tostring(value))
     end
+  elseif name == 'want' then
+    want, err = int('want', value, 1)
+  elseif name == 'validity_ms' then
+    validity, err = int('validity_ms', value, 1)
+  elseif name == 'id' then
+    -- The settle list separates ids by spaces and fields by colons.
+    id = value
+    if not (id and id:find('^[^%s:]+$')) then
+      return redis.error_reply('ERR id must be a non-empty string without spaces or colons, got ' .. tostring(value))
+    end
+  elseif name == 'settle' then
+    settle = {}
+    for entry in tostring(value):gmatch('%S+') do
+      local lease, spent, last = entry:match('^([^:]+):([^:]+):([^:]+)$')
+      if not lease then
+        return redis.error_reply('ERR settle must be "ID:SPENT:LAST_MS ..." separated by spaces, got ' .. entry)
+      end
+      local s = {id = lease, spent = 0, last = 0}
+      s.spent, err = int('SPENT of ' .. lease .. ' in settle', spent, 0)
+      if not err then s.last, err = int('LAST_MS of ' .. lease .. ' in settle', last, 0) end
+      if err then return redis.error_reply(err) end
+      settle[#settle + 1] = s
+    end
   else
-    return redis.error_reply('ERR options are now_ms and action, got ' .. tostring(name))
+    return redis.error_reply('ERR options are now_ms, action, want, validity_ms, id and settle, got ' .. tostring(name))
+  end
+  if err then return redis.error_reply(err) end
+end
+if action == 'lease' then
+  local missing = not want and 'want' or not validity and 'validity_ms' or not id and 'id'
+  if missing then return redis.error_reply('ERR action lease needs the option ' .. missing) end
+  if want < cost then
+    return redis.error_reply('ERR want must be at least cost (' .. cost .. '), got ' .. want)
+  end
+else
+  local stray = want and 'want' or validity and 'validity_ms' or id and 'id'
+  if stray then return redis.error_reply('ERR ' .. stray .. ' goes with action lease, got action ' .. action) end
+end
+if #settle > 0 and not lease_key then
+  return redis.error_reply("ERR settle needs the lease hash: one key after the windows' keys")
+end
+if lease_key and uses_counter then
+  for k = 1, #windows do
+    if windows[k].algorithm == 'counter' then
+      return redis.error_reply('ERR leases need log or buckets windows, window ' .. k .. ' is counter')
+    end
   end
 end
 -- Keys expire on Redis's clock, which may run ahead of the caller's.

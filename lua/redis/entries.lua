@@ -17,7 +17,12 @@
 -- one). Bucket i covers [i*bucket_ms, (i+1)*bucket_ms) and its cost counts as if all of it
 -- arrived at its last ms: it leaves the window at (i+1)*bucket_ms - 1 + window_ms, never early.
 -- Indexes and sums stay below 2^53.
-local entries_assess, entries_finish
+-- Leases (rule.lua): a window counts each outstanding lease's units as if recorded at the end
+-- of its validity, in that time's bucket, without writing them; a settlement records what was
+-- spent at a stamp that may lie ahead of now, in a bucket of its own (or in the newest bucket
+-- when that is later: the ring stays ordered, and later is always safe). A stamp ahead never
+-- moves the window's now (the newest time seen) forward: that would forget buckets still in it.
+local entries_assess, entries_finish, entries_leaves
 if uses_entries then
   local HEADER, RECORD, HEADER_FORMAT, RECORD_FORMAT = 64, 14, '>i8i8i8i8i8i8i8i8', '>I7I7'
   local ceil, pack, unpack_bytes = math.ceil, struct.pack, struct.unpack
@@ -63,9 +68,71 @@ if uses_entries then
     w.capacity, w.head, w.header = capacity, 0, false
   end
 
-  -- Move window `w` to `now` (or the newest time seen), forgetting what left it; then w.room and,
-  -- when `cost` does not fit, w.retry (the wait; -1: never).
-  entries_assess = function(w, cost)
+  -- When what window `w` holds at time `stamp` leaves it.
+  local function leaves(w, stamp)
+    return (floor(stamp / w.width) + 1) * w.width - 1 + w.span
+  end
+  entries_leaves = leaves
+
+  -- Record `cost` in window `w` at `stamp`, or in the newest bucket when that is later.
+  local function entries_add(w, cost, stamp)
+    local current = floor(stamp / w.width)
+    if w.count == 0 or current > w.newest then
+      w.moved = true
+      local records = w.count -- the ring's, once the newest so far joins it
+      if records == 0 then
+        w.oldest = current
+      else
+        if records > w.capacity or 4 * records < w.capacity then
+          -- At most one bucket more than a window's length holds cost at once, but for stamps
+          -- ahead of now.
+          resize(w, math.min(math.max(4, 2 * records), math.max(floor(w.span / w.width), records)))
+        end
+        redis.call('SETRANGE', w.key, HEADER + RECORD * ((w.head + records - 1) % w.capacity), pack(RECORD_FORMAT, w.newest, w.sum))
+      end
+      w.count, w.newest = w.count + 1, current
+    end
+    w.sum = w.sum + cost
+  end
+
+  -- The wait until `need` units of window `w`'s ring left it (nil: it holds fewer).
+  local function ring_wait(w, need)
+    if need <= 0 then return 0 end
+    if need > w.sum - w.gone then return nil end
+    -- The first bucket whose leaving frees enough: its sum reaches gone + need.
+    local _, index = search(w, 0, w.count - 1, 2, w.gone + need)
+    return leaves(w, (index or w.newest) * w.width) - w.now
+  end
+
+  -- The wait until `need` units left window `w`, its ring's buckets and the leases it counts
+  -- taken together in the order they leave: for each number j of leases gone (the first j to
+  -- leave), the later of the j-th one's leaving and the ring's freeing the rest; the least.
+  local function wait_with_leases(w, need, leases)
+    local gone = {}
+    for i = 1, #leases do
+      local l = leases[i]
+      local wait = leaves(w, l.ends) - w.now
+      if wait > 0 then gone[#gone + 1] = {wait = wait, units = l.units} end
+    end
+    table.sort(gone, function(a, b) return a.wait < b.wait end)
+    local best, freed = ring_wait(w, need), 0
+    for j = 1, #gone do
+      if best and gone[j].wait >= best then break end
+      freed = freed + gone[j].units
+      local rest = ring_wait(w, need - freed)
+      if rest then
+        rest = math.max(rest, gone[j].wait)
+        if not best or rest < best then best = rest end
+        if need <= freed then break end
+      end
+    end
+    return best
+  end
+
+  -- Move window `w` to `now` (or the newest time seen), forgetting what left it, and record the
+  -- `settled` units ({units, stamp}) still in it; then w.room (less the units of `leases`,
+  -- {units, ends}, it counts) and, when `cost` does not fit, w.retry (the wait; -1: never).
+  entries_assess = function(w, cost, leases, settled)
     local key, width, span = w.key, w.width, w.span
     local header = redis.pcall('GETRANGE', key, 0, HEADER - 1)
     if header.err then
@@ -86,13 +153,22 @@ if uses_entries then
       w.gone, w.oldest = gone, oldest or w.newest
     end
     w.now = now
-    w.room = math.max(w.limit - (w.sum - w.gone), 0)
+    if leases then
+      for i = 1, #settled do
+        local t = settled[i]
+        if leaves(w, t.stamp) > now then entries_add(w, t.units, t.stamp) end
+      end
+      for i = 1, #leases do
+        local l = leases[i]
+        if leaves(w, l.ends) > now then w.held = w.held + l.units end
+      end
+    end
+    w.room = math.max(w.limit - (w.sum - w.gone) - w.held, 0)
     if cost > w.room then
       w.retry = -1
       if cost <= w.limit then
-        -- The first bucket whose leaving frees enough: its sum reaches gone + need.
-        local _, index = search(w, 0, w.count - 1, 2, w.sum + cost - w.limit)
-        w.retry = ((index or w.newest) + 1) * width - 1 + span - now
+        local need = w.sum - w.gone + w.held + cost - w.limit
+        w.retry = leases and wait_with_leases(w, need, leases) or ring_wait(w, need)
       end
     end
   end
@@ -115,40 +191,33 @@ if uses_entries then
     w.sum = target
   end
 
-  -- Write window `w` back, recording `cost` when `record`; its reset_after_ms and room after.
-  entries_finish = function(w, cost, record)
-    local key, width, span, now = w.key, w.width, w.span, w.now
-    local moved, recorded = false, record and cost > 0
-    if recorded then
-      local current = floor(now / width)
-      if current ~= w.newest then
-        moved = true
-        local records = w.count -- the ring's, once the newest so far joins it
-        if records == 0 then
-          w.oldest = current
-        else
-          if records > w.capacity or 4 * records < w.capacity then
-            -- At most one bucket more than a window's length holds cost at once.
-            resize(w, math.min(math.max(4, 2 * records), floor(span / width)))
-          end
-          redis.call('SETRANGE', key, HEADER + RECORD * ((w.head + records - 1) % w.capacity), pack(RECORD_FORMAT, w.newest, w.sum))
-        end
-        w.count, w.newest = w.count + 1, current
-      end
-      w.sum = w.sum + cost
+  -- Write window `w` back, recording `cost` when `record`; its reset_after_ms (when what it
+  -- holds, `leases` too, has left) and room after.
+  entries_finish = function(w, cost, record, leases)
+    local key, span, now = w.key, w.span, w.now
+    if record and cost > 0 then
+      entries_add(w, cost, now)
     elseif action == 'refund' then
       entries_refund(w, cost)
-      moved = true
+      w.moved = true
     end
+    local reset, room = 0, w.limit
     if w.sum == w.gone then
       if w.marked then redis.call('DEL', key) end
-      return 0, w.limit
+    else
+      local header = pack(HEADER_FORMAT, w.capacity, w.head, w.count, w.gone, now, w.oldest, w.newest, w.sum)
+      if header ~= w.header then redis.call('SETRANGE', key, 0, header) end
+      reset = leaves(w, w.newest * w.width) - now
+      -- The key's expiry moves only when its newest bucket does.
+      if w.moved then redis.call('PEXPIRE', key, reset + slack * span) end
+      room = math.max(w.limit - (w.sum - w.gone), 0)
     end
-    local header = pack(HEADER_FORMAT, w.capacity, w.head, w.count, w.gone, now, w.oldest, w.newest, w.sum)
-    if header ~= w.header then redis.call('SETRANGE', key, 0, header) end
-    local reset = (w.newest + 1) * width - 1 + span - now
-    -- The key's expiry moves only when its newest bucket does.
-    if moved then redis.call('PEXPIRE', key, reset + slack * span) end
-    return reset, math.max(w.limit - (w.sum - w.gone), 0)
+    if leases then
+      for i = 1, #leases do
+        reset = math.max(reset, leaves(w, leases[i].ends) - now)
+      end
+      room = math.max(room - w.held, 0)
+    end
+    return reset, room
   end
 end
