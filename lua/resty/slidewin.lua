@@ -40,6 +40,8 @@
 --     least remaining), whose reset_after_ms it gives
 --     retry_after_ms: 0 when allowed; nil when never (cost > limit)
 --     decided_locally: true when a remote store answered without a round trip (counted)
+--   store:answer(headers_block, key, cost, commit, limits) -> out, decided_locally | nil, err:
+--     optional, the same answer already in resty.slidewin.answer's buffer (redis with leases)
 --   store:refund(key, cost) -> true | nil, err
 --   store:set_limits(limits), store:poll_limits(now_ms) -> limits | nil: optional, for stores
 --   that share live limits between nodes (redis)
@@ -56,7 +58,8 @@
 -- (shdict), metrics_dict (a lua_shared_dict for node-wide metrics; default conf.dict; without
 -- one, metrics are per worker), status (429), body, on_store_error ("allow" | "deny": the
 -- answer while the store fails; one error.log line per error_log_interval_ms (10000) per
--- worker), redis and local_refusal_cache (store "redis", see resty.slidewin.store.redis),
+-- worker), redis, local_refusal_cache and lease (store "redis", see resty.slidewin.store.redis
+-- and resty.slidewin.store.redis.lease),
 -- key_var (an nginx variable's name: sw:enforce() with no key reads it, compiled, through
 -- resty.slidewin.variable).
 --
@@ -343,6 +346,15 @@ local function decide(self, key, cost, commit, opts, method)
     end
     poll_limits(self)
     local live = self.live
+    local store = self.store
+    if store.answer then
+        -- A store that renders its own answer (redis with leases: most decided in one FFI call).
+        local out, decided_locally = store:answer(self.headers_block, key, cost, commit, limits or live)
+        if not out then
+            return nil, decided_locally
+        end
+        return out, call_policy_header or self.policy_header, decided_locally
+    end
     local allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window =
         self.store:decide(key, cost, commit, limits or self.store.poll_limits and live)
     if allowed == nil then

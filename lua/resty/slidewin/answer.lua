@@ -50,7 +50,7 @@ local call_limits = ffi.new("double[8]")
 -- RateLimit, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset.
 local RETRY_AFTER = 1
 
-local _M = { out = out }
+local _M = { out = out, lib = lib }
 
 -- The FFI handles of limiter object `lim` and headers object `headers` (cdata pointers: the
 -- JIT cannot pass a light userdata as a C argument). The caller keeps both objects alive.

@@ -132,6 +132,52 @@ end
 -- `limits` (one per window of `windows`) checked: true, or nil, err naming `field`.
 _M.check_limits = slidewin.check_limits
 
+local LEASE_FIELDS = { validity_ms = true, margin_ms = true, max_units = true, keys = true,
+    replicas = true, wait_timeout_ms = true }
+
+-- conf.lease (store "redis", log or buckets windows): true, or nil, err naming the field. The
+-- numbers' bounds are the core's (slidewin.lease_table checks them when the store is made).
+local function check_lease(conf)
+    local lease = conf.lease
+    if lease == nil then
+        return true
+    end
+    if type(lease) ~= "table" then
+        return invalid("lease", "a table ({ validity_ms = N, ... })", lease)
+    end
+    if conf.store ~= "redis" then
+        return nil, 'lease is for store "redis", got store ' .. show(conf.store)
+    end
+    for k in pairs(lease) do
+        if not LEASE_FIELDS[k] then
+            return nil, "lease." .. tostring(k) .. " is not an option (validity_ms, margin_ms, max_units, keys, "
+                .. "replicas, wait_timeout_ms)"
+        end
+    end
+    for _, w in ipairs(conf.windows) do
+        if w.algorithm == "counter" then
+            return nil, 'lease needs windows of algorithm "log" or "buckets"; window ' .. show(w.name)
+                .. ' is "counter" (an estimate, decided per request)'
+        end
+    end
+    if lease.validity_ms == nil then
+        return nil, "lease.validity_ms is required (how long a lease is spent, ms)"
+    end
+    for _, field in ipairs { "validity_ms", "max_units", "keys", "replicas", "wait_timeout_ms" } do
+        if lease[field] ~= nil and not positive_integer(lease[field]) then
+            return invalid("lease." .. field, "a positive integer", lease[field])
+        end
+    end
+    local margin = lease.margin_ms
+    if margin ~= nil and not (type(margin) == "number" and positive_integer(margin + 1)) then
+        return invalid("lease.margin_ms", "a non-negative integer", lease.margin_ms)
+    end
+    if lease.wait_timeout_ms ~= nil and lease.replicas == nil then
+        return nil, "lease.wait_timeout_ms goes with lease.replicas, got no replicas"
+    end
+    return true
+end
+
 -- A copy of opts with defaults filled in, or nil, err naming the field and the value.
 function _M.validate(opts)
     if type(opts) ~= "table" then
@@ -190,6 +236,10 @@ function _M.validate(opts)
     end
     if conf.local_refusal_cache ~= nil and type(conf.local_refusal_cache) ~= "boolean" then
         return invalid("local_refusal_cache", "a boolean", conf.local_refusal_cache)
+    end
+    ok, err = check_lease(conf)
+    if not ok then
+        return nil, err
     end
     return conf
 end

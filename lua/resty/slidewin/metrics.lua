@@ -131,6 +131,25 @@ local EVICTIONS = prometheus.family("slidewin_evictions_total", "counter",
 local DELAY_WAITS = prometheus.family("slidewin_delay_waits_total", "counter",
     "Waits before deciding again (option delay).")
 
+local LEASE_CALLS = prometheus.family("slidewin_lease_calls_total", "counter",
+    "Lease calls to Redis (store redis with lease), in the foreground and ahead of time.")
+local LEASE_UNITS = prometheus.family("slidewin_lease_units_total", "counter",
+    "Lease units by what became of them: granted by Redis, spent, returned (settled unspent), "
+        .. "expired_unspent (of the returned, those whose lease ran out of time).")
+local LEASE_LOCAL = prometheus.family("slidewin_lease_local_decisions_total", "counter",
+    "Decisions made with no Redis call: spent from a lease, or a refusal Redis gave that holds.")
+local LEASE_REFUSALS = prometheus.family("slidewin_lease_refusals_cached_total", "counter",
+    "Refusals answered from Redis's last refusal until its retry time (no call).")
+-- The units' kinds in slidewin_lease_units_total, and the lease_stats field of each.
+local LEASE_UNIT_KINDS = { "granted", "granted", "spent", "spent", "returned", "returned",
+    "expired_unspent", "expired" }
+
+-- The lease counters of `m`'s store (node-wide: the table's header), or nil without leases.
+local function lease_stats(m)
+    local store = m.store
+    return store.lease_stats and store:lease_stats()
+end
+
 -- Prometheus text for a list of metrics objects (each family's samples in the list's order).
 function _M.render(list)
     -- One walk of each region gives both its window usage and its counters.
@@ -159,6 +178,16 @@ function _M.render(list)
         if m.delays then
             out:sample(DELAY_WAITS, limiter, v.waits)
         end
+        local lease = lease_stats(m)
+        if lease then
+            out:sample(LEASE_CALLS, limiter, lease.calls)
+            for k = 1, #LEASE_UNIT_KINDS, 2 do
+                out:sample(LEASE_UNITS, { "limiter", m.name, "kind", LEASE_UNIT_KINDS[k] },
+                    lease[LEASE_UNIT_KINDS[k + 1]])
+            end
+            out:sample(LEASE_LOCAL, limiter, lease["local"])
+            out:sample(LEASE_REFUSALS, limiter, lease.refusals_cached)
+        end
     end
     window_metrics.write(out, list, scans)
     return out:text()
@@ -171,8 +200,16 @@ function _M.json(list, now_ms, members)
     for _, m in ipairs(list) do
         local v = m:snapshot()
         limiters[#limiters + 1] = m.name
-        limiters[#limiters + 1] = json.object { "allowed", v.allowed, "rejected", v.rejected,
+        local members = { "allowed", v.allowed, "rejected", v.rejected,
             "store_errors", v.store_errors, "keys", v.keys or json.null }
+        local lease = lease_stats(m)
+        if lease then
+            members[#members + 1] = "lease"
+            members[#members + 1] = json.object { "calls", lease.calls, "granted", lease.granted,
+                "spent", lease.spent, "returned", lease.returned, "expired_unspent", lease.expired,
+                "local_decisions", lease["local"], "refusals_cached", lease.refusals_cached }
+        end
+        limiters[#limiters + 1] = json.object(members)
     end
     local doc = { "now_ms", now_ms, "limiters", json.object(limiters) }
     local text = json.encode(json.object(doc))

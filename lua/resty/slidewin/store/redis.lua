@@ -218,7 +218,7 @@ local function windows_args(windows)
     return args, at, suffixes
 end
 
-function _M.new(conf)
+local function new(conf)
     local opts, err = redis_options(conf.redis)
     if not opts then
         return nil, err
@@ -230,7 +230,7 @@ function _M.new(conf)
     end
     local args, at, suffixes = windows_args(conf.windows)
     local tails = {}
-    for _, action in ipairs { "check", "peek", "refund" } do
+    for _, action in ipairs { "check", "peek", "refund", "lease" } do
         tails[action] = action ~= "check" and { "action", action } or {}
     end
     local refusals
@@ -250,6 +250,8 @@ function _M.new(conf)
         topology = topology_of(opts, conf.metrics_dict or conf.dict),
         script = script,
         nkeys = #conf.windows,
+        -- The windows' keys, and the lease hash when the limiter uses leases.
+        script_keys = #conf.windows + (conf.lease and 1 or 0),
         prefix = "slidewin:{" .. conf.name .. ":",
         suffixes = suffixes,
         args = args,
@@ -262,6 +264,15 @@ function _M.new(conf)
     }, mt)
 end
 
+-- A store; with conf.lease, one that spends leases (resty.slidewin.store.redis.lease).
+function _M.new(conf)
+    local store, err = new(conf)
+    if store and conf.lease then
+        return require("resty.slidewin.store.redis.lease").new(store, conf)
+    end
+    return store, err
+end
+
 -- Sends the script with `args` on `red` (ASKING first when `asking`): EVALSHA, then EVAL when
 -- Redis lost the script.
 local function send_script(self, red, asking, args)
@@ -270,7 +281,7 @@ local function send_script(self, red, asking, args)
         if asking then
             red:asking()
         end
-        res, err = red[verb](red, verb == "eval" and script.source or script.sha, self.nkeys, unpack(args))
+        res, err = red[verb](red, verb == "eval" and script.source or script.sha, self.script_keys, unpack(args))
         if res or not (err and err:find("^NOSCRIPT")) then
             break
         end
@@ -314,29 +325,41 @@ local function run(self, key, send, args)
 end
 
 -- The script's reply { allowed, remaining, retry_after_ms, reset_after_ms, window } for `action`
--- under `limits` (one per window), or nil, err. Every key has the hash tag {<name>:<key>}: one
--- Cluster slot holds all of a key's windows.
-local function call_script(self, key, cost, action, limits)
+-- under `limits` (one per window), or nil, err; `options` (a list of name, value) follow the
+-- action, and `send` (default: the script alone) sends it. Every key has the hash tag
+-- {<name>:<key>}: one Cluster slot holds all of a key's windows, and the key's lease hash
+-- (after them, when the limiter uses leases: every action then counts outstanding leases).
+local function call_script(self, key, cost, action, limits, options, send)
     local base = self.prefix .. key .. "}"
     local suffixes, nkeys = self.suffixes, self.nkeys
     local args = {}
     for i = 1, nkeys do
         args[i] = base .. suffixes[i]
     end
-    args[nkeys + 1] = cost
+    if self.script_keys > nkeys then
+        args[nkeys + 1] = base .. ":leases"
+    end
+    local first = self.script_keys
+    args[first + 1] = cost
     local windows, at = self.args, self.limit_at
     for i = 1, #windows do
-        args[nkeys + 1 + i] = windows[i]
+        args[first + 1 + i] = windows[i]
     end
     for i = 1, nkeys do
-        args[nkeys + 1 + at[i]] = limits[i]
+        args[first + 1 + at[i]] = limits[i]
     end
     local tail, n = self.tails[action], #args
     for i = 1, #tail do
         args[n + i] = tail[i]
     end
-    return run(self, args[1], send_script, args)
+    n = #args
+    for i = 1, options and #options or 0 do
+        args[n + i] = options[i]
+    end
+    return run(self, args[1], send or send_script, args)
 end
+_M.call_script = call_script
+_M.send_script = send_script
 
 -- Whether `a` and `b` hold the same limits.
 local function same(a, b)

@@ -1,0 +1,278 @@
+-- resty.slidewin.store.redis.lease: store "redis" with `lease = { validity_ms = V, ... }`. Redis
+-- grants this node units of a key's rule (every window at once); every worker spends them from
+-- one shared-memory table (slidewin.lease_table, the core's shared::Leases), so most decisions
+-- make no call, and the limit still holds across every node (docs/leases.md has the proof).
+--
+--   store:answer(headers_block, key, cost, commit, limits) -> out, decided_locally | nil, err
+--       out: resty.slidewin.answer's buffer, header values rendered. A commit is spent from the
+--       key's lease in one FFI call (the monotonic clock read inside); no lease, or too few
+--       units: one lease call now (`action lease`, cost = the request's); a refusal Redis gave
+--       is answered by the table until Redis's retry time. A peek asks Redis every time.
+--   store:decide(key, cost, commit, limits): the same decision as the store seam's numbers.
+--   store:refund(key, cost): given back to the lease it came from, else to Redis.
+--   store:lease_stats() -> { calls, granted, spent, returned, expired, local, refusals_cached,
+--       repairs, evictions, capacity }: node-wide counters of the table.
+-- Every call of this store, whatever its action, carries the key's lease hash (so Redis counts
+-- outstanding leases) and the key's settle list (leases that ended: spent, last spend). A
+-- lease half spent, or half way to its end, is fetched again in the background by the worker
+-- that saw it first (ngx.timer.at); a lease that ended with units unspent is settled by a sweep
+-- (one worker per period, ngx.timer.every, started by the first request of each worker).
+-- lease.replicas = R: each lease call is followed by WAIT R wait_timeout_ms on the same
+-- connection; fewer replicas: the grant is never spent (settled with nothing spent) and the
+-- call is a store error.
+
+local ffi = require "ffi"
+local answer = require "resty.slidewin.answer"
+local redis = require "resty.slidewin.store.redis"
+local slidewin = require "slidewin"
+
+local ngx = ngx
+local ffi_str = ffi.string
+local error, type, tostring, setmetatable = error, type, tostring, setmetatable
+
+if not pcall(ffi.typeof, "slidewin_lease_call_t") then
+    ffi.cdef [[
+    typedef struct {
+        int status, settle_len;
+        double seq, want, sent_ms;
+        char settle[512];
+    } slidewin_lease_call_t;
+    int slidewin_lease_spend(void *table, void *headers, const char *key, size_t key_len,
+        double key_number, double cost, const double *limits, size_t n_limits,
+        slidewin_answer_t *out, slidewin_lease_call_t *call);
+    ]]
+end
+
+local lib = answer.lib
+local out = answer.out
+local call = ffi.new("slidewin_lease_call_t")
+local call_limits = ffi.new("double[8]")
+local CALL_NOW, PREFETCH = 2, 1
+-- Keys a sweep settles at most per period per node (each a call).
+local SWEEP_KEYS = 256
+
+local _M = {}
+local mt = { __index = _M }
+
+-- The store `base` (resty.slidewin.store.redis) spending leases of conf.lease.
+function _M.new(base, conf)
+    local lease = conf.lease
+    local ok, leases = pcall(slidewin.lease_table, {
+        name = conf.name, validity_ms = lease.validity_ms, margin_ms = lease.margin_ms,
+        max_units = lease.max_units, keys = lease.keys, max_key_bytes = conf.max_key_bytes,
+    })
+    if not ok then
+        -- "slidewin.lease_table: margin_ms must be ..." -> "lease.margin_ms must be ..."
+        return nil, (tostring(leases):gsub("^slidewin%.lease_table: ", "lease."))
+    end
+    local self = setmetatable({
+        base = base,
+        leases = leases,
+        handle = ffi.cast("void *", leases:ffi_handle()),
+        validity_ms = lease.validity_ms,
+        replicas = lease.replicas,
+        wait_timeout_ms = lease.wait_timeout_ms or 10,
+        configured = base.configured,
+    }, mt)
+    self.sweep_ms = math.max(math.floor(lease.validity_ms / 2), 10)
+    return self
+end
+
+function _M.set_limits(self, limits)
+    return self.base:set_limits(limits)
+end
+
+function _M.poll_limits(self, now)
+    return self.base:poll_limits(now)
+end
+
+function _M.keys()
+    return nil
+end
+
+function _M.lease_stats(self)
+    return self.leases:stats()
+end
+
+-- The script and then WAIT on the same connection: the reply with `replicas` set.
+local function send_and_wait(self, red, asking, args)
+    local res, err = redis.send_script(self, red, asking, args)
+    if not res then
+        return nil, err
+    end
+    local replicas
+    replicas, err = red:wait(self.lease_replicas, self.lease_wait_timeout_ms)
+    if not replicas then
+        return nil, "WAIT: " .. tostring(err)
+    end
+    res.replicas = replicas
+    return res
+end
+
+-- A lease call for `key`: { granted, remaining, retry_after_ms, reset_after_ms, window }, or
+-- nil, err (with lease.replicas: also when fewer replicas took it).
+local function lease_call(self, key, cost, limits, seq, want, settle)
+    local options = { "want", want, "validity_ms", self.validity_ms, "id", self.leases:id(seq) }
+    if settle ~= "" then
+        options[7], options[8] = "settle", settle
+    end
+    local base = self.base
+    local res, err
+    if self.replicas then
+        base.lease_replicas, base.lease_wait_timeout_ms = self.replicas, self.wait_timeout_ms
+        res, err = redis.call_script(base, key, cost, "lease", limits, options, send_and_wait)
+        if res and res.replicas < self.replicas then
+            return nil, "redis: WAIT " .. self.replicas .. " " .. self.wait_timeout_ms .. " answered "
+                .. res.replicas .. " replica(s): the lease is not used"
+        end
+    else
+        res, err = redis.call_script(base, key, cost, "lease", limits, options)
+    end
+    return res, err
+end
+
+-- Redis's answer to call `seq` (sent at `sent_ms`) taken into the table: the remaining of the
+-- request it admitted (false: refused, or answered too late to spend) and the reply; nil, err
+-- when the call failed.
+local function fetch(self, key, cost, limits, seq, want, sent_ms, settle)
+    local res, err = lease_call(self, key, cost, limits, seq, want, settle)
+    if not res then
+        self.leases:fail(key, seq, sent_ms)
+        return nil, err
+    end
+    local remaining = self.leases:install(key, seq, sent_ms, cost, limits, res[1], res[2], res[3], res[4], res[5])
+    return remaining or false, res
+end
+
+local function prefetch(premature, self, key, limits, seq, want, sent_ms, settle)
+    if premature then
+        return
+    end
+    local ok, err = fetch(self, key, 0, limits, seq, want, sent_ms, settle)
+    if ok == nil then
+        ngx.log(ngx.INFO, "slidewin: lease prefetch of ", key, ": ", err)
+    end
+end
+
+-- Settles the leases that ended with units unspent (the table lets one worker a period).
+local function sweep(premature, self)
+    if premature then
+        return
+    end
+    local due = self.leases:sweep(self.sweep_ms, SWEEP_KEYS)
+    for i = 1, #due do
+        local item = due[i]
+        local res = redis.call_script(self.base, item.key, 0, "peek", self.base.configured,
+            { "settle", item.settle })
+        if res then
+            self.leases:settled(item.key, item.seq)
+        end
+    end
+end
+
+local function start_sweeping(self)
+    self.sweeping = true
+    local ok, err = ngx.timer.every(self.sweep_ms / 1000, sweep, self)
+    if not ok then
+        self.sweeping = false
+        ngx.log(ngx.ERR, "slidewin: cannot start the lease sweep: ", err)
+    end
+end
+
+-- A commit of `cost` for `key` under `limits`: `out` when the table decided (its header values
+-- rendered when `headers_block` is given), else false and the numbers of Redis's answer
+-- (allowed, remaining, retry_after_ms, reset_after_ms, window); nil, err when the call failed.
+local function spend(self, headers_block, key, cost, limits)
+    if not self.sweeping then
+        start_sweeping(self)
+    end
+    local n = #limits
+    for i = 1, n do
+        call_limits[i - 1] = limits[i]
+    end
+    local rc
+    if type(key) == "string" then
+        rc = lib.slidewin_lease_spend(self.handle, headers_block, key, #key, 0, cost, call_limits, n, out, call)
+    else
+        rc = lib.slidewin_lease_spend(self.handle, headers_block, nil, 0, key, cost, call_limits, n, out, call)
+    end
+    if rc == 1 then
+        error(ffi_str(out.message, out.message_len), 0)
+    end
+    -- The buffers are this worker's: read the call before anything yields.
+    local status, seq, want, sent_ms = call.status, call.seq, call.want, call.sent_ms
+    local settle = ffi_str(call.settle, call.settle_len)
+    if rc == 0 then
+        if status == PREFETCH then
+            local ok, err = ngx.timer.at(0, prefetch, self, key, limits, seq, want, sent_ms, settle)
+            if not ok then
+                self.leases:fail(key, seq, sent_ms)
+                ngx.log(ngx.WARN, "slidewin: cannot fetch the next lease of ", key, ": ", err)
+            end
+        end
+        return out
+    end
+    local remaining, res = fetch(self, key, cost, limits, seq, want, sent_ms, settle)
+    if remaining == nil then
+        return nil, res
+    end
+    if remaining then
+        return false, true, remaining, 0, res[4], res[5]
+    end
+    if res[1] > 0 then
+        return nil, "redis: the lease came after validity_ms - margin_ms; raise lease.validity_ms"
+            .. " above the lease call's round trip"
+    end
+    local retry = res[3]
+    return false, false, res[2], retry >= 0 and retry or nil, res[4], res[5]
+end
+
+-- The layer's per-request entry (see the top of this file).
+function _M.answer(self, headers_block, key, cost, commit, limits)
+    if not commit then
+        local allowed, remaining, retry_after_ms, reset_after_ms, _, window =
+            self.base:decide(key, cost, false, limits)
+        if allowed == nil then
+            return nil, remaining
+        end
+        return answer.render(headers_block, allowed, remaining, retry_after_ms, reset_after_ms,
+            window, limits[window]), false
+    end
+    local decided, allowed, remaining, retry_after_ms, reset_after_ms, window =
+        spend(self, headers_block, key, cost, limits)
+    if decided then
+        return decided, true
+    elseif decided == nil then
+        return nil, allowed
+    end
+    return answer.render(headers_block, allowed, remaining, retry_after_ms, reset_after_ms, window,
+        limits[window]), false
+end
+
+-- The store seam's decide: allowed, remaining, retry_after_ms, reset_after_ms,
+-- decided_locally, window | nil, err.
+function _M.decide(self, key, cost, commit, limits)
+    limits = limits or self.configured
+    if not commit then
+        return self.base:decide(key, cost, false, limits)
+    end
+    local decided, allowed, remaining, retry_after_ms, reset_after_ms, window =
+        spend(self, nil, key, cost, limits)
+    if decided then
+        return decided.allowed ~= 0, decided.remaining,
+            decided.has_retry ~= 0 and decided.retry_after_ms or nil, decided.reset_after_ms, true,
+            decided.window
+    elseif decided == nil then
+        return nil, allowed
+    end
+    return allowed, remaining, retry_after_ms, reset_after_ms, false, window
+end
+
+function _M.refund(self, key, cost)
+    if self.leases:refund(key, cost) then
+        return true
+    end
+    return self.base:refund(key, cost)
+end
+
+return _M
