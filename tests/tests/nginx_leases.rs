@@ -63,3 +63,175 @@ fn exact_counts_and_headers_from_a_lease() {
         .count();
     assert_eq!(again, 20);
 }
+
+/// `clients` threads each sending `each` GETs of `path` to `port`: the statuses.
+fn hammer(port: u16, clients: usize, each: usize, path: &str) -> Vec<u16> {
+    let threads: Vec<_> = (0..clients)
+        .map(|_| {
+            let path = path.to_string();
+            std::thread::spawn(move || {
+                (0..each)
+                    .map(|_| slidewin_tests::http::get(port, &path).status)
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_hot_key_under_its_limit_costs_few_script_calls() {
+    let redis = RedisServer::start();
+    let nginx = nginx_on(&redis, 2);
+    assert_eq!(nginx.get("/limit/hot?user=tenant").status, 200);
+    redis.client().cmd(&["CONFIG", "RESETSTAT"]);
+    let statuses = hammer(nginx.port(), 4, 500, "/limit/hot?user=tenant");
+    assert!(statuses.iter().all(|&s| s == 200), "all admitted");
+    let calls = redis.script_decisions();
+    eprintln!("hot key: {calls} script calls for 2000 requests");
+    assert!(calls * 20 <= 2_000, "{calls} script calls for 2000 requests");
+    let metrics = nginx.get("/metrics").body;
+    let local = sample(&metrics, "slidewin_lease_local_decisions_total{limiter=\"hot\"}");
+    assert!(local >= 1_900, "{local} decided locally\n{metrics}");
+    assert_eq!(sample(&metrics, "slidewin_store_errors_total{limiter=\"hot\"}"), 0);
+}
+
+#[test]
+fn a_refused_key_costs_no_call_until_redis_says() {
+    let redis = RedisServer::start();
+    let nginx = nginx_on(&redis, 2);
+    let admitted = (0..20)
+        .filter(|_| nginx.get("/limit/exact?user=bob").status == 200)
+        .count();
+    assert_eq!(admitted, 20);
+    let refused = nginx.get("/limit/exact?user=bob");
+    assert_eq!(refused.status, 429);
+    redis.client().cmd(&["CONFIG", "RESETSTAT"]);
+    let start = Instant::now();
+    for _ in 0..10 {
+        assert_eq!(nginx.get("/limit/exact?user=bob").status, 429);
+    }
+    assert!(start.elapsed() < Duration::from_millis(500));
+    assert_eq!(redis.script_decisions(), 0, "refusals answered by the table");
+    let metrics = nginx.get("/metrics").body;
+    assert!(sample(&metrics, "slidewin_lease_refusals_cached_total{limiter=\"exact\"}") >= 10);
+    // Once the window passed, Redis is asked again and admits.
+    std::thread::sleep(Duration::from_millis(1_100));
+    assert_eq!(nginx.get("/limit/exact?user=bob").status, 200);
+    assert!(redis.script_decisions() >= 1);
+}
+
+#[test]
+fn redis_killed_for_less_than_a_lease_costs_no_store_error() {
+    let mut redis = RedisServer::start();
+    let nginx = nginx_on(&redis, 2);
+    for _ in 0..20 {
+        assert_eq!(nginx.get("/limit/outlast?user=carol").status, 200);
+    }
+    redis.stop();
+    let start = Instant::now();
+    let mut during = 0;
+    while start.elapsed() < Duration::from_millis(300) {
+        assert_eq!(nginx.get("/limit/outlast?user=carol").status, 200);
+        during += 1;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    redis.restart();
+    for _ in 0..20 {
+        assert_eq!(nginx.get("/limit/outlast?user=carol").status, 200);
+    }
+    assert!(during >= 20, "{during} requests while Redis was down");
+    let metrics = nginx.get("/metrics").body;
+    assert_eq!(
+        sample(&metrics, "slidewin_store_errors_total{limiter=\"outlast\"}"),
+        0,
+        "{metrics}"
+    );
+}
+
+#[test]
+fn too_few_replicas_leave_the_lease_unused() {
+    let redis = RedisServer::start();
+    let nginx = nginx_on(&redis, 1);
+    let r = nginx.get("/limit/replicated?user=dave");
+    assert_eq!(r.status, 429, "on_store_error = deny");
+    let metrics = nginx.get("/metrics").body;
+    assert_eq!(sample(&metrics, "slidewin_store_errors_total{limiter=\"replicated\"}"), 1);
+    let log = nginx.error_log();
+    assert!(
+        log.contains("redis: WAIT 1 10 answered 0 replica(s): the lease is not used"),
+        "{log}"
+    );
+}
+
+#[test]
+fn two_windows_are_spent_together() {
+    let redis = RedisServer::start();
+    let nginx = nginx_on(&redis, 2);
+    // 10 a second, 15 in 10 s: 10 now, then 5 more after a second.
+    let now = (0..14)
+        .filter(|_| nginx.get("/limit/rule?user=erin").status == 200)
+        .count();
+    assert_eq!(now, 10);
+    std::thread::sleep(Duration::from_millis(1_100));
+    let later = (0..14)
+        .filter(|_| nginx.get("/limit/rule?user=erin").status == 200)
+        .count();
+    assert_eq!(later, 5);
+    let stats = nginx.get("/stats.json").body;
+    assert!(stats.contains("\"rule\":{\"allowed\":15,\"rejected\":13,"), "{stats}");
+    assert!(stats.contains("\"lease\":{\"calls\":"), "{stats}");
+}
+
+#[test]
+fn lease_options_are_checked_by_name() {
+    let nginx = Nginx::start("test.conf", 1);
+    let new = |conf: &str| {
+        let lua = format!(
+            "local sw, err = require('resty.slidewin').new{{ name = 'l', store = 'redis', {conf} }} \
+             return tostring(err)"
+        );
+        nginx.eval(&lua).body
+    };
+    let log = "algorithm = 'log', limit = 10, window_ms = 1000";
+    let cases = [
+        (format!("{log}, lease = 5"), "lease must be a table ({ validity_ms = N, ... }), got 5"),
+        (
+            format!("{log}, store = 'shm', lease = {{ validity_ms = 100 }}"),
+            "lease is for store \"redis\", got store \"shm\"",
+        ),
+        (
+            format!("{log}, lease = {{ validity = 100 }}"),
+            "lease.validity is not an option (validity_ms, margin_ms, max_units, keys, replicas, wait_timeout_ms)",
+        ),
+        (
+            format!("{log}, lease = {{ max_units = 3 }}"),
+            "lease.validity_ms is required (how long a lease is spent, ms)",
+        ),
+        (
+            format!("{log}, lease = {{ validity_ms = 0 }}"),
+            "lease.validity_ms must be a positive integer, got 0",
+        ),
+        (
+            format!("{log}, lease = {{ validity_ms = 100, margin_ms = 100 }}"),
+            "lease.margin_ms must be below validity_ms (default max(2, validity_ms / 10)), got 100",
+        ),
+        (
+            format!("{log}, lease = {{ validity_ms = 100, wait_timeout_ms = 5 }}"),
+            "lease.wait_timeout_ms goes with lease.replicas, got no replicas",
+        ),
+        (
+            "algorithm = 'counter', limit = 10, window_ms = 1000, lease = { validity_ms = 100 }"
+                .to_string(),
+            "lease needs windows of algorithm \"log\" or \"buckets\"; window \"l\" is \"counter\" \
+             (an estimate, decided per request)",
+        ),
+    ];
+    for (conf, expected) in cases {
+        assert_eq!(new(&conf), expected, "{conf}");
+    }
+    assert_eq!(new(&format!("{log}, lease = {{ validity_ms = 100 }}")), "nil");
+}

@@ -282,7 +282,8 @@ impl UserData for LuaLeases {
 
 /// Spends `cost` of `key`'s lease (`key_len` bytes; null: the number `key_number`) under
 /// `limits` (`n_limits`, the live or the call's). Returns 0 with the request decided in `out`
-/// (its header values written when `headers` holds a remote store's policy) and `call.status`
+/// (its header values written when `headers`, if not null, holds a remote store's policy) and
+/// `call.status`
 /// 1 when this caller claimed the next lease's fetch; 2 with `call` the lease call to make
 /// now for the request; 1 with `out.message` saying what was wrong.
 ///
@@ -305,8 +306,8 @@ pub unsafe extern "C" fn slidewin_lease_spend(
 ) -> c_int {
     // SAFETY: the caller's contract above: `out` and `call` are writable and not aliased.
     let (out, call) = unsafe { (&mut *out, &mut *call) };
-    // SAFETY: the caller's contract above; both are only read here.
-    let (table, headers) = unsafe { (&*table, &*headers) };
+    // SAFETY: the caller's contract above; only read here.
+    let table = unsafe { &*table };
     let key_text;
     let key: &[u8] = if key.is_null() {
         match crate::stack::number_key(key_number, SPEND) {
@@ -382,7 +383,10 @@ pub unsafe extern "C" fn slidewin_lease_spend(
         call.set(1, &fetch);
     }
     fill(out, &d, REMOTE_VERSION);
-    render_into(out, headers);
+    if !headers.is_null() {
+        // SAFETY: the caller's contract above; only read here.
+        render_into(out, unsafe { &*headers });
+    }
     0
 }
 

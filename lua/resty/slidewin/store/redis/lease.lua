@@ -62,8 +62,8 @@ function _M.new(base, conf)
         max_units = lease.max_units, keys = lease.keys, max_key_bytes = conf.max_key_bytes,
     })
     if not ok then
-        -- "slidewin.lease_table: margin_ms must be ..." -> "lease.margin_ms must be ..."
-        return nil, (tostring(leases):gsub("^slidewin%.lease_table: ", "lease."))
+        -- "slidewin.lease_table: margin_ms must be ...", its first line -> "lease.margin_ms must be ..."
+        return nil, (tostring(leases):match("^[^\n]*"):gsub("^slidewin%.lease_table: ", "lease."))
     end
     local self = setmetatable({
         base = base,
