@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use slidewin_tests::http::Response;
 use slidewin_tests::nginx::Nginx;
+use slidewin_tests::promtool::promtool_check;
 use slidewin_tests::redis::RedisServer;
 
 fn nginx_on(redis: &RedisServer, workers: u32) -> Nginx {
@@ -35,25 +36,46 @@ fn exact_counts_and_headers_from_a_lease() {
     let redis = RedisServer::start();
     let nginx = nginx_on(&redis, 2);
     let start = Instant::now();
-    let answers: Vec<_> = (0..30).map(|_| nginx.get("/limit/exact?user=alice")).collect();
-    assert!(start.elapsed() < Duration::from_millis(900), "all in one window");
+    let answers: Vec<_> = (0..30)
+        .map(|_| nginx.get("/limit/exact?user=alice"))
+        .collect();
+    assert!(
+        start.elapsed() < Duration::from_millis(900),
+        "all in one window"
+    );
     let admitted = answers.iter().filter(|r| r.status == 200).count();
     assert_eq!(admitted, 20, "{:?}", statuses(&answers));
-    assert!(answers[..20].iter().all(|r| r.status == 200), "the first 20 are admitted: {:?}", statuses(&answers));
-    assert!(answers[20..].iter().all(|r| r.status == 429), "then refused");
+    assert!(
+        answers[..20].iter().all(|r| r.status == 200),
+        "the first 20 are admitted: {:?}",
+        statuses(&answers)
+    );
+    assert!(
+        answers[20..].iter().all(|r| r.status == 429),
+        "then refused"
+    );
     let first = &answers[0];
     assert_eq!(first.header("RateLimit-Policy"), Some("\"exact\";q=20;w=1"));
     let refused = &answers[29];
-    assert_eq!(refused.header("RateLimit-Policy"), Some("\"exact\";q=20;w=1"));
+    assert_eq!(
+        refused.header("RateLimit-Policy"),
+        Some("\"exact\";q=20;w=1")
+    );
     let retry: u64 = refused.header("Retry-After").unwrap().parse().unwrap();
     assert!((1..=2).contains(&retry), "Retry-After {retry}");
     let rate_limit = refused.header("RateLimit").unwrap();
     assert!(rate_limit.starts_with("\"exact\";r=0;t="), "{rate_limit}");
     assert_eq!(refused.body, "Too Many Requests\n");
     let metrics = nginx.get("/metrics").body;
-    assert_eq!(sample(&metrics, "slidewin_store_errors_total{limiter=\"exact\"}"), 0);
     assert_eq!(
-        sample(&metrics, "slidewin_lease_units_total{limiter=\"exact\",kind=\"spent\"}"),
+        sample(&metrics, "slidewin_store_errors_total{limiter=\"exact\"}"),
+        0
+    );
+    assert_eq!(
+        sample(
+            &metrics,
+            "slidewin_lease_units_total{limiter=\"exact\",kind=\"spent\"}"
+        ),
         20
     );
     // Once the window passed, 20 more.
@@ -92,11 +114,31 @@ fn a_hot_key_under_its_limit_costs_few_script_calls() {
     assert!(statuses.iter().all(|&s| s == 200), "all admitted");
     let calls = redis.script_decisions();
     eprintln!("hot key: {calls} script calls for 2000 requests");
-    assert!(calls * 20 <= 2_000, "{calls} script calls for 2000 requests");
+    assert!(
+        calls * 20 <= 2_000,
+        "{calls} script calls for 2000 requests"
+    );
     let metrics = nginx.get("/metrics").body;
-    let local = sample(&metrics, "slidewin_lease_local_decisions_total{limiter=\"hot\"}");
+    let local = sample(
+        &metrics,
+        "slidewin_lease_local_decisions_total{limiter=\"hot\"}",
+    );
     assert!(local >= 1_900, "{local} decided locally\n{metrics}");
-    assert_eq!(sample(&metrics, "slidewin_store_errors_total{limiter=\"hot\"}"), 0);
+    assert_eq!(
+        sample(&metrics, "slidewin_store_errors_total{limiter=\"hot\"}"),
+        0
+    );
+    promtool_check(&metrics);
+    let granted = sample(
+        &metrics,
+        "slidewin_lease_units_total{limiter=\"hot\",kind=\"granted\"}",
+    );
+    let spent = sample(
+        &metrics,
+        "slidewin_lease_units_total{limiter=\"hot\",kind=\"spent\"}",
+    );
+    assert_eq!(spent, 2_001, "every request one unit");
+    assert!(granted >= spent, "{granted} granted, {spent} spent");
 }
 
 #[test]
@@ -115,9 +157,18 @@ fn a_refused_key_costs_no_call_until_redis_says() {
         assert_eq!(nginx.get("/limit/exact?user=bob").status, 429);
     }
     assert!(start.elapsed() < Duration::from_millis(500));
-    assert_eq!(redis.script_decisions(), 0, "refusals answered by the table");
+    assert_eq!(
+        redis.script_decisions(),
+        0,
+        "refusals answered by the table"
+    );
     let metrics = nginx.get("/metrics").body;
-    assert!(sample(&metrics, "slidewin_lease_refusals_cached_total{limiter=\"exact\"}") >= 10);
+    assert!(
+        sample(
+            &metrics,
+            "slidewin_lease_refusals_cached_total{limiter=\"exact\"}"
+        ) >= 10
+    );
     // Once the window passed, Redis is asked again and admits.
     std::thread::sleep(Duration::from_millis(1_100));
     assert_eq!(nginx.get("/limit/exact?user=bob").status, 200);
@@ -159,7 +210,13 @@ fn too_few_replicas_leave_the_lease_unused() {
     let r = nginx.get("/limit/replicated?user=dave");
     assert_eq!(r.status, 429, "on_store_error = deny");
     let metrics = nginx.get("/metrics").body;
-    assert_eq!(sample(&metrics, "slidewin_store_errors_total{limiter=\"replicated\"}"), 1);
+    assert_eq!(
+        sample(
+            &metrics,
+            "slidewin_store_errors_total{limiter=\"replicated\"}"
+        ),
+        1
+    );
     let log = nginx.error_log();
     assert!(
         log.contains("redis: WAIT 1 10 answered 0 replica(s): the lease is not used"),
@@ -182,7 +239,10 @@ fn two_windows_are_spent_together() {
         .count();
     assert_eq!(later, 5);
     let stats = nginx.get("/stats.json").body;
-    assert!(stats.contains("\"rule\":{\"allowed\":15,\"rejected\":13,"), "{stats}");
+    assert!(
+        stats.contains("\"rule\":{\"allowed\":15,\"rejected\":13,"),
+        "{stats}"
+    );
     assert!(stats.contains("\"lease\":{\"calls\":"), "{stats}");
 }
 
@@ -233,5 +293,8 @@ fn lease_options_are_checked_by_name() {
     for (conf, expected) in cases {
         assert_eq!(new(&conf), expected, "{conf}");
     }
-    assert_eq!(new(&format!("{log}, lease = {{ validity_ms = 100 }}")), "nil");
+    assert_eq!(
+        new(&format!("{log}, lease = {{ validity_ms = 100 }}")),
+        "nil"
+    );
 }

@@ -4,12 +4,11 @@
 //! answers a key's windows as its next request finds them, and `/metrics` (window usage
 //! histogram and at-limit gauge) passes `promtool check metrics` and matches the windows.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use serde_json::Value;
 use slidewin_tests::nginx::Nginx;
+use slidewin_tests::promtool::promtool_check;
 
 const LIMIT: u64 = 5;
 
@@ -45,28 +44,6 @@ fn sample(text: &str, name_and_labels: &str) -> f64 {
         .find(|l| l.starts_with(name_and_labels) && l[name_and_labels.len()..].starts_with(' '))
         .unwrap_or_else(|| panic!("no {name_and_labels} in\n{text}"));
     line.rsplit(' ').next().unwrap().parse().unwrap()
-}
-
-fn promtool_check(text: &str) {
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run promtool (scripts/deps.sh promtool)");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && said.trim().is_empty(),
-        "promtool check metrics: {said}\n{text}"
-    );
 }
 
 #[test]
