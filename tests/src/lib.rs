@@ -2,11 +2,11 @@
 
 pub mod http;
 pub mod load;
+pub mod metrics;
 pub mod nginx;
 pub mod nginx_binary;
 pub mod openloop;
 pub mod process;
-pub mod promtool;
 pub mod random;
 pub mod redis;
 pub mod resp;

@@ -6,8 +6,8 @@
 use std::time::{Duration, Instant};
 
 use slidewin_tests::http::Response;
+use slidewin_tests::metrics::{promtool_check, sample};
 use slidewin_tests::nginx::Nginx;
-use slidewin_tests::promtool::promtool_check;
 use slidewin_tests::redis::RedisServer;
 
 fn nginx_on(redis: &RedisServer, workers: u32) -> Nginx {
@@ -16,15 +16,6 @@ fn nginx_on(redis: &RedisServer, workers: u32) -> Nginx {
         workers,
         &[("SLIDEWIN_REDIS_PORT", redis.port().to_string())],
     )
-}
-
-/// The value of the sample `metric` in Prometheus text.
-fn sample(metrics: &str, metric: &str) -> u64 {
-    let line = metrics
-        .lines()
-        .find(|l| l.starts_with(metric))
-        .unwrap_or_else(|| panic!("{metric} in {metrics}"));
-    line.rsplit(' ').next().unwrap().parse().unwrap()
 }
 
 fn statuses(answers: &[Response]) -> Vec<u16> {

@@ -7,6 +7,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use slidewin_tests::http::{self, Response};
+use slidewin_tests::metrics::sample;
 use slidewin_tests::nginx::Nginx;
 use slidewin_tests::redis::RedisServer;
 
@@ -47,15 +48,6 @@ fn hammer(ports: &[u16], clients: usize, each: usize, path: &str) -> Vec<Vec<u16
 
 fn count(statuses: &[u16], status: u16) -> usize {
     statuses.iter().filter(|&&s| s == status).count()
-}
-
-/// The value of the sample `metric` in Prometheus text, e.g. `slidewin_store_errors_total{limiter="log"}`.
-fn sample(metrics: &str, metric: &str) -> u64 {
-    let line = metrics
-        .lines()
-        .find(|l| l.starts_with(metric))
-        .unwrap_or_else(|| panic!("{metric} in {metrics}"));
-    line.rsplit(' ').next().unwrap().parse().unwrap()
 }
 
 /// No worker crashed: nginx logs a dead worker as "exited on signal".

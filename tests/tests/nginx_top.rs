@@ -7,8 +7,8 @@
 use std::time::Instant;
 
 use serde_json::Value;
+use slidewin_tests::metrics::promtool_check;
 use slidewin_tests::nginx::Nginx;
-use slidewin_tests::promtool::promtool_check;
 
 const LIMIT: u64 = 5;
 

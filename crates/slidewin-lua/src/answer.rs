@@ -214,33 +214,18 @@ pub unsafe extern "C" fn slidewin_decide(
     let block = unsafe { &mut *block };
     // SAFETY: the caller's contract above; the headers are only read here.
     let headers = unsafe { &*headers };
-    let key_text;
-    let key: &[u8] = if key.is_null() {
-        match number_key(key_number, FUNCTION) {
-            Ok(text) => {
-                key_text = text;
-                key_text.as_bytes()
-            }
-            Err(message) => return fail(out, &message),
-        }
-    } else {
-        // SAFETY: the caller's contract above: `key` holds `key_len` bytes for the call.
-        unsafe { std::slice::from_raw_parts(key, key_len) }
-    };
+    let mut key_text = String::new();
     let mut given = [0u64; MAX_WINDOWS];
-    if n_limits > MAX_WINDOWS {
-        return fail(
-            out,
-            &format!("{FUNCTION}: limits must list at most {MAX_WINDOWS} limits, got {n_limits}"),
-        );
-    }
-    for (i, slot) in given.iter_mut().take(n_limits).enumerate() {
-        // SAFETY: the caller's contract above: `limits` holds `n_limits` doubles.
-        match arg::uint("limit", unsafe { *limits.add(i) }) {
-            Ok(limit) => *slot = limit,
-            Err(e) => return fail(out, &format!("{FUNCTION}: {e}")),
-        }
-    }
+    // SAFETY: the caller's contract above: `key` holds `key_len` bytes (or is null) and
+    // `limits` holds `n_limits` doubles for the call.
+    let read = unsafe {
+        let key = (key, key_len, key_number);
+        ffi_arguments(FUNCTION, key, (limits, n_limits), &mut key_text, &mut given)
+    };
+    let key = match read {
+        Ok(key) => key,
+        Err(message) => return fail(out, &message),
+    };
     let limits = (n_limits > 0).then_some(&given[..n_limits]);
     let decided = on_block(block, FUNCTION, |this| {
         let cost = cost_value(cost, FUNCTION)?;
@@ -254,6 +239,37 @@ pub unsafe extern "C" fn slidewin_decide(
         }
         Err(message) => fail(out, &message),
     }
+}
+
+/// The key and limits of an FFI call, for `function`'s errors: the key (`key_len` bytes at
+/// `key`, or when null the number `key_number`, its text kept in `text`), and up to
+/// [`MAX_WINDOWS`] limits into `given` (its first `n_limits`).
+///
+/// # Safety
+/// `key` points to `key_len` bytes readable for `'b` (or is null); `limits` to `n_limits`
+/// doubles.
+pub(crate) unsafe fn ffi_arguments<'b>(
+    function: &'static str,
+    (key, key_len, key_number): (*const u8, usize, f64),
+    (limits, n_limits): (*const f64, usize),
+    text: &'b mut String,
+    given: &mut [u64; MAX_WINDOWS],
+) -> Result<&'b [u8], String> {
+    if n_limits > MAX_WINDOWS {
+        let got = format!("limits must list at most {MAX_WINDOWS} limits, got {n_limits}");
+        return Err(format!("{function}: {got}"));
+    }
+    for (i, slot) in given.iter_mut().take(n_limits).enumerate() {
+        // SAFETY: the caller's contract above: `limits` holds `n_limits` doubles.
+        *slot = arg::uint("limit", unsafe { *limits.add(i) })
+            .map_err(|e| format!("{function}: {e}"))?;
+    }
+    if !key.is_null() {
+        // SAFETY: the caller's contract above: `key` holds `key_len` bytes for `'b`.
+        return Ok(unsafe { std::slice::from_raw_parts(key, key_len) });
+    }
+    *text = number_key(key_number, function)?;
+    Ok(text.as_bytes())
 }
 
 /// Writes the header values of the decision in `out` (filled by `slidewin_decide` or by the

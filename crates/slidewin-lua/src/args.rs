@@ -116,3 +116,23 @@ pub fn describe(value: &Value) -> String {
         other => other.type_name().to_string(),
     }
 }
+
+/// A region's bytes from `opts`: its `size`, or room for `keys` keys (default `default_keys`)
+/// as `bytes_for` counts them; both given is an error.
+pub fn region_bytes(
+    function: &'static str,
+    opts: &Table,
+    default_keys: u64,
+    bytes_for: impl FnOnce(usize) -> Result<usize, LuaError>,
+) -> Result<usize, LuaError> {
+    match (
+        field_positive(function, opts, "size")?,
+        field_positive(function, opts, "keys")?,
+    ) {
+        (Some(_), Some(_)) => Err(error(function, "size and keys: give one of them, got both")),
+        (Some(size), None) => Ok(usize::try_from(size).unwrap_or(usize::MAX)),
+        (None, keys) => {
+            bytes_for(usize::try_from(keys.unwrap_or(default_keys)).unwrap_or(usize::MAX))
+        }
+    }
+}

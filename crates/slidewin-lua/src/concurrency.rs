@@ -40,16 +40,13 @@ pub fn new(_: &Lua, opts: Table) -> LuaResult<LuaConcurrency> {
     let max_key_bytes = positive("max_key_bytes")?.unwrap_or(DEFAULT_MAX_KEY_BYTES);
     let config = InflightConfig::new(limit, max_limit, max_hold_ms).map_err(args::core(NEW))?;
     let max_key_bytes = usize::try_from(max_key_bytes).unwrap_or(usize::MAX);
-    let size = match (positive("size")?, positive("keys")?) {
-        (Some(_), Some(_)) => {
-            return Err(error(NEW, "size and keys: give one of them, got both"));
-        }
-        (Some(size), None) => usize::try_from(size).unwrap_or(usize::MAX),
-        (None, keys) => {
-            let keys = usize::try_from(keys.unwrap_or(DEFAULT_KEYS)).unwrap_or(usize::MAX);
-            Inflight::<Region, WorkerOwner>::bytes_for(&config, max_key_bytes, keys)
-        }
-    };
+    let size = args::region_bytes(NEW, &opts, DEFAULT_KEYS, |keys| {
+        Ok(Inflight::<Region, WorkerOwner>::bytes_for(
+            &config,
+            max_key_bytes,
+            keys,
+        ))
+    })?;
     let one_key = Inflight::<Region, WorkerOwner>::bytes_for(&config, max_key_bytes, 1);
     if size < one_key {
         return Err(error(

@@ -30,7 +30,7 @@ use slidewin::rule::MAX_WINDOWS;
 use slidewin::shared::{Fetch, Leases, RegionKind, Spent};
 use slidewin::{arg, Decision};
 
-use crate::answer::{fail, fill, render_into, Answer, Headers};
+use crate::answer::{fail, ffi_arguments, fill, render_into, Answer, Headers};
 use crate::args::{self, error};
 use crate::mapping::WorkerOwner;
 use crate::region::{self, Region, Spec};
@@ -119,14 +119,9 @@ pub fn new(_: &Lua, opts: Table) -> LuaResult<LuaLeases> {
     let config = LeaseConfig::new(validity_ms, margin_ms, max_units).map_err(args::core(NEW))?;
     let max_key_bytes = positive("max_key_bytes")?.unwrap_or(DEFAULT_MAX_KEY_BYTES);
     let max_key_bytes = usize::try_from(max_key_bytes).unwrap_or(usize::MAX);
-    let size = match (positive("size")?, positive("keys")?) {
-        (Some(_), Some(_)) => return Err(error(NEW, "size and keys: give one of them, got both")),
-        (Some(size), None) => usize::try_from(size).unwrap_or(usize::MAX),
-        (None, keys) => {
-            let keys = usize::try_from(keys.unwrap_or(DEFAULT_KEYS)).unwrap_or(usize::MAX);
-            LeaseTable::bytes_for(max_key_bytes, keys).map_err(args::core(NEW))?
-        }
-    };
+    let size = args::region_bytes(NEW, &opts, DEFAULT_KEYS, |keys| {
+        LeaseTable::bytes_for(max_key_bytes, keys).map_err(args::core(NEW))
+    })?;
     let spec = Spec {
         name: format!("{name} (leases)"),
         kind: RegionKind::Leases { max_key_bytes },
@@ -308,32 +303,22 @@ pub unsafe extern "C" fn slidewin_lease_spend(
     let (out, call) = unsafe { (&mut *out, &mut *call) };
     // SAFETY: the caller's contract above; only read here.
     let table = unsafe { &*table };
-    let key_text;
-    let key: &[u8] = if key.is_null() {
-        match crate::stack::number_key(key_number, SPEND) {
-            Ok(text) => {
-                key_text = text;
-                key_text.as_bytes()
-            }
-            Err(message) => return fail(out, &message),
-        }
-    } else {
-        // SAFETY: the caller's contract above: `key` holds `key_len` bytes for the call.
-        unsafe { std::slice::from_raw_parts(key, key_len) }
-    };
-    if n_limits == 0 || n_limits > MAX_WINDOWS {
-        let message =
-            format!("{SPEND}: limits must list 1 to {MAX_WINDOWS} limits, got {n_limits}");
+    if n_limits == 0 {
+        let message = format!("{SPEND}: limits must list 1 to {MAX_WINDOWS} limits, got 0");
         return fail(out, &message);
     }
+    let mut key_text = String::new();
     let mut given = [0u64; MAX_WINDOWS];
-    for (i, slot) in given.iter_mut().take(n_limits).enumerate() {
-        // SAFETY: the caller's contract above: `limits` holds `n_limits` doubles.
-        match arg::uint("limit", unsafe { *limits.add(i) }) {
-            Ok(limit) => *slot = limit,
-            Err(e) => return fail(out, &format!("{SPEND}: {e}")),
-        }
-    }
+    // SAFETY: the caller's contract above: `key` holds `key_len` bytes (or is null) and
+    // `limits` holds `n_limits` doubles for the call.
+    let read = unsafe {
+        let key = (key, key_len, key_number);
+        ffi_arguments(SPEND, key, (limits, n_limits), &mut key_text, &mut given)
+    };
+    let key = match read {
+        Ok(key) => key,
+        Err(message) => return fail(out, &message),
+    };
     let limits = &given[..n_limits];
     let cost = match arg::uint("cost", cost) {
         Ok(cost) => cost,

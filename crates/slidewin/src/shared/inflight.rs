@@ -45,9 +45,9 @@
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use super::keys::{Key, KeyCodec};
-use super::lock::Taken;
 use super::{
-    attach_header, layout, lock_set, set_totals, Attached, Owner, Set, WAYS, W_KEY, W_USED_MS,
+    attach_header, layout, lock_set, set_of, set_totals, Attached, Owner, Set, WAYS, W_KEY,
+    W_USED_MS,
 };
 use super::{SET_HEADER, S_TAGS};
 use crate::clock::check_time;
@@ -407,17 +407,13 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
     }
 
     fn lock(&self, key: &Key) -> Set<'_> {
-        self.lock_set((((key.hash >> 32) * self.sets as u64) >> 32) as usize)
+        self.lock_set(set_of(key, self.sets))
     }
 
     /// Locks set `set`, repairing it first when its last owner died holding it.
     fn lock_set(&self, set: usize) -> Set<'_> {
-        let base = HEADER_WORDS + set * self.set_words;
-        let (set, taken) = lock_set(self.words(), base, self.set_words, &self.owner);
-        if taken == Taken::FromDead {
-            self.repair(&set);
-        }
-        set
+        let cut = (HEADER_WORDS, self.set_words);
+        lock_set(self.words(), cut, set, &self.owner, |set| self.repair(set))
     }
 
     fn way(&self, way: usize) -> usize {

@@ -54,9 +54,8 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use super::keys::{Key, KeyCodec, Stored};
-use super::lock::Taken;
 use super::{
-    attach_header, layout, lock_set, Attached, Owner, Set, SET_HEADER, S_TAGS, WAYS, W_KEY,
+    attach_header, layout, lock_set, set_of, Attached, Owner, Set, SET_HEADER, S_TAGS, WAYS, W_KEY,
     W_USED_MS,
 };
 use crate::clock::check_time;
@@ -565,16 +564,12 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     }
 
     fn lock(&self, key: &Key) -> Set<'_> {
-        self.lock_index((((key.hash >> 32) * self.sets as u64) >> 32) as usize)
+        self.lock_index(set_of(key, self.sets))
     }
 
     fn lock_index(&self, set: usize) -> Set<'_> {
-        let base = HEADER_WORDS + set * self.set_words;
-        let (set, taken) = lock_set(self.words(), base, self.set_words, &self.owner);
-        if taken == Taken::FromDead {
-            self.repair(&set);
-        }
-        set
+        let cut = (HEADER_WORDS, self.set_words);
+        lock_set(self.words(), cut, set, &self.owner, |set| self.repair(set))
     }
 
     fn way(&self, way: usize) -> usize {

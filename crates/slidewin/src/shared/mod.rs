@@ -217,18 +217,28 @@ fn set_totals<const N: usize>(
     totals
 }
 
-/// Locks the set of `set_words` at `base` of `words` for `owner`, and how it was taken.
+/// The set `key` lives in, of `sets`: the high half of its hash, scaled.
+fn set_of(key: &Key, sets: usize) -> usize {
+    (((key.hash >> 32) * sets as u64) >> 32) as usize
+}
+
+/// Locks set `index` of `words` (sets of `set_words` after `header` words) for `owner`,
+/// calling `repair` on it first when its last owner died holding it.
 fn lock_set<'w>(
     words: &'w [AtomicU64],
-    base: usize,
-    set_words: usize,
+    (header, set_words): (usize, usize),
+    index: usize,
     owner: &impl Owner,
-) -> (Set<'w>, Taken) {
+    repair: impl FnOnce(&Set<'w>),
+) -> Set<'w> {
+    let base = header + index * set_words;
     let set = Set {
         words: &words[base..base + set_words],
     };
-    let taken = lock::lock(&set.words[S_LOCK], owner);
-    (set, taken)
+    if lock::lock(&set.words[S_LOCK], owner) == Taken::FromDead {
+        repair(&set);
+    }
+    set
 }
 
 /// One set, locked.
@@ -481,17 +491,15 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     }
 
     fn lock(&self, key: &Key) -> Set<'_> {
-        self.lock_index((((key.hash >> 32) * self.layout.sets as u64) >> 32) as usize)
+        self.lock_index(set_of(key, self.layout.sets))
     }
 
     /// Locks set `index`, repairing it first when its last owner died holding it.
     fn lock_index(&self, index: usize) -> Set<'_> {
-        let base = HEADER_WORDS + index * self.layout.set_words;
-        let (set, taken) = lock_set(self.words(), base, self.layout.set_words, &self.owner);
-        if taken == Taken::FromDead {
-            self.repair(&set);
-        }
-        set
+        let cut = (HEADER_WORDS, self.layout.set_words);
+        lock_set(self.words(), cut, index, &self.owner, |set| {
+            self.repair(set)
+        })
     }
 
     /// First word of `way` within its set.

@@ -1,4 +1,5 @@
-//! `promtool check metrics`: Prometheus text as Prometheus itself reads it.
+//! Prometheus text in tests: a sample's value, and `promtool check metrics` (the text as
+//! Prometheus itself reads it).
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -24,4 +25,14 @@ pub fn promtool_check(text: &str) {
         out.status.success() && said.trim().is_empty(),
         "promtool check metrics: {said}\n{text}"
     );
+}
+
+/// The value of the first sample of `text` that starts with `metric` (a name and its labels,
+/// e.g. `slidewin_store_errors_total{limiter="log"}`).
+pub fn sample(text: &str, metric: &str) -> u64 {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(metric))
+        .unwrap_or_else(|| panic!("{metric} in {text}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
 }
