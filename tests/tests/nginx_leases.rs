@@ -289,3 +289,30 @@ fn lease_options_are_checked_by_name() {
         "nil"
     );
 }
+
+#[test]
+fn a_lease_that_ended_with_units_unspent_is_settled_by_the_sweep() {
+    let redis = RedisServer::start();
+    let nginx = nginx_on(&redis, 2);
+    // The first request is a lease of its cost, the second a larger one: units left over.
+    for _ in 0..2 {
+        assert_eq!(nginx.get("/limit/exact?user=frank").status, 200);
+    }
+    let hash = "slidewin:{exact:frank}:leases";
+    let outstanding = || redis.client().cmd(&["HLEN", hash]).int();
+    assert!(outstanding() >= 1, "a lease outstanding in Redis");
+    // V = 200 ms, sweeps every 100 ms: settled with no request of the key.
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(outstanding(), 0, "settled by the sweep");
+    let metrics = nginx.get("/metrics").body;
+    let returned = sample(
+        &metrics,
+        "slidewin_lease_units_total{limiter=\"exact\",kind=\"returned\"}",
+    );
+    assert!(returned >= 1, "{metrics}");
+    // Its units are back: 18 more fit in the window.
+    let more = (0..25)
+        .filter(|_| nginx.get("/limit/exact?user=frank").status == 200)
+        .count();
+    assert_eq!(more, 18);
+}

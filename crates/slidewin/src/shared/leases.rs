@@ -765,3 +765,49 @@ fn at_ms(now_ms: i64, after_ms: u64) -> u64 {
 fn after(at: u64, now_ms: i64) -> u64 {
     at.saturating_sub(now_ms as u64)
 }
+
+#[cfg(test)]
+mod tests {
+    use alloc::vec::Vec;
+
+    use super::super::S_LOCK;
+    use super::*;
+
+    /// Owner 1 is us; owner 2 died.
+    struct Survivor;
+    impl Owner for Survivor {
+        fn id(&self) -> u64 {
+            1
+        }
+        fn is_alive(&self, id: u64) -> bool {
+            id == 1
+        }
+    }
+
+    #[test]
+    fn a_lock_left_by_a_dead_owner_is_taken_over_and_the_set_repaired() {
+        let config = LeaseConfig::new(100, None, 50).unwrap();
+        let bytes = Leases::<&[AtomicU64], Survivor>::bytes_for(16, 8).unwrap();
+        let words: Vec<AtomicU64> = (0..bytes / 8).map(|_| AtomicU64::new(0)).collect();
+        let (table, _) = Leases::attach(&words[..], config, 16, Survivor, [1, 2]).unwrap();
+        assert_eq!(table.capacity(), 8, "one set");
+        let Spent::Fetch(f) = table.spend_at(b"k", 0, 1, &[9]).unwrap() else {
+            panic!()
+        };
+        let grant = Grant {
+            granted: 5,
+            ..Grant::default()
+        };
+        assert!(table.install_at(b"k", &f, 1, 1, &[9], &grant).unwrap().is_some());
+        // Owner 2 died holding the lock, after writing more spent than granted.
+        let at = HEADER_WORDS + table.lease_at(0);
+        words[at + L_SPENT].store(7, Ordering::Relaxed);
+        words[HEADER_WORDS + S_LOCK].store(2, Ordering::Relaxed);
+        let Spent::Fetch(next) = table.spend_at(b"k", 2, 1, &[9]).unwrap() else {
+            panic!("the lease was spent out by the repair")
+        };
+        assert_eq!(next.settle, alloc::format!("{}:5:1", table.id(f.seq)));
+        assert_eq!(table.stats().repairs, 1);
+        assert_eq!(words[HEADER_WORDS + S_LOCK].load(Ordering::Relaxed), 0, "released");
+    }
+}

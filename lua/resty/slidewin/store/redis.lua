@@ -33,6 +33,9 @@
 -- the slot map / master address that found another node; a reload asks up to 3 cluster nodes
 -- (or every sentinel) in turn, each bounded the same way, and runs at most every 100 ms per
 -- worker. TRYAGAIN and CLUSTERDOWN answers are errors (on_store_error decides).
+-- conf.lease = { validity_ms = V, ... }: Redis grants this node units of a key's rule that every
+-- worker spends from shared memory with no call per request (resty.slidewin.store.redis.lease,
+-- docs/leases.md); every call then also carries the key's lease hash (KEYS after the windows').
 -- conf.local_refusal_cache: once Redis refuses a key for retry_after_ms, this worker refuses
 -- the same (or a larger) cost for that key locally until then, without a round trip.
 -- Limiters naming the same nodes share one slot map / master address per worker (a reload uses
