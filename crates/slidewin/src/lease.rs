@@ -246,9 +246,14 @@ impl Lease {
     }
 
     /// Whether the next lease should be fetched now: half its units spent or half its
-    /// spending time passed.
-    pub fn wants_next(&self, config: &LeaseConfig, now_ms: i64) -> bool {
-        self.spent * 2 >= self.units || now_ms.saturating_sub(self.sent_ms) * 2 >= config.spend_ms()
+    /// spending time passed, while Redis had room for two more leases this size when it
+    /// granted this one (`remote`). Redis grants a fetch ahead at most half the room, but at
+    /// least one unit: nearer the limit it could take the last units away from the request
+    /// that needs them, so the key is decided a call at a time, as without leases.
+    pub fn wants_next(&self, config: &LeaseConfig, now_ms: i64, remote: u64) -> bool {
+        let half = self.spent * 2 >= self.units
+            || now_ms.saturating_sub(self.sent_ms) * 2 >= config.spend_ms();
+        half && remote >= self.units.saturating_mul(2)
     }
 
     /// What Redis must be told once it ended.
@@ -379,13 +384,14 @@ mod tests {
     }
 
     #[test]
-    fn the_next_lease_is_wanted_at_half_units_or_half_time() {
+    fn the_next_lease_is_wanted_at_half_units_or_half_time_with_room_for_it() {
         let c = config();
         let mut lease = Lease::granted(1, 10, 0);
-        assert!(!lease.wants_next(&c, 44));
-        assert!(lease.wants_next(&c, 45));
+        assert!(!lease.wants_next(&c, 44, 20));
+        assert!(lease.wants_next(&c, 45, 20));
+        assert!(!lease.wants_next(&c, 45, 19), "near the limit");
         assert_eq!(lease.spend(&c, 1, 5), Spend::Spent);
-        assert!(lease.wants_next(&c, 1));
+        assert!(lease.wants_next(&c, 1, 20));
     }
 
     #[test]

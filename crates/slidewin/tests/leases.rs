@@ -46,6 +46,9 @@ impl Model {
             let elapsed = (now - lease.sent_ms).min(self.config.spend_ms());
             k.rate = slidewin::lease::next_rate(k.rate, lease.spent, elapsed);
         }
+        if lease.unspent() > 0 {
+            k.refused = None;
+        }
         k.push(lease.settlement(), lease.unspent());
     }
 
@@ -121,7 +124,7 @@ proptest! {
                             };
                             prop_assert_eq!(remaining, lease.unspent() + k.remote);
                             if let Some(f) = prefetch {
-                                prop_assert!(lease.wants_next(&config, now));
+                                prop_assert!(lease.wants_next(&config, now, k.remote));
                                 prop_assert_eq!(&f.settle, &model.settle_text(key, node));
                                 let k = model.keys.get_mut(&key).unwrap();
                                 k.settle.iter_mut().for_each(|e| e.2 = f.seq);

@@ -316,7 +316,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
                 self.count(H_LOCAL, 1);
                 let claimable =
                     set.get(at + L_CLAIM) == 0 || set.get(at + L_CLAIM_UNTIL) as i64 <= now_ms;
-                let prefetch = (lease.wants_next(&self.config, now_ms) && claimable).then(|| {
+                let remote = set.get(at + L_REMOTE);
+                let wanted = lease.wants_next(&self.config, now_ms, remote);
+                let prefetch = (wanted && claimable).then(|| {
                     self.count(H_CALLS, 1);
                     let fetch = self.fetch(&set, at, now_ms, 0);
                     set.set(at + L_CLAIM, fetch.seq);
@@ -325,7 +327,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
                     fetch
                 });
                 Ok(Spent::Admitted {
-                    remaining: lease.unspent() + set.get(at + L_REMOTE),
+                    remaining: lease.unspent() + remote,
                     reset_after_ms: after(set.get(at + L_RESET_AT), now_ms),
                     window: set.get(at + L_WINDOW) as usize,
                     prefetch,
@@ -702,6 +704,11 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
             set.set(at + L_RATE, rate.to_bits());
         }
         let unspent = lease.unspent();
+        if unspent > 0 {
+            // A refusal Redis gave while these units were out counted them: room may come
+            // back as soon as they are settled, so the next call asks.
+            set.set(at + R_UNTIL, 0);
+        }
         self.count(H_RETURNED, unspent);
         if !lease.is_live(&self.config, now_ms) {
             self.count(H_EXPIRED, unspent);
@@ -798,7 +805,10 @@ mod tests {
             granted: 5,
             ..Grant::default()
         };
-        assert!(table.install_at(b"k", &f, 1, 1, &[9], &grant).unwrap().is_some());
+        assert!(table
+            .install_at(b"k", &f, 1, 1, &[9], &grant)
+            .unwrap()
+            .is_some());
         // Owner 2 died holding the lock, after writing more spent than granted.
         let at = HEADER_WORDS + table.lease_at(0);
         words[at + L_SPENT].store(7, Ordering::Relaxed);
@@ -808,6 +818,10 @@ mod tests {
         };
         assert_eq!(next.settle, alloc::format!("{}:5:1", table.id(f.seq)));
         assert_eq!(table.stats().repairs, 1);
-        assert_eq!(words[HEADER_WORDS + S_LOCK].load(Ordering::Relaxed), 0, "released");
+        assert_eq!(
+            words[HEADER_WORDS + S_LOCK].load(Ordering::Relaxed),
+            0,
+            "released"
+        );
     }
 }

@@ -47,7 +47,7 @@ local lib = answer.lib
 local out = answer.out
 local call = ffi.new("slidewin_lease_call_t")
 local call_limits = ffi.new("double[8]")
-local CALL_NOW, PREFETCH = 2, 1
+local PREFETCH = 1
 -- Keys a sweep settles at most per period per node (each a call).
 local SWEEP_KEYS = 256
 
@@ -199,16 +199,18 @@ local function spend(self, headers_block, key, cost, limits)
     if rc == 1 then
         error(ffi_str(out.message, out.message_len), 0)
     end
+    if rc == 0 and call.status ~= PREFETCH then
+        return out
+    end
     -- The buffers are this worker's: read the call before anything yields.
-    local status, seq, want, sent_ms = call.status, call.seq, call.want, call.sent_ms
+    local seq, want, sent_ms = call.seq, call.want, call.sent_ms
     local settle = ffi_str(call.settle, call.settle_len)
     if rc == 0 then
-        if status == PREFETCH then
-            local ok, err = ngx.timer.at(0, prefetch, self, key, limits, seq, want, sent_ms, settle)
-            if not ok then
-                self.leases:fail(key, seq, sent_ms)
-                ngx.log(ngx.WARN, "slidewin: cannot fetch the next lease of ", key, ": ", err)
-            end
+        -- Decided; this worker claimed the next lease's fetch.
+        local ok, err = ngx.timer.at(0, prefetch, self, key, limits, seq, want, sent_ms, settle)
+        if not ok then
+            self.leases:fail(key, seq, sent_ms)
+            ngx.log(ngx.WARN, "slidewin: cannot fetch the next lease of ", key, ": ", err)
         end
         return out
     end
