@@ -207,7 +207,7 @@ if uses_entries then
     else
       local header = pack(HEADER_FORMAT, w.capacity, w.head, w.count, w.gone, now, w.oldest, w.newest, w.sum)
       if header ~= w.header then redis.call('SETRANGE', key, 0, header) end
-      reset = leaves(w, w.newest * w.width) - now
+      reset = (w.newest + 1) * w.width - 1 + span - now
       -- The key's expiry moves only when its newest bucket does.
       if w.moved then redis.call('PEXPIRE', key, reset + slack * span) end
       room = math.max(w.limit - (w.sum - w.gone), 0)

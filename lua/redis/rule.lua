@@ -26,6 +26,7 @@
 local need, leases, settled, lease, changed = cost, nil, nil, nil, false
 if lease_key then
   if action == 'lease' then need = math.max(cost, 1) end
+  settle = settle or {}
   -- A field of another layout reads as a grant of nothing that ended long ago: it goes.
   local fields, held = redis.call('HGETALL', lease_key), {}
   for i = 1, #fields, 2 do
