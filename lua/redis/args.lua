@@ -26,8 +26,8 @@ for k = 1, #KEYS do
   local algorithm = ARGV[at]
   -- A key more than the windows (an option's name, or nothing, where its window would be): the
   -- lease hash.
-  if k == #KEYS and k > 1 and (algorithm == nil
-      or (' now_ms action mode want validity_ms id settle '):find(' ' .. algorithm .. ' ', 1, true)) then
+  if k == #KEYS and k > 1 and algorithm ~= 'log' and algorithm ~= 'buckets' and algorithm ~= 'counter'
+      and (algorithm == nil or (' now_ms action mode want validity_ms id settle '):find(' ' .. algorithm .. ' ', 1, true)) then
     lease_key = KEYS[k]
     break
   end
@@ -57,7 +57,7 @@ for k = 1, #KEYS do
   windows[k] = w
 end
 if #windows == 0 then return redis.error_reply('ERR a rule needs at least one window (one key each), got 0 keys') end
-local action, now, want, validity, id, settle = 'check', nil, nil, nil, nil, {}
+local action, now, want, validity, id, settle = 'check', nil, nil, nil, nil, nil
 for i = at, #ARGV, 2 do
   local name, value = ARGV[i], ARGV[i + 1]
   if name == 'action' or name == 'mode' then
@@ -113,7 +113,7 @@ else
   local stray = want and 'want' or validity and 'validity_ms' or id and 'id'
   if stray then return redis.error_reply('ERR ' .. stray .. ' goes with action lease, got action ' .. action) end
 end
-if #settle > 0 and not lease_key then
+if settle and #settle > 0 and not lease_key then
   return redis.error_reply("ERR settle needs the lease hash: one key after the windows' keys")
 end
 if lease_key and uses_counter then

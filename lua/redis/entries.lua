@@ -68,12 +68,6 @@ if uses_entries then
     w.capacity, w.head, w.header = capacity, 0, false
   end
 
-  -- When what window `w` holds at time `stamp` leaves it.
-  local function leaves(w, stamp)
-    return (floor(stamp / w.width) + 1) * w.width - 1 + w.span
-  end
-  entries_leaves = leaves
-
   -- Record `cost` in window `w` at `stamp`, or in the newest bucket when that is later.
   local function entries_add(w, cost, stamp)
     local current = floor(stamp / w.width)
@@ -101,32 +95,42 @@ if uses_entries then
     if need > w.sum - w.gone then return nil end
     -- The first bucket whose leaving frees enough: its sum reaches gone + need.
     local _, index = search(w, 0, w.count - 1, 2, w.gone + need)
-    return leaves(w, (index or w.newest) * w.width) - w.now
+    return ((index or w.newest) + 1) * w.width - 1 + w.span - w.now
   end
 
-  -- The wait until `need` units left window `w`, its ring's buckets and the leases it counts
-  -- taken together in the order they leave: for each number j of leases gone (the first j to
-  -- leave), the later of the j-th one's leaving and the ring's freeing the rest; the least.
-  local function wait_with_leases(w, need, leases)
-    local gone = {}
-    for i = 1, #leases do
-      local l = leases[i]
-      local wait = leaves(w, l.ends) - w.now
-      if wait > 0 then gone[#gone + 1] = {wait = wait, units = l.units} end
+  -- Functions made only on the calls that need them (with the lease hash).
+  local leaves, wait_with_leases
+  if lease_key then
+    -- When what window `w` holds at time `stamp` leaves it.
+    leaves = function(w, stamp)
+      return (floor(stamp / w.width) + 1) * w.width - 1 + w.span
     end
-    table.sort(gone, function(a, b) return a.wait < b.wait end)
-    local best, freed = ring_wait(w, need), 0
-    for j = 1, #gone do
-      if best and gone[j].wait >= best then break end
-      freed = freed + gone[j].units
-      local rest = ring_wait(w, need - freed)
-      if rest then
-        rest = math.max(rest, gone[j].wait)
-        if not best or rest < best then best = rest end
-        if need <= freed then break end
+    entries_leaves = leaves
+
+    -- The wait until `need` units left window `w`, its ring's buckets and the leases it counts
+    -- taken together in the order they leave: for each number j of leases gone (the first j to
+    -- leave), the later of the j-th one's leaving and the ring's freeing the rest; the least.
+    wait_with_leases = function(w, need, leases)
+      local gone = {}
+      for i = 1, #leases do
+        local l = leases[i]
+        local wait = leaves(w, l.ends) - w.now
+        if wait > 0 then gone[#gone + 1] = {wait = wait, units = l.units} end
       end
+      table.sort(gone, function(a, b) return a.wait < b.wait end)
+      local best, freed = ring_wait(w, need), 0
+      for j = 1, #gone do
+        if best and gone[j].wait >= best then break end
+        freed = freed + gone[j].units
+        local rest = ring_wait(w, need - freed)
+        if rest then
+          rest = math.max(rest, gone[j].wait)
+          if not best or rest < best then best = rest end
+          if need <= freed then break end
+        end
+      end
+      return best
     end
-    return best
   end
 
   -- Move window `w` to `now` (or the newest time seen), forgetting what left it, and record the
@@ -207,7 +211,7 @@ if uses_entries then
     else
       local header = pack(HEADER_FORMAT, w.capacity, w.head, w.count, w.gone, now, w.oldest, w.newest, w.sum)
       if header ~= w.header then redis.call('SETRANGE', key, 0, header) end
-      reset = leaves(w, w.newest * w.width) - now
+      reset = (w.newest + 1) * w.width - 1 + span - now
       -- The key's expiry moves only when its newest bucket does.
       if w.moved then redis.call('PEXPIRE', key, reset + slack * span) end
       room = math.max(w.limit - (w.sum - w.gone), 0)

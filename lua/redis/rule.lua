@@ -26,6 +26,8 @@
 local need, leases, settled, lease, changed = cost, nil, nil, nil, false
 if lease_key then
   if action == 'lease' then need = math.max(cost, 1) end
+  settle = settle or {}
+  -- A field of another layout reads as a grant of nothing that ended long ago: it goes.
   local fields, held = redis.call('HGETALL', lease_key), {}
   for i = 1, #fields, 2 do
     local units, granted, validity = fields[i + 1]:match('^(%d+) (%d+) (%d+)$')
@@ -85,7 +87,7 @@ elseif action == 'lease' and allowed then
   granted = math.min(want, math.max(need, floor(least / (2 * (holders + 1)))))
   lease = {id = id, units = granted, granted = now, validity = validity, ends = now + validity}
   leases[#leases + 1] = lease
-  redis.call('HSET', lease_key, id, granted .. ' ' .. now .. ' ' .. validity)
+  redis.call('HSET', lease_key, id, string.format('%d %d %d', granted, now, validity))
   least, changed = least - granted, true
 end
 if not allowed then shown = refusing end
