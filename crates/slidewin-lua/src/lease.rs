@@ -25,7 +25,7 @@ use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use mlua::{Lua, Result as LuaResult, Table, UserData, UserDataMethods, Value};
-use slidewin::lease::{Grant, LeaseConfig};
+use slidewin::lease::{Grant, LeaseConfig, DEFAULT_MAX_UNITS};
 use slidewin::rule::MAX_WINDOWS;
 use slidewin::shared::{Fetch, Leases, RegionKind, Spent};
 use slidewin::{arg, Decision};
@@ -39,7 +39,6 @@ const NEW: &str = "slidewin.lease_table";
 const SPEND: &str = "leases:spend";
 const DEFAULT_MAX_KEY_BYTES: u64 = 64;
 const DEFAULT_KEYS: u64 = 10_000;
-const DEFAULT_MAX_UNITS: u64 = 1_000;
 /// Room for a settle list: [`slidewin::shared::SETTLE_SLOTS`] entries of at most 77 bytes.
 const SETTLE_BYTES: usize = 512;
 /// The version of a remote store's answers (the layer holds its policy under it).
@@ -124,7 +123,11 @@ pub fn new(_: &Lua, opts: Table) -> LuaResult<LuaLeases> {
     })?;
     let spec = Spec {
         name: format!("{name} (leases)"),
-        kind: RegionKind::Leases { max_key_bytes },
+        kind: RegionKind::Leases {
+            validity_ms: config.validity_ms(),
+            margin_ms: config.margin_ms(),
+            max_key_bytes,
+        },
         size,
     };
     let (region, _) = region::region(&spec).map_err(|e| error(NEW, e))?;

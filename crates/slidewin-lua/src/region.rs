@@ -102,9 +102,14 @@ fn describe(spec: &Spec) -> String {
             max_limit,
             max_key_bytes,
         } => format!("concurrency max_limit {max_limit} size {size} max_key_bytes {max_key_bytes}"),
-        RegionKind::Leases { max_key_bytes } => {
-            format!("leases size {size} max_key_bytes {max_key_bytes}")
-        }
+        RegionKind::Leases {
+            validity_ms,
+            margin_ms,
+            max_key_bytes,
+        } => format!(
+            "leases validity_ms {validity_ms} margin_ms {margin_ms} size {size} \
+             max_key_bytes {max_key_bytes}"
+        ),
         RegionKind::Directory { max_rules } => format!("max_rules {max_rules} size {size}"),
     }
 }

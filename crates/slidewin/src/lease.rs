@@ -64,6 +64,9 @@ use crate::{Error, Value};
 pub const MAX_VALIDITY_MS: u64 = 1 << 30;
 /// The most units one lease can ask for.
 pub const MAX_UNITS: u64 = 1 << 32;
+/// The most units one lease asks for unless configured: a hot key's lease is then at most
+/// 1,000 requests' worth.
+pub const DEFAULT_MAX_UNITS: u64 = 1_000;
 /// Leases' worth of spend a request asks for: 1.5 validities, so the next lease arrives
 /// (fetched at half) before this one runs out.
 const WANT_VALIDITIES: f64 = 1.5;

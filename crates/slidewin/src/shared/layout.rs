@@ -37,6 +37,11 @@ pub enum RegionKind {
     },
     /// A node's leases of a limiter kept in Redis ([`super::Leases`]).
     Leases {
+        /// How long a lease is spent, and its margin: leases in the region were granted for
+        /// them, so other ones need another region.
+        validity_ms: u64,
+        /// See `validity_ms`.
+        margin_ms: u64,
         /// The longest key stored as it is.
         max_key_bytes: usize,
     },

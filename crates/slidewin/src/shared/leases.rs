@@ -207,8 +207,9 @@ pub struct Leases<R, O: Owner> {
 impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     /// The table over `region`, keys of up to `max_key_bytes` kept as they are (longer ones
     /// as a keyed digest, which the sweep cannot name: they settle on their next call). A
-    /// region laid out before for the same key length and size is reused, with its leases
-    /// and its node id (an nginx reload keeps both).
+    /// region laid out before for the same validity, margin, key length and size is reused,
+    /// with its leases and its node id (an nginx reload keeps both); leases granted for
+    /// another validity are never spent under this one.
     pub fn attach(
         region: R,
         config: LeaseConfig,
@@ -228,6 +229,8 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         let sets = sets.min(u32::MAX as usize);
         let fingerprint = layout::fingerprint([
             LEASE_WORDS as u64,
+            config.validity_ms(),
+            config.margin_ms(),
             key_words as u64,
             sets as u64,
             words.len() as u64,
