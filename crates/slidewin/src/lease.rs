@@ -34,8 +34,9 @@
 //!
 //! - [`want`]: units to ask for, from the key's spend rate at the node (an exponentially
 //!   weighted average, [`next_rate`]) over 1.5 validities, plus the cost of the request
-//!   waiting, within `max(cost, 1)..=max_units`. A cold key asks for its cost: one call per
-//!   request, as without leases. Redis shrinks grants as its windows fill.
+//!   waiting, within `max(cost, 1)..=max_units`. A cold key (fewer than two units in that
+//!   time) asks for its cost: one call per request, as without leases, and nothing left to
+//!   settle. Redis shrinks grants as its windows fill.
 //! - [`lease_id`]: `"<node id, 16 hex digits>-<sequence>"`, unique per node; a retried call
 //!   with the same id is answered the same grant.
 //! - [`Settlement`]: `"ID:SPENT:LAST_MS"`, the words of the script's `settle` option.
@@ -137,17 +138,24 @@ impl LeaseConfig {
     }
 }
 
-/// Units to ask for: `clamp(ceil(rate * V * 1.5) + cost, max(cost, 1), max_units)`, `rate`
-/// in units per ms (negative or not finite: 0).
+/// Units to ask for: `clamp(ahead + cost, max(cost, 1), max_units)` with `ahead =
+/// ceil(rate * V * 1.5)`, or 0 when `rate * V * 1.5` is below 2; `rate` in units per ms
+/// (negative or not finite: 0).
 pub fn want(config: &LeaseConfig, rate_per_ms: f64, cost: u64) -> u64 {
     let rate = if rate_per_ms.is_finite() && rate_per_ms > 0.0 {
         rate_per_ms
     } else {
         0.0
     };
-    let ahead = libm::ceil(rate * config.validity_ms as f64 * WANT_VALIDITIES);
-    // A float above u64::MAX saturates in the cast.
-    let wanted = (ahead as u64).saturating_add(cost);
+    let expected = rate * config.validity_ms as f64 * WANT_VALIDITIES;
+    // A unit or so ahead saves at most the call that settles it when it goes unspent: a key
+    // that spends fewer than two units in that time (a cold key) asks for its cost alone.
+    let ahead = if expected < 2.0 {
+        0
+    } else {
+        libm::ceil(expected) as u64 // saturates above u64::MAX
+    };
+    let wanted = ahead.saturating_add(cost);
     let floor = cost.max(1);
     wanted.clamp(floor, config.max_units.max(floor))
 }
@@ -347,7 +355,13 @@ mod tests {
         assert_eq!(want(&c, 0.0, 0), 1, "a prefetch of a cold key asks for one");
         assert_eq!(want(&c, f64::NAN, 3), 3);
         assert_eq!(want(&c, -1.0, 3), 3);
-        assert_eq!(want(&c, 0.01, 1), 3, "ceil(0.01 * 150) + 1");
+        assert_eq!(want(&c, 0.02, 1), 4, "ceil(0.02 * 150) + 1");
+        assert_eq!(want(&c, 0.0134, 1), 4, "ceil(2.01) + 1");
+        assert_eq!(
+            want(&c, 0.0133, 1),
+            1,
+            "a unit or so ahead is not worth its settle call"
+        );
         assert_eq!(want(&c, 1e30, 1), 1_000, "max_units");
         let small = LeaseConfig::new(100, None, 2).unwrap();
         assert_eq!(want(&small, 1.0, 5), 5, "never below the cost");

@@ -43,7 +43,7 @@ impl Model {
         let k = self.keys.entry(key).or_default();
         if k.lease.seq == lease.seq {
             k.lease = Lease::default();
-            let elapsed = (now - lease.sent_ms).min(self.config.spend_ms());
+            let elapsed = now - lease.sent_ms;
             k.rate = slidewin::lease::next_rate(k.rate, lease.spent, elapsed);
         }
         if lease.unspent() > 0 {

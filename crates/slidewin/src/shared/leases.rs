@@ -702,8 +702,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         if set.get(at + L_SEQ) == lease.seq {
             set.set(at + L_SEQ, 0);
             let rate = f64::from_bits(set.get(at + L_RATE));
+            // Until the key was seen again (or swept): a key that comes back seldom is slow.
             let elapsed = now_ms.saturating_sub(lease.sent_ms);
-            let rate = next_rate(rate, lease.spent, elapsed.min(self.config.spend_ms()));
+            let rate = next_rate(rate, lease.spent, elapsed);
             set.set(at + L_RATE, rate.to_bits());
         }
         let unspent = lease.unspent();
