@@ -40,7 +40,7 @@ const SPEND: &str = "leases:spend";
 const DEFAULT_MAX_KEY_BYTES: u64 = 64;
 const DEFAULT_KEYS: u64 = 10_000;
 /// Room for a settle list: [`slidewin::shared::SETTLE_SLOTS`] entries of at most 77 bytes.
-const SETTLE_BYTES: usize = 512;
+const SETTLE_BYTES: usize = 1024;
 /// The version of a remote store's answers (the layer holds its policy under it).
 const REMOTE_VERSION: f64 = -1.0;
 
@@ -283,7 +283,8 @@ impl UserData for LuaLeases {
 /// (its header values written when `headers`, if not null, holds a remote store's policy) and
 /// `call.status`
 /// 1 when this caller claimed the next lease's fetch; 2 with `call` the lease call to make
-/// now for the request; 1 with `out.message` saying what was wrong.
+/// now for the request; 3 when another caller's lease call of the key is in flight (ask
+/// again shortly); 1 with `out.message` saying what was wrong.
 ///
 /// # Safety
 /// `table` comes from `t:ffi_handle()` and `headers` from `headers:ffi_handle()` of objects
@@ -341,6 +342,7 @@ pub unsafe extern "C" fn slidewin_lease_spend(
             call.set(2, &fetch);
             return 2;
         }
+        Spent::Wait => return 3,
         Spent::Admitted {
             remaining,
             reset_after_ms,

@@ -30,6 +30,8 @@ struct ModelKey {
     remote: u64,
     rate: f64,
     refused: Option<(i64, u64)>,
+    /// The call in flight that others wait for: its sequence, until when.
+    claim: Option<(u64, i64)>,
     settle: Vec<(Settlement, u64, u64)>,
 }
 
@@ -60,9 +62,20 @@ impl Model {
 }
 
 impl ModelKey {
+    fn claimed(&self, now: i64) -> bool {
+        self.claim.is_some_and(|(_, until)| until > now)
+    }
+
+    fn release(&mut self, seq: u64) {
+        if self.claim.is_some_and(|(s, _)| s == seq) {
+            self.claim = None;
+        }
+    }
+
     fn push(&mut self, s: Settlement, unspent: u64) {
         if self.settle.len() == SETTLE_SLOTS {
-            self.settle.remove(0);
+            let least = (0..SETTLE_SLOTS).min_by_key(|&i| (self.settle[i].1, i));
+            self.settle.remove(least.unwrap());
         }
         self.settle.push((s, unspent, 0));
     }
@@ -123,11 +136,13 @@ proptest! {
                                 panic!("model spent, table answered {got:?}");
                             };
                             prop_assert_eq!(remaining, lease.unspent() + k.remote);
+                            let expected = lease.wants_next(&config, now, k.remote) && !k.claimed(now);
+                            prop_assert_eq!(prefetch.is_some(), expected);
                             if let Some(f) = prefetch {
-                                prop_assert!(lease.wants_next(&config, now, k.remote));
                                 prop_assert_eq!(&f.settle, &model.settle_text(key, node));
                                 let k = model.keys.get_mut(&key).unwrap();
                                 k.settle.iter_mut().for_each(|e| e.2 = f.seq);
+                                k.claim = Some((f.seq, now + 100));
                                 pending.push((key, f, 0));
                             }
                         }
@@ -143,6 +158,9 @@ proptest! {
                                     };
                                     prop_assert_eq!(retry_after_ms as i64, until - now);
                                 }
+                                _ if k.claimed(now) => {
+                                    prop_assert_eq!(got, Spent::Wait);
+                                }
                                 _ => {
                                     let Spent::Fetch(f) = got else {
                                         panic!("model fetches, table answered {got:?}");
@@ -151,6 +169,7 @@ proptest! {
                                     prop_assert_eq!(&f.settle, &model.settle_text(key, node));
                                     let k = model.keys.get_mut(&key).unwrap();
                                     k.settle.iter_mut().for_each(|e| e.2 = f.seq);
+                                    k.claim = Some((f.seq, now + 100));
                                     pending.push((key, f, cost));
                                 }
                             }
@@ -166,9 +185,10 @@ proptest! {
                         granted, remaining: 7, retry_after_ms: Some(retry), ..Grant::default()
                     };
                     let got = table.install_at(&[key], &fetch, now, cost, &limits, &grant).unwrap();
-                    // Settlements this call carried last are gone.
+                    // Settlements this call carried last are gone, its claim too.
                     let k = model.keys.entry(key).or_default();
                     k.settle.retain(|e| e.2 != fetch.seq);
+                    k.release(fetch.seq);
                     if granted == 0 {
                         if retry > 0 {
                             k.refused = Some((now + retry as i64, cost.max(1)));
@@ -202,7 +222,9 @@ proptest! {
                     let Some((key, fetch, _)) = pending.pop() else { continue };
                     table.fail_at(&[key], &fetch, now).unwrap();
                     let nothing = Settlement { seq: fetch.seq, spent: 0, last_ms: 0 };
-                    model.keys.entry(key).or_default().push(nothing, 1);
+                    let k = model.keys.entry(key).or_default();
+                    k.release(fetch.seq);
+                    k.push(nothing, 1);
                 }
             }
         }
@@ -266,7 +288,8 @@ fn threads_never_spend_a_unit_twice_nor_more_than_granted() {
             let (table, pool, clock, admitted) =
                 (table.clone(), pool.clone(), clock.clone(), admitted.clone());
             std::thread::spawn(move || {
-                for _ in 0..SPENDS {
+                let mut decided = 0;
+                while decided < SPENDS {
                     let now = clock.fetch_add(1, Ordering::Relaxed) as i64;
                     let answer =
                         |fetch: &Fetch, cost: u64| pool.lock().unwrap().call(&table, fetch, cost);
@@ -289,7 +312,10 @@ fn threads_never_spend_a_unit_twice_nor_more_than_granted() {
                             }
                         }
                         Spent::Refused { .. } => {}
+                        // Another thread's call is in flight: ask again.
+                        Spent::Wait => continue,
                     }
+                    decided += 1;
                 }
             })
         })
@@ -403,10 +429,15 @@ fn other_limits_end_the_lease_and_a_refusal_is_answered_until_its_time() {
             window: 0
         }
     );
-    assert!(matches!(
-        table.spend_at(b"k", 10, 1, &[5]).unwrap(),
-        Spent::Fetch(_)
-    ));
+    let Spent::Fetch(other) = table.spend_at(b"k", 10, 1, &[5]).unwrap() else {
+        panic!("a refusal under other limits does not hold")
+    };
+    assert_eq!(
+        table.spend_at(b"k", 11, 1, &[5]).unwrap(),
+        Spent::Wait,
+        "a call in flight"
+    );
+    table.fail_at(b"k", &other, 12).unwrap();
     assert!(matches!(
         table.spend_at(b"k", 33, 1, &[4]).unwrap(),
         Spent::Fetch(_)

@@ -13,8 +13,9 @@
 //! Every answer is a step of the key's lease:
 //! - [`Leases::spend_at`]: units taken from the lease ([`Spent::Admitted`], with a
 //!   [`Fetch`] to make in the background when the lease is half used and this caller claimed
-//!   it), a refusal Redis gave that still holds ([`Spent::Refused`]), or a [`Fetch`] to make
-//!   now.
+//!   it), a refusal Redis gave that still holds ([`Spent::Refused`]), a [`Fetch`] to make now
+//!   ([`Spent::Fetch`]), or, while another caller's call of the key is in flight, a word to
+//!   ask again shortly ([`Spent::Wait`]): a key has one call in flight per node at a time.
 //! - [`Leases::install_at`] / [`Leases::fail_at`]: the lease call's answer, or its failure
 //!   (the lease, if granted, settled with nothing spent).
 //! - [`Leases::sweep_at`]: leases that ended with units unspent, to settle without waiting
@@ -62,9 +63,10 @@ use crate::clock::check_time;
 use crate::lease::{next_rate, want, Grant, Lease, LeaseConfig, Settlement, Spend};
 use crate::{Error, Value};
 
-/// Ended leases a key keeps to settle; when full, the oldest is dropped (Redis then counts it
-/// until its validity and longest window passed: safe, only slower to give back).
-pub const SETTLE_SLOTS: usize = 4;
+/// Ended leases a key keeps to settle; when full, the one with the fewest units unspent (the
+/// oldest of those) is dropped: Redis then counts its units at the end of its validity until
+/// it leaves the longest window (safe; only those units come back later).
+pub const SETTLE_SLOTS: usize = 8;
 
 const HEADER_WORDS: usize = 16;
 const MAGIC: u64 = u64::from_le_bytes(*b"slidewl1");
@@ -157,6 +159,9 @@ pub enum Spent {
     },
     /// No lease can pay: call Redis now.
     Fetch(Fetch),
+    /// No lease can pay and another caller's call of the key is in flight: ask again shortly
+    /// (its lease will likely pay; one call at a time keeps leases from ending in heaps).
+    Wait,
 }
 
 /// The request a grant admitted ([`Leases::install_at`]).
@@ -317,18 +322,10 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
                 set.set(at + L_LAST, lease.last_ms);
                 self.count(H_SPENT, cost);
                 self.count(H_LOCAL, 1);
-                let claimable =
-                    set.get(at + L_CLAIM) == 0 || set.get(at + L_CLAIM_UNTIL) as i64 <= now_ms;
                 let remote = set.get(at + L_REMOTE);
                 let wanted = lease.wants_next(&self.config, now_ms, remote);
-                let prefetch = (wanted && claimable).then(|| {
-                    self.count(H_CALLS, 1);
-                    let fetch = self.fetch(&set, at, now_ms, 0);
-                    set.set(at + L_CLAIM, fetch.seq);
-                    let until = now_ms.saturating_add(self.config.validity_ms() as i64);
-                    set.set(at + L_CLAIM_UNTIL, until as u64);
-                    fetch
-                });
+                let prefetch = (wanted && !self.claimed(&set, at, now_ms))
+                    .then(|| self.claim(&set, at, now_ms, 0));
                 Ok(Spent::Admitted {
                     remaining: lease.unspent() + remote,
                     reset_after_ms: after(set.get(at + L_RESET_AT), now_ms),
@@ -354,8 +351,10 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
                         window: set.get(at + R_WINDOW) as usize,
                     });
                 }
-                self.count(H_CALLS, 1);
-                Ok(Spent::Fetch(self.fetch(&set, at, now_ms, cost)))
+                if self.claimed(&set, at, now_ms) {
+                    return Ok(Spent::Wait);
+                }
+                Ok(Spent::Fetch(self.claim(&set, at, now_ms, cost)))
             }
         }
     }
@@ -637,6 +636,22 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         way
     }
 
+    /// Whether a call of the key is in flight: claimed by a caller within a validity.
+    fn claimed(&self, set: &Set<'_>, at: usize, now_ms: i64) -> bool {
+        set.get(at + L_CLAIM) != 0 && set.get(at + L_CLAIM_UNTIL) as i64 > now_ms
+    }
+
+    /// A call for `cost` (0: ahead of time), claimed for a validity: until its answer, or its
+    /// failure, or that time, the key's requests that find no units wait for it.
+    fn claim(&self, set: &Set<'_>, at: usize, now_ms: i64, cost: u64) -> Fetch {
+        self.count(H_CALLS, 1);
+        let fetch = self.fetch(set, at, now_ms, cost);
+        set.set(at + L_CLAIM, fetch.seq);
+        let until = now_ms.saturating_add(self.config.validity_ms() as i64);
+        set.set(at + L_CLAIM_UNTIL, until as u64);
+        fetch
+    }
+
     /// A call for the way at `at`: a new id, the units to want for `cost`, the settle list
     /// (now carried by this call).
     fn fetch(&self, set: &Set<'_>, at: usize, now_ms: i64, cost: u64) -> Fetch {
@@ -720,10 +735,13 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         self.push(set, at, &lease.settlement(), unspent, now_ms);
     }
 
-    /// Appends a settlement (the oldest dropped when the list is full).
+    /// Appends a settlement (when the list is full, the one with the fewest units unspent
+    /// leaves it first: a fully spent one is stamped late, an unspent one holds units away).
     fn push(&self, set: &Set<'_>, at: usize, s: &Settlement, unspent: u64, now_ms: i64) {
         if self.entries(set, at) == SETTLE_SLOTS {
-            self.remove_entry(set, at, 0);
+            let unspent_of = |i: usize| set.get(self.entry(at, i) + E_UNSPENT);
+            let least = (0..SETTLE_SLOTS).min_by_key(|&i| (unspent_of(i), i));
+            self.remove_entry(set, at, least.unwrap_or(0));
         }
         let n = self.entries(set, at);
         let e = self.entry(at, n);

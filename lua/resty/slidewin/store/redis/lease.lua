@@ -6,8 +6,10 @@
 --   store:answer(headers_block, key, cost, commit, limits) -> out, decided_locally | nil, err
 --       out: resty.slidewin.answer's buffer, header values rendered. A commit is spent from the
 --       key's lease in one FFI call (the monotonic clock read inside); no lease, or too few
---       units: one lease call now (`action lease`, cost = the request's); a refusal Redis gave
---       is answered by the table until Redis's retry time. A peek asks Redis every time.
+--       units: one lease call now (`action lease`, cost = the request's), or, while another
+--       request's call of the key is in flight on this node, a wait for it (1 ms sleeps, at
+--       most connect_timeout_ms + read_timeout_ms); a refusal Redis gave is answered by the
+--       table until Redis's retry time. A peek asks Redis every time.
 --   store:decide(key, cost, commit, limits): the same decision as the store seam's numbers.
 --   store:refund(key, cost): given back to the lease it came from, else to Redis.
 --   store:lease_stats() -> { calls, granted, spent, returned, expired, local, refusals_cached,
@@ -35,7 +37,7 @@ if not pcall(ffi.typeof, "slidewin_lease_call_t") then
     typedef struct {
         int status, settle_len;
         double seq, want, sent_ms;
-        char settle[512];
+        char settle[1024];
     } slidewin_lease_call_t;
     int slidewin_lease_spend(void *table, void *headers, const char *key, size_t key_len,
         double key_number, double cost, const double *limits, size_t n_limits,
@@ -48,6 +50,9 @@ local out = answer.out
 local call = ffi.new("slidewin_lease_call_t")
 local call_limits = ffi.new("double[8]")
 local PREFETCH = 1
+-- slidewin_lease_spend's answer while another request's call of the key is in flight, and how
+-- long a request sleeps before it asks again.
+local WAIT, WAIT_STEP_MS = 3, 1
 -- Keys a sweep settles at most per period per node (each a call).
 local SWEEP_KEYS = 256
 
@@ -59,7 +64,9 @@ function _M.new(base, conf)
     local lease = conf.lease
     local ok, leases = pcall(slidewin.lease_table, {
         name = conf.name, validity_ms = lease.validity_ms, margin_ms = lease.margin_ms,
-        max_units = lease.max_units, keys = lease.keys, max_key_bytes = conf.max_key_bytes,
+        max_units = lease.max_units, keys = lease.keys,
+        -- Only which keys the table keeps as they are (the rest as a digest): any length works.
+        max_key_bytes = math.min(math.max(conf.max_key_bytes, 16), 65536),
     })
     if not ok then
         -- "slidewin.lease_table: margin_ms must be ...", its first line -> "lease.margin_ms must be ..."
@@ -75,6 +82,8 @@ function _M.new(base, conf)
         configured = base.configured,
     }, mt)
     self.sweep_ms = math.max(math.floor(lease.validity_ms / 2), 10)
+    -- A request waits for another's call no longer than it would wait for its own.
+    self.max_wait_ms = base.opts.connect_timeout_ms + base.opts.read_timeout_ms
     return self
 end
 
@@ -187,14 +196,24 @@ local function spend(self, headers_block, key, cost, limits)
         start_sweeping(self)
     end
     local n = #limits
-    for i = 1, n do
-        call_limits[i - 1] = limits[i]
-    end
-    local rc
-    if type(key) == "string" then
-        rc = lib.slidewin_lease_spend(self.handle, headers_block, key, #key, 0, cost, call_limits, n, out, call)
-    else
-        rc = lib.slidewin_lease_spend(self.handle, headers_block, nil, 0, key, cost, call_limits, n, out, call)
+    local rc, waited = WAIT, 0
+    while rc == WAIT do
+        for i = 1, n do
+            call_limits[i - 1] = limits[i]
+        end
+        if type(key) == "string" then
+            rc = lib.slidewin_lease_spend(self.handle, headers_block, key, #key, 0, cost, call_limits, n, out, call)
+        else
+            rc = lib.slidewin_lease_spend(self.handle, headers_block, nil, 0, key, cost, call_limits, n, out, call)
+        end
+        if rc == WAIT then
+            -- Another request's call of this key is in flight: its lease will likely pay.
+            if waited >= self.max_wait_ms then
+                return nil, "redis: waited " .. waited .. " ms for this node's lease call of the key"
+            end
+            ngx.sleep(WAIT_STEP_MS / 1000)
+            waited = waited + WAIT_STEP_MS
+        end
     end
     if rc == 1 then
         error(ffi_str(out.message, out.message_len), 0)
