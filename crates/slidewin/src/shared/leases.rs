@@ -799,19 +799,9 @@ fn after(at: u64, now_ms: i64) -> u64 {
 mod tests {
     use alloc::vec::Vec;
 
+    use super::super::tests::Survivor;
     use super::super::S_LOCK;
     use super::*;
-
-    /// Owner 1 is us; owner 2 died.
-    struct Survivor;
-    impl Owner for Survivor {
-        fn id(&self) -> u64 {
-            1
-        }
-        fn is_alive(&self, id: u64) -> bool {
-            id == 1
-        }
-    }
 
     #[test]
     fn a_lock_left_by_a_dead_owner_is_taken_over_and_the_set_repaired() {

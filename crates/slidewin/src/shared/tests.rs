@@ -8,7 +8,7 @@ use crate::rule::{Rule, RuleWindow};
 use crate::{BucketQuota, Quota};
 
 /// Owner 1 is us; owner 2 died.
-struct Survivor;
+pub(super) struct Survivor;
 impl Owner for Survivor {
     fn id(&self) -> u64 {
         1
