@@ -37,6 +37,11 @@ fn exact_counts_and_headers_from_a_lease() {
         })
         .expect("30 requests within 900 ms");
     let admitted = answers.iter().filter(|r| r.status == 200).count();
+    let errors = sample(
+        &nginx.get("/metrics").body,
+        "slidewin_store_errors_total{limiter=\"exact\"}",
+    );
+    assert_eq!(errors, 0, "store errors are admitted: {}", nginx.error_log());
     assert_eq!(admitted, 20, "{:?}", statuses(&answers));
     assert!(
         answers[..20].iter().all(|r| r.status == 200),

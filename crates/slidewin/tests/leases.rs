@@ -36,7 +36,6 @@ struct ModelKey {
 }
 
 struct Model {
-    config: LeaseConfig,
     keys: HashMap<u8, ModelKey>,
 }
 
@@ -117,7 +116,7 @@ proptest! {
         let words = region(64);
         let (table, _) = Leases::attach(&words[..], config, 16, Threads, [3, 4]).unwrap();
         let node = table.node_id();
-        let mut model = Model { config, keys: HashMap::new() };
+        let mut model = Model { keys: HashMap::new() };
         let limits = [10u64];
         let mut now = 1i64;
         // The calls in flight: (key, fetch, cost).

@@ -59,6 +59,22 @@ local SWEEP_KEYS = 256
 local _M = {}
 local mt = { __index = _M }
 
+-- A send (resty.slidewin.store.redis's call_script) of the script and then WAIT `replicas`
+-- `timeout_ms` on the same connection: the reply, with `replicas` set.
+local function send_and_wait(replicas, timeout_ms)
+    return function(base, red, asking, args)
+        local res, err = redis.send_script(base, red, asking, args)
+        if not res then
+            return nil, err
+        end
+        res.replicas, err = red:wait(replicas, timeout_ms)
+        if not res.replicas then
+            return nil, "WAIT: " .. tostring(err)
+        end
+        return res
+    end
+end
+
 -- The store `base` (resty.slidewin.store.redis) spending leases of conf.lease.
 function _M.new(base, conf)
     local lease = conf.lease
@@ -81,6 +97,8 @@ function _M.new(base, conf)
         wait_timeout_ms = lease.wait_timeout_ms or 10,
         configured = base.configured,
     }, mt)
+    -- With lease.replicas, each lease call is followed by WAIT on its connection.
+    self.send = lease.replicas and send_and_wait(lease.replicas, self.wait_timeout_ms)
     self.sweep_ms = math.max(math.floor(lease.validity_ms / 2), 10)
     -- A request waits for another's call no longer than it would wait for its own.
     self.max_wait_ms = base.opts.connect_timeout_ms + base.opts.read_timeout_ms
@@ -103,21 +121,6 @@ function _M.lease_stats(self)
     return self.leases:stats()
 end
 
--- The script and then WAIT on the same connection: the reply with `replicas` set.
-local function send_and_wait(self, red, asking, args)
-    local res, err = redis.send_script(self, red, asking, args)
-    if not res then
-        return nil, err
-    end
-    local replicas
-    replicas, err = red:wait(self.lease_replicas, self.lease_wait_timeout_ms)
-    if not replicas then
-        return nil, "WAIT: " .. tostring(err)
-    end
-    res.replicas = replicas
-    return res
-end
-
 -- A lease call for `key`: { granted, remaining, retry_after_ms, reset_after_ms, window }, or
 -- nil, err (with lease.replicas: also when fewer replicas took it).
 local function lease_call(self, key, cost, limits, seq, want, settle)
@@ -125,17 +128,10 @@ local function lease_call(self, key, cost, limits, seq, want, settle)
     if settle ~= "" then
         options[7], options[8] = "settle", settle
     end
-    local base = self.base
-    local res, err
-    if self.replicas then
-        base.lease_replicas, base.lease_wait_timeout_ms = self.replicas, self.wait_timeout_ms
-        res, err = redis.call_script(base, key, cost, "lease", limits, options, send_and_wait)
-        if res and res.replicas < self.replicas then
-            return nil, "redis: WAIT " .. self.replicas .. " " .. self.wait_timeout_ms .. " answered "
-                .. res.replicas .. " replica(s): the lease is not used"
-        end
-    else
-        res, err = redis.call_script(base, key, cost, "lease", limits, options)
+    local res, err = redis.call_script(self.base, key, cost, "lease", limits, options, self.send)
+    if res and self.replicas and res.replicas < self.replicas then
+        return nil, "redis: WAIT " .. self.replicas .. " " .. self.wait_timeout_ms .. " answered "
+            .. res.replicas .. " replica(s): the lease is not used"
     end
     return res, err
 end
