@@ -41,7 +41,12 @@ fn exact_counts_and_headers_from_a_lease() {
         &nginx.get("/metrics").body,
         "slidewin_store_errors_total{limiter=\"exact\"}",
     );
-    assert_eq!(errors, 0, "store errors are admitted: {}", nginx.error_log());
+    assert_eq!(
+        errors,
+        0,
+        "store errors are admitted: {}",
+        nginx.error_log()
+    );
     assert_eq!(admitted, 20, "{:?}", statuses(&answers));
     assert!(
         answers[..20].iter().all(|r| r.status == 200),
@@ -250,8 +255,24 @@ fn two_windows_are_spent_together() {
     assert_eq!(now, 10);
     std::thread::sleep(Duration::from_millis(1_100));
     assert_eq!(admitted(&user), 5);
-    let stats = nginx.get("/stats.json").body;
-    assert!(stats.contains("\"lease\":{\"calls\":"), "{stats}");
+    let stats: serde_json::Value = serde_json::from_str(&nginx.get("/stats.json").body).unwrap();
+    let rule = &stats["limiters"]["rule"];
+    let lease = rule["lease"].as_object().expect("a lease member");
+    let fields: Vec<&str> = lease.keys().map(String::as_str).collect();
+    let expected = [
+        "calls",
+        "expired",
+        "granted",
+        "local",
+        "refusals_cached",
+        "returned",
+        "spent",
+    ];
+    assert_eq!(fields, expected, "{stats}");
+    assert_eq!(
+        lease["spent"], rule["allowed"],
+        "every admission spent a unit: {stats}"
+    );
 }
 
 #[test]

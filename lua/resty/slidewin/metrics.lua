@@ -206,8 +206,8 @@ function _M.json(list, now_ms, members)
         if lease then
             members[#members + 1] = "lease"
             members[#members + 1] = json.object { "calls", lease.calls, "granted", lease.granted,
-                "spent", lease.spent, "returned", lease.returned, "expired_unspent", lease.expired,
-                "local_decisions", lease["local"], "refusals_cached", lease.refusals_cached }
+                "spent", lease.spent, "returned", lease.returned, "expired", lease.expired,
+                "local", lease["local"], "refusals_cached", lease.refusals_cached }
         end
         limiters[#limiters + 1] = json.object(members)
     end
