@@ -71,6 +71,7 @@
 
 local answer = require "resty.slidewin.answer"
 local config = require "resty.slidewin.config"
+local fallback_limiter = require "resty.slidewin.fallback"
 local metrics = require "resty.slidewin.metrics"
 local phases = require "resty.slidewin.phases"
 local switch = require "resty.slidewin.switch"
@@ -176,12 +177,24 @@ function _M.new(opts)
     if not store then
         return nil, err
     end
+    local local_fallback
+    if conf.on_store_error == "local" then
+        if store.lim then
+            return nil, 'on_store_error = "local" is for stores elsewhere (redis); store '
+                .. show(conf.store) .. " decides in this node already"
+        end
+        local_fallback, err = fallback_limiter.new(conf)
+        if not local_fallback then
+            return nil, err
+        end
+    end
     local counters
     counters, err = metrics.new(conf.name, conf.metrics_dict and "metrics_dict" or "dict",
         conf.metrics_dict or conf.dict, store)
     if not counters then
         return nil, err
     end
+    counters.falls_back = local_fallback ~= nil
     if hooks then
         counters.outcomes, counters.dry_run, counters.delays =
             hooks.outcomes, hooks.let_through ~= nil, hooks.wait ~= nil
@@ -197,6 +210,7 @@ function _M.new(opts)
         sends_headers = style ~= "none",
         sends_policy_header = style == "draft",
         fail_open = conf.on_store_error == "allow",
+        fallback = local_fallback,
         counts_in_layer = not store.counts_decisions, -- else the store counts (shm)
         errors_unlogged = 0,
         error_logged_at = -huge,
@@ -342,11 +356,25 @@ local function decide(self, key, cost, commit, opts, method)
         return out, call_policy_header or self.policy_header
     end
     poll_limits(self)
+    local fallback = self.fallback
+    if fallback and fallback:active(now_ms()) then
+        self.counters:incr("fallback_decisions")
+        return fallback:decide(key, cost, commit)
+    end
     local live = self.live
     local allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window =
         self.store:decide(key, cost, commit, limits or self.store.poll_limits and live)
     if allowed == nil then
+        if fallback then
+            self.counters:incr("store_errors")
+            fallback:engage(remaining, now_ms())
+            self.counters:incr("fallback_decisions")
+            return fallback:decide(key, cost, commit)
+        end
         return nil, remaining
+    end
+    if fallback then
+        fallback:release()
     end
     window = window or 1
     return answer_render(self.headers_block, allowed, remaining, retry_after_ms, reset_after_ms, window,
