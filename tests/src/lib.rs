@@ -1,5 +1,6 @@
 //! The end-to-end harness: starts real servers on loopback ports it picks, owns them, stops them.
 
+pub mod bench;
 pub mod delay;
 pub mod http;
 pub mod load;
