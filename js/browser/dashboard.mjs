@@ -107,6 +107,7 @@ try {
       pageWidth: document.documentElement.scrollWidth,
       keysBottom: document.getElementById("top-refused").getBoundingClientRect().bottom,
       adaptiveHidden: document.getElementById("adaptive").hidden,
+      storeHidden: document.getElementById("store").hidden,
       ratio: document.getElementById("now-ratio").textContent,
     };
   });
@@ -127,6 +128,7 @@ try {
   assert.ok(view.pageWidth <= VIEWPORT.width, `page is ${view.pageWidth} px wide`);
   assert.ok(view.keysBottom <= VIEWPORT.height, `top-keys table ends at ${view.keysBottom} px`);
   assert.equal(view.adaptiveHidden, false, "the demo's adaptive limit: its panel");
+  assert.equal(view.storeHidden, true, "no limiter of the demo uses Redis: no store panel");
   assert.equal(adaptiveRow.length, 1);
   const [name, limit, inflight, p50] = adaptiveRow[0];
   assert.equal(name, "slow");
@@ -155,6 +157,28 @@ try {
   assert.ok(!panel.hidden && panel.canvas, "the adaptive panel and its chart");
   assert.ok(panel.pageWidth <= VIEWPORT.width, `page is ${panel.pageWidth} px wide`);
   await adaptive.screenshot({ path: screenshotPath.replace(/\.png$/, "-adaptive.png") });
+
+  // A limiter reporting leases and a fallback (store "redis"; a fixture whose totals grow by
+  // the same amounts each poll) fills the store panel with rates.
+  const store = await context.newPage();
+  watchProblems(store, problems, "store ");
+  let polls = 0;
+  await store.route("**/stats.json", async (route) => {
+    polls += 1;
+    const n = polls;
+    await route.fulfill({ json: { now_ms: n * 1000, limiters: { "api-redis": {
+      allowed: 90 * n, rejected: 10 * n, store_errors: 0, keys: 1, fallback_decisions: 5 * n,
+      lease: { calls: 2 * n, granted: 100 * n, spent: 80 * n, returned: 15 * n, expired: 5 * n, local: 98 * n },
+    } } } });
+  });
+  await store.goto(new URL("/dashboard/?interval=200", baseUrl).href);
+  await store.waitForFunction(() => window.slidewinDashboard?.ticks >= 3, null, { timeout: 10_000 });
+  const storePanel = await store.evaluate(() => ({
+    hidden: document.getElementById("store").hidden,
+    rows: [...document.querySelectorAll("#store-table tbody tr")].map((tr) => [...tr.cells].map((c) => c.textContent)),
+  }));
+  assert.equal(storePanel.hidden, false, "the store panel");
+  assert.deepEqual(storePanel.rows, [["api-redis", "2.0", "100.0", "80.0", "15.0", "5.0", "98.0 %", "5.0"]]);
 
   // Without its endpoint the page charts a synthetic feed, and says so.
   const offline = await context.newPage();

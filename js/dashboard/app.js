@@ -3,7 +3,8 @@
 // limit), turns totals into per-second rates, and charts the chosen limiter's rates smoothed
 // by one aggregate with a p10–p90 quantile band (a rate band that never goes below 0), all
 // computed here by the slidewin WebAssembly package. An adaptive panel appears only when
-// /stats.json has an "adaptive" section. Without the endpoint it runs on a synthetic feed and
+// /stats.json has an "adaptive" section, a store panel only when a limiter reports leases or a
+// fallback (store "redis"). Without the endpoint it runs on a synthetic feed and
 // says so. State for tests and curious users: window.slidewinDashboard.
 import init, { SlidingMean, SlidingQuantile, nowMs } from "./vendor/index.js";
 import uPlot from "./vendor/uPlot.esm.js";
@@ -35,6 +36,7 @@ const state = {
   top: null, // the last /slidewin/top answer, or { error }
   topRows: { refused: [], admitted: [] }, // what the tables show
   adaptive: {}, // per adaptive limiter: { times, limit, p95_ms, last }
+  store: {}, // per limiter with leases or a fallback: { previous, rates }
   plotted: () => chart?.data ?? [], // what the chart draws
 };
 window.slidewinDashboard = state;
@@ -126,7 +128,10 @@ async function tick() {
   }
   setSource(source);
   updateLimiters(Object.keys(sample.limiters ?? {}));
-  for (const [name, totals] of Object.entries(sample.limiters ?? {})) addTotals(name, totals, source, sample.now_ms);
+  for (const [name, totals] of Object.entries(sample.limiters ?? {})) {
+    addTotals(name, totals, source, sample.now_ms);
+    addStore(name, totals, sample.now_ms);
+  }
   addAdaptive(sample.adaptive, sample.now_ms);
   if (source === "live") {
     try {
@@ -156,6 +161,24 @@ function addTotals(name, totals, source, tMs) {
     s.times.splice(0, excess);
     for (const metric of METRICS) for (const key of ["rate", "smooth", "low", "high"]) s[metric][key].splice(0, excess);
   }
+}
+
+// A limiter's lease and fallback counters (totals in /stats.json) as rates per second.
+const LEASE_COUNTERS = ["calls", "granted", "spent", "returned", "expired", "local"];
+function addStore(name, totals, tMs) {
+  if (!totals.lease && totals.fallback_decisions === undefined) return;
+  const now = { tMs, fallback: totals.fallback_decisions ?? 0, decisions: totals.allowed + totals.rejected };
+  for (const c of LEASE_COUNTERS) now[c] = totals.lease?.[c] ?? 0;
+  const s = (state.store[name] ??= { previous: null, rates: null, leases: Boolean(totals.lease) });
+  const before = s.previous;
+  s.previous = now;
+  const seconds = before && (tMs - before.tMs) / 1000;
+  if (!(seconds > 0)) return;
+  s.rates = {};
+  for (const c of [...LEASE_COUNTERS, "fallback"]) s.rates[c] = Math.max(0, now[c] - before[c]) / seconds;
+  // Of the decisions in this interval, the share made without a Redis call.
+  const decided = now.decisions - before.decisions;
+  s.rates.localShare = decided > 0 ? Math.min(1, Math.max(0, now.local - before.local) / decided) : undefined;
 }
 
 function addAdaptive(section, tMs) {
@@ -316,6 +339,21 @@ function renderAdaptive() {
   }
 }
 
+function renderStore() {
+  const names = Object.keys(state.store);
+  el("store").hidden = names.length === 0;
+  const rows = names.map((name) => {
+    const { rates, leases } = state.store[name];
+    const tr = document.createElement("tr");
+    cell(tr, name);
+    for (const c of LEASE_COUNTERS.slice(0, 5)) cell(tr, leases && rates ? fixed(rates[c]) : "–");
+    cell(tr, leases && rates?.localShare !== undefined ? `${(100 * rates.localShare).toFixed(1)} %` : "–");
+    cell(tr, rates ? fixed(rates.fallback) : "–");
+    return tr;
+  });
+  el("store-table").tBodies[0].replaceChildren(...rows);
+}
+
 function render() {
   chart.setData(chartData());
   const s = state.series[state.limiter];
@@ -327,6 +365,7 @@ function render() {
   renderSummary();
   renderTop();
   renderAdaptive();
+  renderStore();
 }
 
 // --- controls: a new window or aggregate -> new aggregates replayed over the history --------

@@ -74,6 +74,7 @@
 
 local answer = require "resty.slidewin.answer"
 local config = require "resty.slidewin.config"
+local fallback_limiter = require "resty.slidewin.fallback"
 local metrics = require "resty.slidewin.metrics"
 local phases = require "resty.slidewin.phases"
 local switch = require "resty.slidewin.switch"
@@ -179,12 +180,24 @@ function _M.new(opts)
     if not store then
         return nil, err
     end
+    local local_fallback
+    if conf.on_store_error == "local" then
+        if store.lim then
+            return nil, 'on_store_error = "local" is for stores elsewhere (redis); store '
+                .. show(conf.store) .. " decides in this node already"
+        end
+        local_fallback, err = fallback_limiter.new(conf)
+        if not local_fallback then
+            return nil, err
+        end
+    end
     local counters
     counters, err = metrics.new(conf.name, conf.metrics_dict and "metrics_dict" or "dict",
         conf.metrics_dict or conf.dict, store)
     if not counters then
         return nil, err
     end
+    counters.falls_back = local_fallback ~= nil
     if hooks then
         counters.outcomes, counters.dry_run, counters.delays =
             hooks.outcomes, hooks.let_through ~= nil, hooks.wait ~= nil
@@ -200,6 +213,7 @@ function _M.new(opts)
         sends_headers = style ~= "none",
         sends_policy_header = style == "draft",
         fail_open = conf.on_store_error == "allow",
+        fallback = local_fallback,
         counts_in_layer = not store.counts_decisions, -- else the store counts (shm)
         errors_unlogged = 0,
         error_logged_at = -huge,
@@ -327,6 +341,19 @@ local function check_cost(self, cost, method, level)
     return cost
 end
 
+-- The store failed with `err`: the local fallback's answer when the limiter has one (counted
+-- as a store error here: respond() sees no failure), else nil, err.
+local function store_failed(self, err, key, cost, commit)
+    local fallback = self.fallback
+    if not fallback then
+        return nil, err
+    end
+    self.counters:incr("store_errors")
+    fallback:engage(err, now_ms())
+    self.counters:incr("fallback_decisions")
+    return fallback:decide(key, cost, commit)
+end
+
 -- The store's answer (resty.slidewin.answer's buffer, header values rendered) under the call's
 -- limits, the policy to advertise and whether a remote store decided locally; nil, err when
 -- the store fails. Raises on bad arguments, naming `method`.
@@ -345,20 +372,31 @@ local function decide(self, key, cost, commit, opts, method)
         return out, call_policy_header or self.policy_header
     end
     poll_limits(self)
+    local fallback = self.fallback
+    if fallback and fallback:active(now_ms()) then
+        self.counters:incr("fallback_decisions")
+        return fallback:decide(key, cost, commit)
+    end
     local live = self.live
     local store = self.store
     if store.answer then
         -- A store that renders its own answer (redis with leases: most decided in one FFI call).
         local out, decided_locally = store:answer(self.headers_block, key, cost, commit, limits or live)
         if not out then
-            return nil, decided_locally
+            return store_failed(self, decided_locally, key, cost, commit)
+        end
+        if fallback then
+            fallback:release()
         end
         return out, call_policy_header or self.policy_header, decided_locally
     end
     local allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window =
         self.store:decide(key, cost, commit, limits or self.store.poll_limits and live)
     if allowed == nil then
-        return nil, remaining
+        return store_failed(self, remaining, key, cost, commit)
+    end
+    if fallback then
+        fallback:release()
     end
     window = window or 1
     return answer_render(self.headers_block, allowed, remaining, retry_after_ms, reset_after_ms, window,

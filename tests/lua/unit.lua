@@ -465,7 +465,7 @@ test("new returns nil, err naming the field and the value", function()
         { { name = "a b", limit = 1, window_ms = 10 }, 'name must be a string of letters, digits, _ . -, got "a b"' },
         { { name = "api", limit = 1, window_ms = 10, status = 200 }, "status must be an HTTP error status, got 200" },
         { { name = "api", limit = 1, window_ms = 10, on_store_error = "retry" },
-            'on_store_error must be "allow" or "deny", got "retry"' },
+            'on_store_error must be "allow", "deny" or "local", got "retry"' },
         { { name = "api", limit = 1, window_ms = 10, algorithm = "counter", store = "shdict", dict = "nope" },
             'dict must name a lua_shared_dict, got "nope"' },
         { { name = "api", limit = 1, window_ms = 10, metrics_dict = "nope" },

@@ -1,5 +1,7 @@
 //! The end-to-end harness: starts real servers on loopback ports it picks, owns them, stops them.
 
+pub mod bench;
+pub mod delay;
 pub mod http;
 pub mod load;
 pub mod metrics;

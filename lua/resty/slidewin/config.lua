@@ -10,7 +10,7 @@ local check_rule = slidewin.check_rule
 
 local _M = {}
 
-local ON_STORE_ERROR = { allow = true, deny = true }
+local ON_STORE_ERROR = { allow = true, deny = true, ["local"] = true }
 
 local function show(v)
     if type(v) == "string" then
@@ -226,7 +226,11 @@ function _M.validate(opts)
         return invalid("body", "a string", conf.body)
     end
     if not ON_STORE_ERROR[conf.on_store_error] then
-        return invalid("on_store_error", '"allow" or "deny"', conf.on_store_error)
+        return invalid("on_store_error", '"allow", "deny" or "local"', conf.on_store_error)
+    end
+    if (conf.on_store_error == "local") ~= (conf.fallback ~= nil) then
+        return nil, 'on_store_error = "local" and fallback = { limit = N } go together, got on_store_error = '
+            .. show(conf.on_store_error) .. " and fallback = " .. show(conf.fallback)
     end
     if not positive_integer(conf.error_log_interval_ms) then
         return invalid("error_log_interval_ms", "a positive integer", conf.error_log_interval_ms)

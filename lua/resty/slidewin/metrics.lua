@@ -16,7 +16,7 @@ local window_metrics = require "resty.slidewin.window_metrics"
 local _M = {}
 local mt = { __index = _M }
 
-local KINDS = { "allowed", "rejected", "store_errors", "local_refusals",
+local KINDS = { "allowed", "rejected", "store_errors", "local_refusals", "fallback_decisions",
     -- counted by the gateway switches (resty.slidewin.switch): outcomes beside allowed and
     -- rejected, and the waits of `delay`
     "exempt", "would_reject", "waits" }
@@ -126,6 +126,8 @@ local KEYS = prometheus.family("slidewin_keys", "gauge",
     "Keys the store tracks (shdict: keys seen in the current window).")
 local LOCAL_REFUSALS = prometheus.family("slidewin_local_refusals_total", "counter",
     "Refusals answered from the local refusal cache (store round trips saved).")
+local FALLBACK_DECISIONS = prometheus.family("slidewin_fallback_decisions_total", "counter",
+    "Decisions made in this node's shared memory at the fallback limits while the store failed.")
 local EVICTIONS = prometheus.family("slidewin_evictions_total", "counter",
     "Live keys dropped to make room (store shm).")
 local DELAY_WAITS = prometheus.family("slidewin_delay_waits_total", "counter",
@@ -172,6 +174,9 @@ function _M.render(list)
             out:sample(KEYS, limiter, v.keys)
         end
         out:sample(LOCAL_REFUSALS, limiter, v.local_refusals)
+        if m.falls_back then
+            out:sample(FALLBACK_DECISIONS, limiter, v.fallback_decisions)
+        end
         if v.evictions then
             out:sample(EVICTIONS, limiter, v.evictions)
         end
@@ -208,6 +213,9 @@ function _M.json(list, now_ms, members)
             members[#members + 1] = json.object { "calls", lease.calls, "granted", lease.granted,
                 "spent", lease.spent, "returned", lease.returned, "expired", lease.expired,
                 "local", lease["local"], "refusals_cached", lease.refusals_cached }
+        end
+        if m.falls_back then
+            members[#members + 1], members[#members + 2] = "fallback_decisions", v.fallback_decisions
         end
         limiters[#limiters + 1] = json.object(members)
     end

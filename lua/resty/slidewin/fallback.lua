@@ -1,0 +1,138 @@
+-- resty.slidewin.fallback: while a store elsewhere (Redis) cannot answer, this node limits each
+-- key exactly in its own shared memory at smaller limits (conf.fallback), instead of admitting
+-- everything or refusing everything (on_store_error = "local").
+--
+--   require("resty.slidewin").new{ name = "api", limit = 100, window_ms = 1000,
+--       store = "redis", on_store_error = "local", fallback = { limit = 30 } }
+--
+-- conf.fallback: `limit` (a rule of one window) or `limits` (one per window), each at most the
+-- window's max_limit; `retry_ms` (1000): how long a worker decides locally after a store error
+-- before it asks the store again (one request then tries it); `size` ("1m"): the region's
+-- bytes. The fallback limits hold for every call, whatever its limits or tier. The region is a
+-- shared limiter like store "shm" (made in init_by_lua*), kept across reloads: a node that
+-- falls back twice in a minute counts both spells in the same windows.
+-- Each way is one error.log line per worker ("deciding locally", "answers again") and the
+-- fallback's decisions are counted (slidewin_fallback_decisions_total).
+
+local slidewin = require "slidewin"
+local answer = require "resty.slidewin.answer"
+local config = require "resty.slidewin.config"
+
+local ngx = ngx
+local format = string.format
+local invalid, positive_integer = config.invalid, config.positive_integer
+
+local _M = {}
+local mt = { __index = _M }
+
+local FIELDS = { limit = true, limits = true, retry_ms = true, size = true }
+
+-- conf.fallback's limits (one per window), or nil, err naming the field and the value.
+local function limits_of(conf)
+    local given = conf.fallback
+    if type(given) ~= "table" then
+        return invalid("fallback", "a table ({ limit = N } or { limits = {...} })", given)
+    end
+    for k in pairs(given) do
+        if not FIELDS[k] then
+            return nil, "fallback." .. tostring(k) .. " is not an option (limit, limits, retry_ms, size)"
+        end
+    end
+    if (given.limit == nil) == (given.limits == nil) then
+        return nil, "fallback needs one of limit (a rule of one window) or limits (one per window)"
+    end
+    local limits = given.limits
+    if given.limit ~= nil then
+        if #conf.windows ~= 1 then
+            return nil, format("fallback.limit is for a rule of one window; this one has %d (give fallback.limits)",
+                #conf.windows)
+        end
+        limits = { given.limit }
+    end
+    local ok, err = config.check_limits(conf.windows, limits, "fallback.limits")
+    if not ok then
+        return nil, err
+    end
+    return limits
+end
+
+-- The fallback of limiter config `conf` (on_store_error = "local"), or nil, err. Made in
+-- init_by_lua*, as every shared region.
+function _M.new(conf)
+    local limits, err = limits_of(conf)
+    if not limits then
+        return nil, err
+    end
+    local given = conf.fallback
+    local retry_ms = given.retry_ms or 1000
+    if not positive_integer(retry_ms) then
+        return invalid("fallback.retry_ms", "a positive integer", retry_ms)
+    end
+    local size = config.bytes(given.size or "1m")
+    if not size then
+        return invalid("fallback.size", 'a number of bytes or a size like "1m"', given.size)
+    end
+    local phase = ngx.get_phase()
+    if phase ~= "init" then
+        return nil, "fallback must be made in init_by_lua* (before the workers fork), not in " .. phase
+    end
+    local windows = {}
+    for i, w in ipairs(conf.windows) do
+        windows[i] = { algorithm = w.algorithm, limit = limits[i], window_ms = w.window_ms,
+            bucket_ms = w.bucket_ms, max_limit = w.max_limit, name = w.name }
+    end
+    local ok, lim, note = pcall(slidewin.limiter, { windows = windows, shared = conf.name .. ".fallback",
+        size = size, max_key_bytes = conf.max_key_bytes })
+    if not ok then
+        return nil, "fallback: " .. tostring(lim)
+    end
+    if note then
+        ngx.log(ngx.WARN, "slidewin: ", note)
+    end
+    local headers
+    headers, err = slidewin.headers(conf.headers or "draft")
+    if not headers then
+        return nil, err
+    end
+    local self = setmetatable({ name = conf.name, lim = lim, headers = headers, windows = windows,
+        limits = limits, retry_ms = retry_ms, until_ms = 0, engaged = false }, mt)
+    self.block, self.headers_block = answer.handles(lim, headers)
+    -- Held for the version the first decision answers.
+    self.policy_header = headers:set(-1, windows)
+    return self
+end
+
+-- Whether this worker decides locally now (a store error less than retry_ms ago).
+function _M.active(self, now)
+    return now < self.until_ms
+end
+
+-- The store failed with `err` at `now`: decide locally for retry_ms, said once a spell.
+function _M.engage(self, err, now)
+    self.until_ms = now + self.retry_ms
+    if not self.engaged then
+        self.engaged = true
+        ngx.log(ngx.ERR, "slidewin ", self.name, ": store error: ", err, "; deciding locally at limits ",
+            table.concat(self.limits, " "), " (fallback) until the store answers again")
+    end
+end
+
+-- The store answered: back to it, said when this worker had fallen back.
+function _M.release(self)
+    if self.engaged then
+        self.engaged = false
+        ngx.log(ngx.NOTICE, "slidewin ", self.name, ": the store answers again; fallback ended")
+    end
+end
+
+-- The local decision (resty.slidewin.answer's buffer) and its RateLimit-Policy value.
+function _M.decide(self, key, cost, commit)
+    local out = answer.decide(self.block, self.headers_block, key, cost, commit, nil)
+    if out.rendered == 0 then
+        self.policy_header = self.headers:set(out.version, self.windows)
+        out = answer.rerender(self.headers_block)
+    end
+    return out, self.policy_header
+end
+
+return _M
