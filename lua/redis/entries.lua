@@ -68,25 +68,23 @@ if uses_entries then
     w.capacity, w.head, w.header = capacity, 0, false
   end
 
-  -- Record `cost` in window `w` at `stamp`, or in the newest bucket when that is later.
-  local function entries_add(w, cost, stamp)
-    local current = floor(stamp / w.width)
-    if w.count == 0 or current > w.newest then
-      w.moved = true
-      local records = w.count -- the ring's, once the newest so far joins it
-      if records == 0 then
-        w.oldest = current
-      else
-        if records > w.capacity or 4 * records < w.capacity then
-          -- At most one bucket more than a window's length holds cost at once, but for stamps
-          -- ahead of now.
-          resize(w, math.min(math.max(4, 2 * records), math.max(floor(w.span / w.width), records)))
-        end
-        redis.call('SETRANGE', w.key, HEADER + RECORD * ((w.head + records - 1) % w.capacity), pack(RECORD_FORMAT, w.newest, w.sum))
+  -- Make bucket `index`, later than window `w`'s newest, its newest (the newest so far joins the
+  -- ring). What is recorded at a time whose bucket is not later goes into the newest bucket:
+  -- later is always safe, and the ring stays ordered.
+  local function new_bucket(w, index)
+    w.moved = true
+    local records = w.count -- the ring's, once the newest so far joins it
+    if records == 0 then
+      w.oldest = index
+    else
+      if records > w.capacity or 4 * records < w.capacity then
+        -- At most one bucket more than a window's length holds cost at once, but for stamps
+        -- ahead of now.
+        resize(w, math.min(math.max(4, 2 * records), math.max(floor(w.span / w.width), records)))
       end
-      w.count, w.newest = w.count + 1, current
+      redis.call('SETRANGE', w.key, HEADER + RECORD * ((w.head + records - 1) % w.capacity), pack(RECORD_FORMAT, w.newest, w.sum))
     end
-    w.sum = w.sum + cost
+    w.count, w.newest = w.count + 1, index
   end
 
   -- The wait until `need` units of window `w`'s ring left it (nil: it holds fewer).
@@ -160,7 +158,11 @@ if uses_entries then
     if leases then
       for i = 1, #settled do
         local t = settled[i]
-        if leaves(w, t.stamp) > now then entries_add(w, t.units, t.stamp) end
+        if leaves(w, t.stamp) > now then
+          local index = floor(t.stamp / width)
+          if w.count == 0 or index > w.newest then new_bucket(w, index) end
+          w.sum = w.sum + t.units
+        end
       end
       for i = 1, #leases do
         local l = leases[i]
@@ -198,9 +200,11 @@ if uses_entries then
   -- Write window `w` back, recording `cost` when `record`; its reset_after_ms (when what it
   -- holds, `leases` too, has left) and room after.
   entries_finish = function(w, cost, record, leases)
-    local key, span, now = w.key, w.span, w.now
+    local key, width, span, now = w.key, w.width, w.span, w.now
     if record and cost > 0 then
-      entries_add(w, cost, now)
+      local current = floor(now / width)
+      if w.count == 0 or current > w.newest then new_bucket(w, current) end
+      w.sum = w.sum + cost
     elseif action == 'refund' then
       entries_refund(w, cost)
       w.moved = true
@@ -211,7 +215,7 @@ if uses_entries then
     else
       local header = pack(HEADER_FORMAT, w.capacity, w.head, w.count, w.gone, now, w.oldest, w.newest, w.sum)
       if header ~= w.header then redis.call('SETRANGE', key, 0, header) end
-      reset = (w.newest + 1) * w.width - 1 + span - now
+      reset = (w.newest + 1) * width - 1 + span - now
       -- The key's expiry moves only when its newest bucket does.
       if w.moved then redis.call('PEXPIRE', key, reset + slack * span) end
       room = math.max(w.limit - (w.sum - w.gone), 0)

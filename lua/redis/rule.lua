@@ -59,8 +59,9 @@ if lease_key then
       if last > now then leases[#leases + 1] = l else held[l.id], gone[#gone + 1] = nil, l.id end
     end
   end
-  if #gone > 0 then
-    redis.call('HDEL', lease_key, unpack(gone))
+  -- In slices: unpack has a limit (a hash of thousands of grants dead at once).
+  for i = 1, #gone, 1000 do
+    redis.call('HDEL', lease_key, unpack(gone, i, math.min(i + 999, #gone)))
     changed = true
   end
   lease = action == 'lease' and held[id]

@@ -90,11 +90,17 @@ impl Key {
 
 const LOG: [&str; 3] = ["log", "100", "1000"];
 
-#[test]
-fn grants_shrink_as_the_window_fills() {
+/// A redis-server, a connection to it and the rule script loaded.
+fn start() -> (RedisServer, Resp, Script) {
     let redis = RedisServer::start();
     let mut c = redis.client();
     let s = Script::rule(&mut c);
+    (redis, c, s)
+}
+
+#[test]
+fn grants_shrink_as_the_window_fills() {
+    let (_redis, mut c, s) = start();
     let key = Key::new("sizes", &LOG);
     // Room 100, no holder: half of it.
     assert_eq!(
@@ -146,9 +152,7 @@ fn grants_shrink_as_the_window_fills() {
 
 #[test]
 fn a_retried_lease_call_answers_the_same_grant() {
-    let redis = RedisServer::start();
-    let mut c = redis.client();
-    let s = Script::rule(&mut c);
+    let (_redis, mut c, s) = start();
     let key = Key::new("retry", &LOG);
     assert_eq!(
         key.lease(&mut c, &s, 2, 80, "n-7", 1000),
@@ -167,9 +171,7 @@ fn a_retried_lease_call_answers_the_same_grant() {
 
 #[test]
 fn settling_returns_the_unspent_units_and_stamps_the_spent_ones() {
-    let redis = RedisServer::start();
-    let mut c = redis.client();
-    let s = Script::rule(&mut c);
+    let (_redis, mut c, s) = start();
     let key = Key::new("settle", &LOG);
     key.lease(&mut c, &s, 0, 80, "a-1", 1000);
     key.lease(&mut c, &s, 0, 80, "b-1", 1000);
@@ -192,9 +194,7 @@ fn settling_returns_the_unspent_units_and_stamps_the_spent_ones() {
 
 #[test]
 fn a_late_stamp_goes_into_the_newest_bucket_and_keeps_the_ring_in_order() {
-    let redis = RedisServer::start();
-    let mut c = redis.client();
-    let s = Script::rule(&mut c);
+    let (_redis, mut c, s) = start();
     let key = Key::new("order", &LOG);
     key.lease(&mut c, &s, 0, 4, "a-1", 1000);
     key.lease(&mut c, &s, 0, 4, "b-1", 1000);
@@ -218,9 +218,7 @@ fn a_late_stamp_goes_into_the_newest_bucket_and_keeps_the_ring_in_order() {
 
 #[test]
 fn leases_count_in_check_peek_and_refund() {
-    let redis = RedisServer::start();
-    let mut c = redis.client();
-    let s = Script::rule(&mut c);
+    let (_redis, mut c, s) = start();
     let key = Key::new("count", &LOG);
     assert_eq!(key.act(&mut c, &s, "check", 10, 500), [1, 90, 0, 1000, 1]);
     assert_eq!(
@@ -243,9 +241,7 @@ fn leases_count_in_check_peek_and_refund() {
 
 #[test]
 fn retry_after_merges_the_buckets_and_the_leases_leaving() {
-    let redis = RedisServer::start();
-    let mut c = redis.client();
-    let s = Script::rule(&mut c);
+    let (_redis, mut c, s) = start();
     let key = Key::new("merge", &["log", "10", "1000"]);
     assert_eq!(key.act(&mut c, &s, "check", 2, 0), [1, 8, 0, 1000, 1]);
     // Leases ending at 200 and 350: they leave at 1200 and 1350. At 250 the first is no
@@ -265,9 +261,7 @@ fn retry_after_merges_the_buckets_and_the_leases_leaving() {
 
 #[test]
 fn a_dead_nodes_lease_leaves_at_the_end_of_its_validity_plus_the_window() {
-    let redis = RedisServer::start();
-    let mut c = redis.client();
-    let s = Script::rule(&mut c);
+    let (_redis, mut c, s) = start();
     let windows = ["log", "100", "1000", "buckets", "120", "10000", "1000"];
     let key = Key::new("dead", &windows);
     // Never settled. The first window counts it until 1100 + 1000; the second in the bucket of
@@ -292,9 +286,7 @@ fn a_dead_nodes_lease_leaves_at_the_end_of_its_validity_plus_the_window() {
 
 #[test]
 fn bad_lease_arguments_are_named_with_their_value() {
-    let redis = RedisServer::start();
-    let mut c = redis.client();
-    let s = Script::rule(&mut c);
+    let (_redis, mut c, s) = start();
     let key = Key::new("bad", &LOG);
     let error = |c: &mut Resp, cost: u64, options: &[&str]| match key.call(c, &s, cost, 0, options)
     {
