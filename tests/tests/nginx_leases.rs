@@ -392,3 +392,28 @@ fn cold_keys_cost_no_more_calls_than_requests() {
         "{calls} calls for 200 requests ({late} late): one each, nothing left to settle"
     );
 }
+
+#[test]
+fn many_clients_at_once_never_pass_the_limit() {
+    let redis = RedisServer::start();
+    let nginx = nginx_on(&redis, 2);
+    for attempt in 0..3 {
+        let (start, path) = (Instant::now(), format!("/limit/exact?user=crowd{attempt}"));
+        let statuses = hammer(nginx.port(), 8, 10, &path);
+        let admitted = statuses.iter().filter(|&&s| s == 200).count();
+        let metrics = nginx.get("/metrics").body;
+        let errors = sample(&metrics, "slidewin_store_errors_total{limiter=\"exact\"}");
+        assert_eq!(
+            errors,
+            0,
+            "store errors are admitted: {}",
+            nginx.error_log()
+        );
+        if start.elapsed() < Duration::from_millis(900) {
+            // All within one window: never more than its limit, and every unit spent.
+            assert_eq!(admitted, 20, "{statuses:?}");
+            return;
+        }
+    }
+    panic!("80 requests within 900 ms");
+}
