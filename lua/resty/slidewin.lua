@@ -372,13 +372,20 @@ local function decide(self, key, cost, commit, opts, method)
         return out, call_policy_header or self.policy_header
     end
     poll_limits(self)
+    local live = self.live
+    local store = self.store
     local fallback = self.fallback
     if fallback and fallback:active(now_ms()) then
+        -- Units Redis granted before it failed are spent first; then the node's own limits.
+        if store.answer then
+            local out, decided_locally = store:answer(self.headers_block, key, cost, commit, limits or live, true)
+            if out then
+                return out, call_policy_header or self.policy_header, decided_locally
+            end
+        end
         self.counters:incr("fallback_decisions")
         return fallback:decide(key, cost, commit)
     end
-    local live = self.live
-    local store = self.store
     if store.answer then
         -- A store that renders its own answer (redis with leases: most decided in one FFI call).
         local out, decided_locally = store:answer(self.headers_block, key, cost, commit, limits or live)

@@ -1,7 +1,8 @@
-//! on_store_error = "local" (nginx/redis.conf, limiter "fallback": 10 a second in Redis, 4 a
-//! second per node in its own shared memory while Redis cannot answer): with Redis down, each
-//! of two nginx nodes admits exactly its fallback limit per window; when Redis is back, the
-//! nodes decide in Redis again, and the error log says so both ways.
+//! on_store_error = "local" (limiter "fallback" of nginx/redis.conf, deciding per request, and of
+//! nginx/leases.conf, with leases: 10 a second in Redis, 4 a second per node in its own shared
+//! memory while Redis cannot answer): with Redis down, each of two nginx nodes admits exactly
+//! its fallback limit per window; when Redis is back, the nodes decide in Redis again, and the
+//! error log says so both ways.
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -10,9 +11,9 @@ use slidewin_tests::http;
 use slidewin_tests::nginx::Nginx;
 use slidewin_tests::redis::RedisServer;
 
-fn nginx_on(redis: &RedisServer) -> Nginx {
+fn nginx_on(config: &str, redis: &RedisServer) -> Nginx {
     Nginx::start_with_env(
-        "redis.conf",
+        config,
         2,
         &[("SLIDEWIN_REDIS_PORT", redis.port().to_string())],
     )
@@ -55,13 +56,22 @@ fn admissions(port: u16, path: &str, clients: usize, run: Duration) -> (Vec<(i64
 
 #[test]
 fn redis_down_each_node_limits_at_its_fallback_then_redis_decides_again() {
+    falls_back_and_returns("redis.conf");
+}
+
+#[test]
+fn with_leases_redis_down_each_node_limits_at_its_fallback_then_redis_decides_again() {
+    falls_back_and_returns("leases.conf");
+}
+
+fn falls_back_and_returns(config: &str) {
     let mut redis = RedisServer::start();
-    let nodes = [nginx_on(&redis), nginx_on(&redis)];
+    let nodes = [nginx_on(config, &redis), nginx_on(config, &redis)];
     assert_eq!(nodes[0].get("/timed/fallback?user=warm").status, 200);
     redis.stop();
 
-    // 2.5 s of 4 clients per node, far above 4 a second: each node admits 4 at the start,
-    // 4 when they leave the window and 4 more a second later.
+    // 5 s of 4 clients per node, far above 4 a second: each node admits 4 at the start and 4
+    // more each time they leave the window, a second later.
     let runs: Vec<_> = nodes
         .iter()
         .map(|n| {
@@ -71,15 +81,15 @@ fn redis_down_each_node_limits_at_its_fallback_then_redis_decides_again() {
                     port,
                     "/timed/fallback?user=k",
                     4,
-                    Duration::from_millis(2500),
+                    Duration::from_millis(5000),
                 )
             })
         })
         .collect();
     for (i, run) in runs.into_iter().enumerate() {
         let (admitted, refused) = run.join().unwrap();
-        assert_eq!(admitted.len(), 12, "node {i}: {admitted:?}");
-        assert!(refused > 100, "node {i}: {refused} refused");
+        assert_eq!(admitted.len(), 20, "node {i}: {admitted:?}");
+        assert!(refused > 200, "node {i}: {refused} refused");
         // The 5th admission decided at least 1000 ms after the 1st (a window holds 4).
         for pair in admitted.windows(5) {
             assert!(

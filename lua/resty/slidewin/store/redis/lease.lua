@@ -3,8 +3,10 @@
 -- one shared-memory table (slidewin.lease_table, the core's shared::Leases), so most decisions
 -- make no call, and the limit still holds across every node (docs/leases.md has the proof).
 --
---   store:answer(headers_block, key, cost, commit, limits) -> out, decided_locally | nil, err
---       out: resty.slidewin.answer's buffer, header values rendered. A commit is spent from the
+--   store:answer(headers_block, key, cost, commit, limits, in_hand_only) -> out, decided_locally
+--       | nil, err
+--       out: resty.slidewin.answer's buffer, header values rendered. in_hand_only: decided by
+--       the lease in hand (or a refusal Redis gave) or not at all (while the fallback decides). A commit is spent from the
 --       key's lease in one FFI call (the monotonic clock read inside); no lease, or too few
 --       units: one lease call now (`action lease`, cost = the request's), or, while another
 --       request's call of the key is in flight on this node, a wait for it (1 ms sleeps, at
@@ -55,6 +57,9 @@ local PREFETCH = 1
 local WAIT, WAIT_STEP_MS = 3, 1
 -- Keys a sweep settles at most per period per node (each a call).
 local SWEEP_KEYS = 256
+-- The answer of a decision asked of the lease in hand only (the fallback's turn) that needs Redis.
+local NOT_IN_HAND = "no lease in hand"
+
 
 local _M = {}
 local mt = { __index = _M }
@@ -186,8 +191,9 @@ end
 
 -- A commit of `cost` for `key` under `limits`: `out` when the table decided (its header values
 -- rendered when `headers_block` is given), else false and the numbers of Redis's answer
--- (allowed, remaining, retry_after_ms, reset_after_ms, window); nil, err when the call failed.
-local function spend(self, headers_block, key, cost, limits)
+-- (allowed, remaining, retry_after_ms, reset_after_ms, window); nil, err when the call failed,
+-- or, `in_hand_only`, when the table cannot decide without a call.
+local function spend(self, headers_block, key, cost, limits, in_hand_only)
     if not self.sweeping then
         start_sweeping(self)
     end
@@ -202,7 +208,9 @@ local function spend(self, headers_block, key, cost, limits)
         else
             rc = lib.slidewin_lease_spend(self.handle, headers_block, nil, 0, key, cost, call_limits, n, out, call)
         end
-        if rc == WAIT then
+        if rc == WAIT and in_hand_only then
+            return nil, NOT_IN_HAND
+        elseif rc == WAIT then
             -- Another request's call of this key is in flight: its lease will likely pay.
             if waited >= self.max_wait_ms then
                 return nil, "redis: waited " .. waited .. " ms for this node's lease call of the key"
@@ -229,6 +237,11 @@ local function spend(self, headers_block, key, cost, limits)
         end
         return out
     end
+    if in_hand_only then
+        -- The claim of a call made for nothing: released as a call that failed.
+        self.leases:fail(key, seq, sent_ms)
+        return nil, NOT_IN_HAND
+    end
     local remaining, res = fetch(self, key, cost, limits, seq, want, sent_ms, settle)
     if remaining == nil then
         return nil, res
@@ -245,8 +258,10 @@ local function spend(self, headers_block, key, cost, limits)
 end
 
 -- The layer's per-request entry (see the top of this file).
-function _M.answer(self, headers_block, key, cost, commit, limits)
-    if not commit then
+function _M.answer(self, headers_block, key, cost, commit, limits, in_hand_only)
+    if in_hand_only and not commit then
+        return nil, NOT_IN_HAND
+    elseif not commit then
         local allowed, remaining, retry_after_ms, reset_after_ms, _, window =
             self.base:decide(key, cost, false, limits)
         if allowed == nil then
@@ -256,7 +271,7 @@ function _M.answer(self, headers_block, key, cost, commit, limits)
             window, limits[window]), false
     end
     local decided, allowed, remaining, retry_after_ms, reset_after_ms, window =
-        spend(self, headers_block, key, cost, limits)
+        spend(self, headers_block, key, cost, limits, in_hand_only)
     if decided then
         return decided, true
     elseif decided == nil then
