@@ -1,0 +1,534 @@
+//! Everything that touches nginx's C structures: the module's tables, the directives' and the
+//! phase's callbacks, the shared zone, the variable and the metrics handler. Each callback
+//! runs its body under `catch_unwind`: a panic becomes an error (config) or a 500 (request),
+//! never an unwind into nginx.
+
+use core::ffi::{c_char, c_void};
+use core::ptr;
+use core::sync::atomic::AtomicU64;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use ngx::core::{Status as NgxStatus, NGX_CONF_ERROR, NGX_CONF_OK};
+use ngx::ffi::{
+    ngx_array_push, ngx_chain_t, ngx_command_t, ngx_conf_t, ngx_http_add_variable,
+    ngx_http_compile_complex_value, ngx_http_compile_complex_value_t, ngx_http_complex_value,
+    ngx_http_complex_value_t, ngx_http_handler_pt, ngx_http_module_t,
+    ngx_http_output_filter, ngx_http_phases_NGX_HTTP_PREACCESS_PHASE, ngx_http_request_t,
+    ngx_http_send_header, ngx_http_variable_value_t, ngx_int_t, ngx_list_push, ngx_module_t,
+    ngx_pnalloc, ngx_shared_memory_add, ngx_shm_zone_t, ngx_slab_pool_t, ngx_str_t,
+    ngx_table_elt_t, ngx_uint_t, NGX_CONF_2MORE, NGX_CONF_NOARGS, NGX_HTTP_LOC_CONF,
+    NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE,
+    NGX_HTTP_SRV_CONF, NGX_HTTP_VAR_NOCACHEABLE, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_NOTICE,
+};
+use ngx::http::{
+    HttpModule, HttpModuleLocationConf, HttpModuleMainConf, Merge, MergeConfigError,
+    NgxHttpCoreModule,
+};
+use ngx::{ngx_conf_log_error, ngx_log_error, ngx_string};
+use slidewin::headers::Style;
+use slidewin::shared::Attached;
+
+use crate::config;
+use crate::limit::{self, Call, Status};
+use crate::metrics;
+use crate::zone::ZoneState;
+
+struct Module;
+
+impl HttpModule for Module {
+    fn module() -> &'static ngx_module_t {
+        // SAFETY: the module table is written by nginx only while it loads the module, before
+        // any callback runs.
+        unsafe { &*ptr::addr_of!(ngx_http_slidewin_module) }
+    }
+
+    unsafe extern "C" fn preconfiguration(cf: *mut ngx_conf_t) -> ngx_int_t {
+        guarded(NgxStatus::NGX_ERROR.into(), || {
+            let mut name = ngx_string!("slidewin_status");
+            // SAFETY: nginx passes a valid cf; the variable lives in the cycle's pool.
+            let var = unsafe { ngx_http_add_variable(cf, &mut name, NGX_HTTP_VAR_NOCACHEABLE as _) };
+            if var.is_null() {
+                return NgxStatus::NGX_ERROR.into();
+            }
+            // SAFETY: just allocated by nginx, not yet shared.
+            unsafe { (*var).get_handler = Some(status_variable) };
+            NgxStatus::NGX_OK.into()
+        })
+    }
+
+    unsafe extern "C" fn postconfiguration(cf: *mut ngx_conf_t) -> ngx_int_t {
+        guarded(NgxStatus::NGX_ERROR.into(), || {
+            // SAFETY: nginx passes a valid cf inside the http block.
+            let Some(cmcf) = NgxHttpCoreModule::main_conf_mut(unsafe { &*cf }) else {
+                return NgxStatus::NGX_ERROR.into();
+            };
+            let phase = &mut cmcf.phases[ngx_http_phases_NGX_HTTP_PREACCESS_PHASE as usize];
+            // SAFETY: the handlers array belongs to the core module's main conf.
+            let h = unsafe { ngx_array_push(&mut phase.handlers) } as *mut ngx_http_handler_pt;
+            if h.is_null() {
+                return NgxStatus::NGX_ERROR.into();
+            }
+            // SAFETY: ngx_array_push returned room for one handler.
+            unsafe { *h = Some(preaccess) };
+            NgxStatus::NGX_OK.into()
+        })
+    }
+}
+
+/// The http block's zones (boxed: nginx's shared zones point at them).
+#[derive(Default)]
+struct MainConf {
+    zones: Vec<Box<ZoneState>>,
+}
+
+/// One `slidewin_limit` as compiled.
+#[derive(Clone, Copy)]
+struct Limit {
+    zone: *const ZoneState,
+    key: *mut ngx_http_complex_value_t,
+    cost: *mut ngx_http_complex_value_t,
+    status: usize,
+    dry_run: bool,
+    style: Style,
+}
+
+#[derive(Default)]
+struct LocConf {
+    limits: Vec<Limit>,
+}
+
+impl Merge for LocConf {
+    fn merge(&mut self, prev: &LocConf) -> Result<(), MergeConfigError> {
+        // Like limit_req: a level with no slidewin_limit of its own inherits all of them.
+        if self.limits.is_empty() {
+            self.limits = prev.limits.clone();
+        }
+        Ok(())
+    }
+}
+
+// SAFETY: MainConf is what create_main_conf allocates for this module's main conf slot.
+unsafe impl HttpModuleMainConf for Module {
+    type MainConf = MainConf;
+}
+
+// SAFETY: LocConf is what create_loc_conf allocates for this module's location conf slot.
+unsafe impl HttpModuleLocationConf for Module {
+    type LocationConf = LocConf;
+}
+
+static mut COMMANDS: [ngx_command_t; 4] = [
+    ngx_command_t {
+        name: ngx_string!("slidewin_zone"),
+        type_: (NGX_HTTP_MAIN_CONF | NGX_CONF_2MORE) as ngx_uint_t,
+        set: Some(set_zone),
+        conf: NGX_HTTP_MAIN_CONF_OFFSET,
+        offset: 0,
+        post: ptr::null_mut(),
+    },
+    ngx_command_t {
+        name: ngx_string!("slidewin_limit"),
+        type_: (NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_2MORE)
+            as ngx_uint_t,
+        set: Some(set_limit),
+        conf: NGX_HTTP_LOC_CONF_OFFSET,
+        offset: 0,
+        post: ptr::null_mut(),
+    },
+    ngx_command_t {
+        name: ngx_string!("slidewin_metrics"),
+        type_: (NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS) as ngx_uint_t,
+        set: Some(set_metrics),
+        conf: NGX_HTTP_LOC_CONF_OFFSET,
+        offset: 0,
+        post: ptr::null_mut(),
+    },
+    ngx_command_t::empty(),
+];
+
+static CTX: ngx_http_module_t = ngx_http_module_t {
+    preconfiguration: Some(Module::preconfiguration),
+    postconfiguration: Some(Module::postconfiguration),
+    create_main_conf: Some(Module::create_main_conf),
+    init_main_conf: None,
+    create_srv_conf: None,
+    merge_srv_conf: None,
+    create_loc_conf: Some(Module::create_loc_conf),
+    merge_loc_conf: Some(Module::merge_loc_conf),
+};
+
+ngx::ngx_modules!(ngx_http_slidewin_module);
+
+#[used]
+#[allow(non_upper_case_globals)]
+pub static mut ngx_http_slidewin_module: ngx_module_t = ngx_module_t {
+    ctx: ptr::addr_of!(CTX) as _,
+    // SAFETY: the address of a static, taken at compile time.
+    commands: unsafe { ptr::addr_of_mut!(COMMANDS[0]) },
+    type_: NGX_HTTP_MODULE as _,
+    ..ngx_module_t::default()
+};
+
+/// Runs `f`, answering `on_panic` if it panics.
+fn guarded<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(on_panic)
+}
+
+/// A directive's handler around `f`: its error logged at emerg, naming the directive.
+fn directive(cf: *mut ngx_conf_t, f: impl FnOnce(&[&[u8]]) -> Result<(), String>) -> *mut c_char {
+    let result = guarded(Err("internal error".to_string()), || {
+        // SAFETY: nginx passes the directive's words in cf->args (strings in cf->pool).
+        let words = unsafe { (*(*cf).args).as_slice::<ngx_str_t>() };
+        let args: Vec<&[u8]> = words[1..].iter().map(|w| w.as_bytes()).collect();
+        f(&args)
+    });
+    match result {
+        Ok(()) => NGX_CONF_OK,
+        Err(message) => {
+            ngx_conf_log_error!(NGX_LOG_EMERG, cf, "{}", message);
+            NGX_CONF_ERROR
+        }
+    }
+}
+
+extern "C" fn set_zone(cf: *mut ngx_conf_t, _: *mut ngx_command_t, conf: *mut c_void) -> *mut c_char {
+    directive(cf, |args| {
+        let spec = config::zone(args)?;
+        // SAFETY: conf is this module's main conf, made by create_main_conf.
+        let main = unsafe { &mut *(conf as *mut MainConf) };
+        if main.zones.iter().any(|z| z.spec.name == spec.name) {
+            return Err(format!("slidewin_zone: zone \"{}\" is declared twice", spec.name));
+        }
+        let size = spec.size;
+        let mut state = Box::new(ZoneState::new(spec));
+        let shm_name = state.shm_name();
+        let mut name = ngx_str_t {
+            len: shm_name.len(),
+            // SAFETY: ngx_shared_memory_add copies nothing: the bytes go to cf->pool below.
+            data: unsafe { ngx_pnalloc((*cf).pool, shm_name.len()) } as *mut u8,
+        };
+        if name.data.is_null() {
+            return Err("slidewin_zone: out of memory".into());
+        }
+        // SAFETY: data has room for the name's bytes.
+        unsafe { ptr::copy_nonoverlapping(shm_name.as_ptr(), name.data, shm_name.len()) };
+        let tag = ptr::addr_of_mut!(ngx_http_slidewin_module) as *mut c_void;
+        // SAFETY: cf is valid; nginx keeps the zone for the cycle.
+        let shm = unsafe { ngx_shared_memory_add(cf, &mut name, size, tag) };
+        if shm.is_null() {
+            return Err(format!("slidewin_zone: could not add zone \"{}\"", state.spec.name));
+        }
+        // SAFETY: shm is the cycle's zone entry, set up here before nginx maps it.
+        unsafe {
+            (*shm).init = Some(init_zone);
+            (*shm).data = (&mut *state as *mut ZoneState).cast();
+        }
+        main.zones.push(state);
+        Ok(())
+    })
+}
+
+/// nginx mapped (or kept, on a reload with the same name and size) the zone's memory: lay
+/// the core zone over what follows the slab header.
+extern "C" fn init_zone(shm: *mut ngx_shm_zone_t, _old: *mut c_void) -> ngx_int_t {
+    guarded(NgxStatus::NGX_ERROR.into(), || {
+        // SAFETY: nginx passes the zone set_zone added, whose data is our ZoneState (alive as
+        // long as the conf, which outlives the zone's use), and whose memory starts with the
+        // slab pool nginx initialised; nothing allocates from that pool, so the words between
+        // its start and end are ours alone, and stay mapped while this cycle lives.
+        let (state, words) = unsafe {
+            let state = &mut *((*shm).data as *mut ZoneState);
+            let pool = (*shm).shm.addr as *mut ngx_slab_pool_t;
+            let start = ((*pool).start as usize).next_multiple_of(8);
+            let len = ((*pool).end as usize).saturating_sub(start) / 8;
+            let words: &'static [AtomicU64] =
+                core::slice::from_raw_parts(start as *const AtomicU64, len);
+            (state, words)
+        };
+        // SAFETY: the cycle's log, valid while nginx initialises the cycle.
+        let log = unsafe { (*shm).shm.log };
+        match state.attach(words) {
+            Ok(attached) => {
+                let how = match attached {
+                    Attached::Fresh => "laid out afresh",
+                    Attached::Reused => "kept with its keys",
+                };
+                ngx_log_error!(NGX_LOG_NOTICE, log, "slidewin_zone \"{}\": {}", state.spec.name, how);
+                NgxStatus::NGX_OK.into()
+            }
+            Err(message) => {
+                ngx_log_error!(NGX_LOG_EMERG, log, "{}", message);
+                NgxStatus::NGX_ERROR.into()
+            }
+        }
+    })
+}
+
+/// A value of the directive, compiled (variables allowed).
+fn compile(cf: *mut ngx_conf_t, value: &[u8]) -> Result<*mut ngx_http_complex_value_t, String> {
+    // SAFETY: cf is valid during the directive; what is allocated lives in its pool, and
+    // `value` points into a word nginx read into cf->pool.
+    unsafe {
+        let cv = ngx_pnalloc((*cf).pool, core::mem::size_of::<ngx_http_complex_value_t>())
+            as *mut ngx_http_complex_value_t;
+        if cv.is_null() {
+            return Err("slidewin_limit: out of memory".into());
+        }
+        ptr::write_bytes(cv, 0, 1);
+        let mut text = ngx_str_t {
+            len: value.len(),
+            data: value.as_ptr() as *mut u8,
+        };
+        let mut ccv: ngx_http_compile_complex_value_t = core::mem::zeroed();
+        ccv.cf = cf;
+        ccv.value = &mut text;
+        ccv.complex_value = cv;
+        if ngx_http_compile_complex_value(&mut ccv) != NgxStatus::NGX_OK.into() {
+            return Err(format!(
+                "slidewin_limit: \"{}\" is not a valid value (an unknown variable?)",
+                String::from_utf8_lossy(value)
+            ));
+        }
+        Ok(cv)
+    }
+}
+
+extern "C" fn set_limit(cf: *mut ngx_conf_t, _: *mut ngx_command_t, conf: *mut c_void) -> *mut c_char {
+    directive(cf, |args| {
+        let spec = config::limit(args)?;
+        // SAFETY: cf is inside the http block (the directive's context says so).
+        let main = Module::main_conf(unsafe { &*cf }).ok_or("slidewin_limit: outside http")?;
+        let zone = main.zones.iter().find(|z| z.spec.name == spec.zone).ok_or_else(|| {
+            format!(
+                "slidewin_limit: zone \"{}\" must be declared by a slidewin_zone before it",
+                spec.zone
+            )
+        })?;
+        let key = compile(cf, spec.key)?;
+        let cost = match spec.cost {
+            Some(cost) => compile(cf, cost)?,
+            None => ptr::null_mut(),
+        };
+        // SAFETY: conf is this module's location conf for the level being read.
+        let loc = unsafe { &mut *(conf as *mut LocConf) };
+        if loc.limits.iter().any(|l| ptr::eq(l.zone, &**zone)) {
+            return Err(format!("slidewin_limit: zone \"{}\" is limited twice here", spec.zone));
+        }
+        loc.limits.push(Limit {
+            zone: &**zone,
+            key,
+            cost,
+            status: spec.status,
+            dry_run: spec.dry_run,
+            style: spec.style,
+        });
+        Ok(())
+    })
+}
+
+extern "C" fn set_metrics(cf: *mut ngx_conf_t, _: *mut ngx_command_t, _: *mut c_void) -> *mut c_char {
+    directive(cf, |_| {
+        // SAFETY: cf is inside a location (the directive's context says so).
+        let clcf = NgxHttpCoreModule::location_conf_mut(unsafe { &*cf })
+            .ok_or("slidewin_metrics: outside a location")?;
+        clcf.handler = Some(metrics_handler);
+        Ok(())
+    })
+}
+
+/// A complex value of the request (its bytes live in the request's pool).
+///
+/// # Safety
+/// `r` is a live request and `cv` was compiled for this configuration.
+unsafe fn value<'r>(r: *mut ngx_http_request_t, cv: *mut ngx_http_complex_value_t) -> Option<&'r [u8]> {
+    let mut out = ngx_str_t::empty();
+    // SAFETY: the caller's contract.
+    if unsafe { ngx_http_complex_value(r, cv, &mut out) } != NgxStatus::NGX_OK.into() {
+        return None;
+    }
+    Some(if out.len == 0 {
+        &[]
+    } else {
+        // SAFETY: nginx wrote `len` bytes at `data`, in the request's pool.
+        unsafe { core::slice::from_raw_parts(out.data, out.len) }
+    })
+}
+
+/// Sets `$slidewin_status` for the request (a static string, so no allocation).
+///
+/// # Safety
+/// `r` is a live request.
+unsafe fn set_status(r: *mut ngx_http_request_t, status: Status) {
+    let index = Module::module().ctx_index;
+    // SAFETY: r->ctx has a slot per http module; ours holds a pointer to a static string.
+    unsafe { *(*r).ctx.add(index) = status.text().as_ptr() as *mut c_void };
+}
+
+extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
+    guarded(500, || {
+        // SAFETY: nginx passes a live request; ctx is a per-module array of pointers.
+        let main = unsafe { (*r).main };
+        let index = Module::module().ctx_index;
+        // SAFETY: as above; a request already decided (an internal redirect, a subrequest's
+        // parent) is not counted again.
+        if unsafe { !(*(*main).ctx.add(index)).is_null() } {
+            return NgxStatus::NGX_DECLINED.into();
+        }
+        // SAFETY: r is live; loc_conf holds this module's LocConf.
+        let Some(loc) = Module::location_conf(unsafe { &*r }) else {
+            return NgxStatus::NGX_DECLINED.into();
+        };
+        if loc.limits.is_empty() {
+            return NgxStatus::NGX_DECLINED.into();
+        }
+        let calls = loc.limits.iter().filter_map(|l| {
+            // SAFETY: the limit's zone and values live as long as the configuration.
+            let key = unsafe { value(r, l.key) }?;
+            if key.is_empty() {
+                return None; // like limit_req: an empty key is not limited
+            }
+            let cost = match l.cost.is_null() {
+                true => Ok(1),
+                // SAFETY: as above.
+                false => unsafe { value(r, l.cost) }.ok_or_else(String::new).and_then(limit::cost),
+            };
+            Some(cost.map(|cost| Call {
+                // SAFETY: the zone is boxed in the main conf, which outlives the request.
+                zone: unsafe { &*l.zone },
+                key,
+                cost,
+                style: l.style,
+                dry_run: l.dry_run,
+                status: l.status,
+            }))
+        });
+        // SAFETY: the connection's log, valid while the request lives.
+        let log = unsafe { (*(*r).connection).log };
+        match limit::decide(calls) {
+            Ok(None) => NgxStatus::NGX_DECLINED.into(),
+            Ok(Some(outcome)) => {
+                // SAFETY: r is live; set on the main request, which every phase of it reads.
+                unsafe { set_status(main, outcome.status) };
+                for (name, text) in &outcome.headers {
+                    // SAFETY: r is live; the header lives in its pool.
+                    if unsafe { !add_header(r, name, text) } {
+                        return 500;
+                    }
+                }
+                match outcome.refuse_with {
+                    Some(status) => status as ngx_int_t,
+                    None => NgxStatus::NGX_DECLINED.into(),
+                }
+            }
+            Err(message) => {
+                ngx_log_error!(NGX_LOG_ERR, log, "{}", message);
+                500
+            }
+        }
+    })
+}
+
+/// Adds an output header (`name` static, `text` copied into the request's pool).
+///
+/// # Safety
+/// `r` is a live request.
+unsafe fn add_header(r: *mut ngx_http_request_t, name: &'static str, text: &str) -> bool {
+    // SAFETY: the caller's contract; ngx_list_push gives an uninitialised element, zeroed
+    // here (so `next`, in nginx versions that have it, is null).
+    unsafe {
+        let h = ngx_list_push(&mut (*r).headers_out.headers) as *mut ngx_table_elt_t;
+        let data = ngx_pnalloc((*r).pool, text.len()) as *mut u8;
+        if h.is_null() || data.is_null() {
+            return false;
+        }
+        ptr::write_bytes(h, 0, 1);
+        ptr::copy_nonoverlapping(text.as_ptr(), data, text.len());
+        (*h).hash = 1;
+        (*h).key = ngx_str_t {
+            len: name.len(),
+            data: name.as_ptr() as *mut u8,
+        };
+        (*h).value = ngx_str_t {
+            len: text.len(),
+            data,
+        };
+    }
+    true
+}
+
+extern "C" fn status_variable(
+    r: *mut ngx_http_request_t,
+    v: *mut ngx_http_variable_value_t,
+    _: usize,
+) -> ngx_int_t {
+    guarded(NgxStatus::NGX_ERROR.into(), || {
+        let index = Module::module().ctx_index;
+        // SAFETY: nginx passes a live request and a value to fill; our ctx slot holds null or
+        // a status text from set_status.
+        unsafe {
+            let text = *(*(*r).main).ctx.add(index) as *const u8;
+            let v = &mut *v;
+            if text.is_null() {
+                v.set_not_found(1);
+                return NgxStatus::NGX_OK.into();
+            }
+            let len = [Status::Passed, Status::Rejected, Status::RejectedDryRun]
+                .iter()
+                .find(|s| s.text().as_ptr() == text)
+                .map_or(0, |s| s.text().len());
+            v.data = text as *mut u8;
+            v.set_len(len as _);
+            v.set_valid(1);
+            v.set_no_cacheable(0);
+            v.set_not_found(0);
+        }
+        NgxStatus::NGX_OK.into()
+    })
+}
+
+extern "C" fn metrics_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
+    guarded(500, || {
+        // SAFETY: r is live; the main conf outlives it.
+        let Some(main) = Module::main_conf(unsafe { &*r }) else {
+            return 500;
+        };
+        let text = metrics::text(main.zones.iter().map(|z| &**z));
+        // SAFETY: r is live; the body is copied into its pool and sent as one last buffer.
+        unsafe { send(r, "text/plain; version=0.0.4", text.as_bytes()) }
+    })
+}
+
+/// Sends a 200 with `body`.
+///
+/// # Safety
+/// `r` is a live request in its content phase.
+unsafe fn send(r: *mut ngx_http_request_t, content_type: &'static str, body: &[u8]) -> ngx_int_t {
+    // SAFETY: the caller's contract; the buffer and chain are allocated in the request pool.
+    unsafe {
+        let r = &mut *r;
+        r.headers_out.status = 200;
+        r.headers_out.content_length_n = body.len() as _;
+        r.headers_out.content_type = ngx_str_t {
+            len: content_type.len(),
+            data: content_type.as_ptr() as *mut u8,
+        };
+        r.headers_out.content_type_len = content_type.len();
+        let rc = ngx_http_send_header(r);
+        if rc == NgxStatus::NGX_ERROR.into() || rc > NgxStatus::NGX_OK.into() || r.header_only() != 0 {
+            return rc;
+        }
+        let buf = ngx::ffi::ngx_create_temp_buf(r.pool, body.len().max(1));
+        if buf.is_null() {
+            return 500;
+        }
+        ptr::copy_nonoverlapping(body.as_ptr(), (*buf).pos, body.len());
+        (*buf).last = (*buf).pos.add(body.len());
+        (*buf).set_last_buf(1);
+        (*buf).set_last_in_chain(1);
+        let mut out = ngx_chain_t {
+            buf,
+            next: ptr::null_mut(),
+        };
+        ngx_http_output_filter(r, &mut out)
+    }
+}

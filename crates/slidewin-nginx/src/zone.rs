@@ -1,0 +1,128 @@
+//! A `slidewin_zone` at run time: the core's [`Zone`] over the nginx shared zone's words, and
+//! the header values of its decisions, rendered by the core ([`slidewin::headers`]).
+//!
+//! Every worker decides on the same words (nginx maps the zone in the master before the
+//! fork), so counts are exact across workers; a lock word names its process, so a worker
+//! SIGKILLed while deciding is found dead by the next one, which repairs the set.
+
+use core::cell::RefCell;
+use core::fmt::Write;
+use core::sync::atomic::AtomicU64;
+
+use slidewin::headers::{render, Field, Policy, PolicyWindow, Style};
+use slidewin::shared::{Attached, ProcessOwner, WindowShape, Zone, ZoneStats};
+use slidewin::{Clock, Decision, SystemClock};
+
+use crate::config::ZoneSpec;
+
+/// The words of a shared zone, mapped by nginx for the life of the cycle that made it.
+pub type Words = &'static [AtomicU64];
+
+/// A zone's config and, once nginx has mapped its memory, its core zone.
+pub struct ZoneState {
+    pub spec: ZoneSpec,
+    zone: Option<Zone<Words, ProcessOwner>>,
+    /// This worker's policy for the live limits' version it was made for.
+    policy: RefCell<(u64, Policy)>,
+}
+
+/// The headers of one answer: `(name, value)`, in the order they are sent.
+pub type HeaderValues = Vec<(&'static str, String)>;
+
+impl ZoneState {
+    pub fn new(spec: ZoneSpec) -> Self {
+        Self {
+            spec,
+            zone: None,
+            policy: RefCell::new((u64::MAX, Policy::default())),
+        }
+    }
+
+    /// The name nginx keeps the shared memory under: the zone's name and its layout, so that a
+    /// reload that changes the layout maps a new zone (workers of the old config still
+    /// decide on theirs while they drain) and one that keeps it keeps every key's window.
+    pub fn shm_name(&self) -> String {
+        let windows = self.spec.rule.windows().iter();
+        let shapes: Vec<String> = windows.map(|w| WindowShape::of(w).to_string()).collect();
+        format!(
+            "slidewin {} {} max_key_bytes {}",
+            self.spec.name,
+            shapes.join(", "),
+            self.spec.max_key_bytes
+        )
+    }
+
+    /// Lays the core zone over `words` (kept when they already hold this layout).
+    pub fn attach(&mut self, words: Words) -> Result<Attached, String> {
+        let seed = seed();
+        let (zone, attached) = Zone::attach(
+            words,
+            self.spec.rule.clone(),
+            self.spec.max_key_bytes,
+            ProcessOwner,
+            seed,
+        )
+        .map_err(|e| format!("slidewin_zone \"{}\": {e}", self.spec.name))?;
+        self.zone = Some(zone);
+        Ok(attached)
+    }
+
+    /// Decides for `key` now and records `cost` when it fits.
+    pub fn decide(&self, key: &[u8], cost: u64) -> Result<Decision, String> {
+        let zone = self.zone.as_ref().ok_or("the zone is not mapped")?;
+        // A cost above every window's max_limit can never fit: the core answers it as refused
+        // for good, and the count it would record stays far from overflow.
+        let most = self.spec.rule.windows().iter().map(|w| w.max_limit()).max();
+        let cost = cost.min(most.unwrap_or(0).saturating_add(1));
+        zone.check_at(key, SystemClock.now_ms(), cost)
+            .map_err(|e| e.to_string())
+    }
+
+    /// The headers of `d` in `style`; `Retry-After` only when `refused`.
+    pub fn headers(&self, style: Style, d: &Decision, refused: bool) -> HeaderValues {
+        let mut out = HeaderValues::new();
+        let Some(zone) = self.zone.as_ref() else {
+            return out;
+        };
+        let mut cached = self.policy.borrow_mut();
+        let version = zone.limits_version();
+        if cached.0 != version {
+            let limits = zone.limits();
+            let windows: Vec<PolicyWindow> = self
+                .spec
+                .window_names
+                .iter()
+                .zip(self.spec.rule.windows())
+                .zip(limits.iter())
+                .map(|((name, w), &limit)| PolicyWindow {
+                    name,
+                    limit,
+                    window_ms: w.window_ms() as u64,
+                })
+                .collect();
+            *cached = (version, Policy::new(&windows));
+        }
+        if style == Style::Draft {
+            out.push(("RateLimit-Policy", cached.1.value().to_string()));
+        }
+        render(style, &cached.1, d, SystemClock.now_ms(), &mut |field, value| {
+            if field != Field::RetryAfter || refused {
+                let mut text = String::new();
+                let _ = text.write_fmt(value);
+                out.push((field.name(), text));
+            }
+        });
+        out
+    }
+
+    pub fn stats(&self) -> Option<ZoneStats> {
+        self.zone.as_ref().map(|z| z.stats())
+    }
+}
+
+/// A fresh secret seed for a new zone's hashes (a reused zone keeps its own).
+fn seed() -> [u64; 2] {
+    use std::hash::BuildHasher;
+    let random = std::collections::hash_map::RandomState::new();
+    [random.hash_one(1_u8), random.hash_one(2_u8)]
+}
