@@ -58,6 +58,25 @@ pub fn lua_module() -> &'static Path {
     })
 }
 
+/// The native module's file (a template's `{{slidewin_module}}`; built by [`native_module`]).
+fn native_module_path() -> PathBuf {
+    target_dir().join("release/ngx_http_slidewin_module.so")
+}
+
+/// `ngx_http_slidewin_module.so`, built against the nginx under test's source tree
+/// (`scripts/build-nginx-module.sh`) the first time it is asked for in this process.
+pub fn native_module() -> &'static Path {
+    static MODULE: OnceLock<PathBuf> = OnceLock::new();
+    MODULE.get_or_init(|| {
+        let status = Command::new(repo_root().join("scripts/build-nginx-module.sh"))
+            .current_dir(repo_root())
+            .status()
+            .expect("run scripts/build-nginx-module.sh");
+        assert!(status.success(), "scripts/build-nginx-module.sh failed");
+        native_module_path()
+    })
+}
+
 /// Where nginx finds `resty.slidewin` and `slidewin.so`.
 pub enum Packages {
     /// Copies of the checkout's `lua/` and the built module in the prefix (`lua/`, `lib/`).
@@ -130,6 +149,10 @@ impl Prefix {
             ("load_modules", load_module_lines().to_string()),
             ("lua_path", lua_path),
             ("lua_cpath", lua_cpath),
+            (
+                "slidewin_module",
+                native_module_path().display().to_string(),
+            ),
         ];
         copy_tree(&root.join("nginx"), &dir.join("conf"), &|text| {
             render(text, &vars)

@@ -18,7 +18,10 @@ use slidewin::shared::{ProcessOwner, Zone};
 use slidewin::Quota;
 
 /// The smallest zone: nginx's slab header takes its first pages.
-pub const MIN_SIZE: usize = 32 * 1024;
+const MIN_SIZE: usize = 32 * 1024;
+/// The largest zone: a new zone is zeroed word by word when nginx starts (even `nginx -t`),
+/// so a typo of a unit must not commit gigabytes.
+const MAX_SIZE: usize = 1 << 30;
 /// The longest key stored as it is, unless the zone says otherwise (as `resty.slidewin`).
 const DEFAULT_KEY_BYTES: usize = 64;
 /// Longest window name, so that every header value stays short.
@@ -105,7 +108,12 @@ fn span_ms(s: &str) -> Option<i64> {
 
 /// A window's length as a name suffix: 1h, 10s, 1500ms (`resty.slidewin`'s default names).
 fn span_name(ms: i64) -> String {
-    for (unit, suffix) in [(86_400_000, "d"), (3_600_000, "h"), (60_000, "m"), (1_000, "s")] {
+    for (unit, suffix) in [
+        (86_400_000, "d"),
+        (3_600_000, "h"),
+        (60_000, "m"),
+        (1_000, "s"),
+    ] {
         if ms % unit == 0 {
             return format!("{}{suffix}", ms / unit);
         }
@@ -128,7 +136,12 @@ pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
     const D: &str = "slidewin_zone";
     let name = args.first().copied().unwrap_or_default();
     if !is_name(name) {
-        return Err(invalid(D, "the zone name", "letters, digits, _ . - (at most 200)", name));
+        return Err(invalid(
+            D,
+            "the zone name",
+            "letters, digits, _ . - (at most 200)",
+            name,
+        ));
     }
     let mut size_bytes = None;
     let mut max_key_bytes = DEFAULT_KEY_BYTES;
@@ -136,9 +149,14 @@ pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
     for &arg in &args[1..] {
         let s = text(arg);
         if let Some(v) = s.strip_prefix("size=") {
-            let bytes = size(v).filter(|&b| b >= MIN_SIZE);
+            let bytes = size(v).filter(|b| (MIN_SIZE..=MAX_SIZE).contains(b));
             size_bytes = Some(bytes.ok_or_else(|| {
-                invalid(D, "size", "a size of at least 32k (bytes, or with k, m, g)", arg)
+                invalid(
+                    D,
+                    "size",
+                    "a size from 32k to 1g (bytes, or with k, m, g)",
+                    arg,
+                )
             })?);
         } else if let Some(v) = s.strip_prefix("max_key_bytes=") {
             max_key_bytes = digits_only(v)
@@ -167,15 +185,31 @@ pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
     let size = size_bytes.ok_or_else(|| invalid(D, "size", "given (size=10m)", b""))?;
     if windows.is_empty() || windows.len() > MAX_WINDOWS {
         let what = format!("1 to {MAX_WINDOWS} windows (log 10/1s)");
-        return Err(invalid(D, "the windows", &what, windows.len().to_string().as_bytes()));
+        return Err(invalid(
+            D,
+            "the windows",
+            &what,
+            windows.len().to_string().as_bytes(),
+        ));
     }
     let name = text(name).to_string();
     let mut rule_windows = Vec::new();
     let mut window_names: Vec<String> = Vec::new();
     for (i, w) in windows.iter().enumerate() {
-        let at = format!("window {} ({} {}/{}ms)", i + 1, w.algorithm, w.limit, w.window_ms);
+        let at = format!(
+            "window {} ({} {}/{}ms)",
+            i + 1,
+            w.algorithm,
+            w.limit,
+            w.window_ms
+        );
         if w.limit == 0 {
-            return Err(invalid(D, &at, "LIMIT/SPAN after its algorithm (log 10/1s)", b""));
+            return Err(invalid(
+                D,
+                &at,
+                "LIMIT/SPAN after its algorithm (log 10/1s)",
+                b"",
+            ));
         }
         let core = |e: slidewin::Error| format!("{D}: {at}: {e}");
         let window = match (w.algorithm, w.bucket_ms) {
@@ -184,18 +218,30 @@ pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
             }
             ("buckets", None) => return Err(invalid(D, &at, "given bucket=SPAN", b"")),
             (_, Some(bucket)) => {
-                return Err(invalid(D, &at, "a buckets window to take bucket=", bucket.to_string().as_bytes()))
+                return Err(invalid(
+                    D,
+                    &at,
+                    "a buckets window to take bucket=",
+                    bucket.to_string().as_bytes(),
+                ))
             }
             ("log", None) => RuleWindow::log(Quota::new(w.limit, w.window_ms).map_err(core)?),
             _ => RuleWindow::counter(Quota::new(w.limit, w.window_ms).map_err(core)?),
         };
-        let window = window.with_max_limit(w.max_limit.unwrap_or(w.limit)).map_err(core)?;
+        let window = window
+            .with_max_limit(w.max_limit.unwrap_or(w.limit))
+            .map_err(core)?;
         let window_name = w.name.clone().unwrap_or_else(|| match i {
             0 => name.clone(),
             _ => format!("{name}-{}", span_name(w.window_ms)),
         });
         if window_names.contains(&window_name) {
-            return Err(invalid(D, &format!("{at} name"), "unique in the zone", window_name.as_bytes()));
+            return Err(invalid(
+                D,
+                &format!("{at} name"),
+                "unique in the zone",
+                window_name.as_bytes(),
+            ));
         }
         window_names.push(window_name);
         rule_windows.push(window);
@@ -225,13 +271,20 @@ pub fn usable_bytes(size: usize) -> usize {
 fn window_option(w: &mut WindowArgs, s: &str, arg: &[u8]) -> Result<(), String> {
     const D: &str = "slidewin_zone";
     if let Some(v) = s.strip_prefix("bucket=") {
-        w.bucket_ms = Some(span_ms(v).ok_or_else(|| invalid(D, "bucket", "a span (1m, 10s, 500ms)", arg))?);
+        w.bucket_ms =
+            Some(span_ms(v).ok_or_else(|| invalid(D, "bucket", "a span (1m, 10s, 500ms)", arg))?);
     } else if let Some(v) = s.strip_prefix("max_limit=") {
         let n = digits_only(v).filter(|&n| n > 0);
-        w.max_limit = Some(n.ok_or_else(|| invalid(D, "max_limit", "a positive integer", arg))? as u64);
+        w.max_limit =
+            Some(n.ok_or_else(|| invalid(D, "max_limit", "a positive integer", arg))? as u64);
     } else if let Some(v) = s.strip_prefix("name=") {
         if !is_name(v.as_bytes()) {
-            return Err(invalid(D, "name", "letters, digits, _ . - (at most 200)", arg));
+            return Err(invalid(
+                D,
+                "name",
+                "letters, digits, _ . - (at most 200)",
+                arg,
+            ));
         }
         w.name = Some(v.to_string());
     } else if w.limit == 0 {
@@ -239,12 +292,22 @@ fn window_option(w: &mut WindowArgs, s: &str, arg: &[u8]) -> Result<(), String> 
             Some((digits_only(limit).filter(|&n| n > 0)?, span_ms(span)?))
         });
         let (limit, window_ms) = parsed.ok_or_else(|| {
-            invalid(D, &format!("the {} window", w.algorithm), "LIMIT/SPAN (10/1s, 1000/1h)", arg)
+            invalid(
+                D,
+                &format!("the {} window", w.algorithm),
+                "LIMIT/SPAN (10/1s, 1000/1h)",
+                arg,
+            )
         })?;
         w.limit = limit as u64;
         w.window_ms = window_ms;
     } else {
-        return Err(invalid(D, "a window option", "bucket=, max_limit= or name=", arg));
+        return Err(invalid(
+            D,
+            "a window option",
+            "bucket=, max_limit= or name=",
+            arg,
+        ));
     }
     Ok(())
 }
@@ -254,7 +317,12 @@ pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
     const D: &str = "slidewin_limit";
     let zone = args.first().copied().unwrap_or_default();
     if !is_name(zone) {
-        return Err(invalid(D, "the zone name", "letters, digits, _ . - (at most 200)", zone));
+        return Err(invalid(
+            D,
+            "the zone name",
+            "letters, digits, _ . - (at most 200)",
+            zone,
+        ));
     }
     let mut spec = LimitSpec {
         zone: text(zone),

@@ -75,7 +75,8 @@ pub fn decide<'a>(
 /// A cost as `cost=` gives it: a non-negative integer.
 pub fn cost(text: &[u8]) -> Result<u64, String> {
     let parsed = core::str::from_utf8(text).ok().and_then(|s| {
-        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<u64>().unwrap_or(u64::MAX))
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse::<u64>().unwrap_or(u64::MAX))
     });
     parsed.ok_or_else(|| {
         format!(

@@ -9,9 +9,21 @@ use crate::zone::ZoneState;
 pub fn text<'a>(zones: impl Iterator<Item = &'a ZoneState> + Clone) -> String {
     let mut out = String::new();
     let families: [(&str, &str, &str); 3] = [
-        ("slidewin_requests_total", "counter", "Rate-limit decisions by outcome."),
-        ("slidewin_keys", "gauge", "Keys the store tracks (shdict: keys seen in the current window)."),
-        ("slidewin_evictions_total", "counter", "Live keys dropped to make room (store shm)."),
+        (
+            "slidewin_requests_total",
+            "counter",
+            "Rate-limit decisions by outcome.",
+        ),
+        (
+            "slidewin_keys",
+            "gauge",
+            "Keys the store tracks (shdict: keys seen in the current window).",
+        ),
+        (
+            "slidewin_evictions_total",
+            "counter",
+            "Live keys dropped to make room (store shm).",
+        ),
     ];
     for (i, (family, kind, help)) in families.iter().enumerate() {
         let _ = writeln!(out, "# HELP {family} {help}\n# TYPE {family} {kind}");

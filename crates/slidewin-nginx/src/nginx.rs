@@ -12,13 +12,13 @@ use ngx::core::{Status as NgxStatus, NGX_CONF_ERROR, NGX_CONF_OK};
 use ngx::ffi::{
     ngx_array_push, ngx_chain_t, ngx_command_t, ngx_conf_t, ngx_http_add_variable,
     ngx_http_compile_complex_value, ngx_http_compile_complex_value_t, ngx_http_complex_value,
-    ngx_http_complex_value_t, ngx_http_handler_pt, ngx_http_module_t,
-    ngx_http_output_filter, ngx_http_phases_NGX_HTTP_PREACCESS_PHASE, ngx_http_request_t,
-    ngx_http_send_header, ngx_http_variable_value_t, ngx_int_t, ngx_list_push, ngx_module_t,
-    ngx_pnalloc, ngx_shared_memory_add, ngx_shm_zone_t, ngx_slab_pool_t, ngx_str_t,
-    ngx_table_elt_t, ngx_uint_t, NGX_CONF_2MORE, NGX_CONF_NOARGS, NGX_HTTP_LOC_CONF,
-    NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE,
-    NGX_HTTP_SRV_CONF, NGX_HTTP_VAR_NOCACHEABLE, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_NOTICE,
+    ngx_http_complex_value_t, ngx_http_handler_pt, ngx_http_module_t, ngx_http_output_filter,
+    ngx_http_phases_NGX_HTTP_PREACCESS_PHASE, ngx_http_request_t, ngx_http_send_header,
+    ngx_http_variable_value_t, ngx_int_t, ngx_list_push, ngx_module_t, ngx_pnalloc,
+    ngx_shared_memory_add, ngx_shm_zone_t, ngx_slab_pool_t, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
+    NGX_CONF_2MORE, NGX_CONF_NOARGS, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET,
+    NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF,
+    NGX_HTTP_VAR_NOCACHEABLE, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_NOTICE,
 };
 use ngx::http::{
     HttpModule, HttpModuleLocationConf, HttpModuleMainConf, Merge, MergeConfigError,
@@ -46,7 +46,8 @@ impl HttpModule for Module {
         guarded(NgxStatus::NGX_ERROR.into(), || {
             let mut name = ngx_string!("slidewin_status");
             // SAFETY: nginx passes a valid cf; the variable lives in the cycle's pool.
-            let var = unsafe { ngx_http_add_variable(cf, &mut name, NGX_HTTP_VAR_NOCACHEABLE as _) };
+            let var =
+                unsafe { ngx_http_add_variable(cf, &mut name, NGX_HTTP_VAR_NOCACHEABLE as _) };
             if var.is_null() {
                 return NgxStatus::NGX_ERROR.into();
             }
@@ -191,13 +192,20 @@ fn directive(cf: *mut ngx_conf_t, f: impl FnOnce(&[&[u8]]) -> Result<(), String>
     }
 }
 
-extern "C" fn set_zone(cf: *mut ngx_conf_t, _: *mut ngx_command_t, conf: *mut c_void) -> *mut c_char {
+extern "C" fn set_zone(
+    cf: *mut ngx_conf_t,
+    _: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
     directive(cf, |args| {
         let spec = config::zone(args)?;
         // SAFETY: conf is this module's main conf, made by create_main_conf.
         let main = unsafe { &mut *(conf as *mut MainConf) };
         if main.zones.iter().any(|z| z.spec.name == spec.name) {
-            return Err(format!("slidewin_zone: zone \"{}\" is declared twice", spec.name));
+            return Err(format!(
+                "slidewin_zone: zone \"{}\" is declared twice",
+                spec.name
+            ));
         }
         let size = spec.size;
         let mut state = Box::new(ZoneState::new(spec));
@@ -216,7 +224,10 @@ extern "C" fn set_zone(cf: *mut ngx_conf_t, _: *mut ngx_command_t, conf: *mut c_
         // SAFETY: cf is valid; nginx keeps the zone for the cycle.
         let shm = unsafe { ngx_shared_memory_add(cf, &mut name, size, tag) };
         if shm.is_null() {
-            return Err(format!("slidewin_zone: could not add zone \"{}\"", state.spec.name));
+            return Err(format!(
+                "slidewin_zone: could not add zone \"{}\"",
+                state.spec.name
+            ));
         }
         // SAFETY: shm is the cycle's zone entry, set up here before nginx maps it.
         unsafe {
@@ -253,7 +264,13 @@ extern "C" fn init_zone(shm: *mut ngx_shm_zone_t, _old: *mut c_void) -> ngx_int_
                     Attached::Fresh => "laid out afresh",
                     Attached::Reused => "kept with its keys",
                 };
-                ngx_log_error!(NGX_LOG_NOTICE, log, "slidewin_zone \"{}\": {}", state.spec.name, how);
+                ngx_log_error!(
+                    NGX_LOG_NOTICE,
+                    log,
+                    "slidewin_zone \"{}\": {}",
+                    state.spec.name,
+                    how
+                );
                 NgxStatus::NGX_OK.into()
             }
             Err(message) => {
@@ -293,17 +310,25 @@ fn compile(cf: *mut ngx_conf_t, value: &[u8]) -> Result<*mut ngx_http_complex_va
     }
 }
 
-extern "C" fn set_limit(cf: *mut ngx_conf_t, _: *mut ngx_command_t, conf: *mut c_void) -> *mut c_char {
+extern "C" fn set_limit(
+    cf: *mut ngx_conf_t,
+    _: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
     directive(cf, |args| {
         let spec = config::limit(args)?;
         // SAFETY: cf is inside the http block (the directive's context says so).
         let main = Module::main_conf(unsafe { &*cf }).ok_or("slidewin_limit: outside http")?;
-        let zone = main.zones.iter().find(|z| z.spec.name == spec.zone).ok_or_else(|| {
-            format!(
-                "slidewin_limit: zone \"{}\" must be declared by a slidewin_zone before it",
-                spec.zone
-            )
-        })?;
+        let zone = main
+            .zones
+            .iter()
+            .find(|z| z.spec.name == spec.zone)
+            .ok_or_else(|| {
+                format!(
+                    "slidewin_limit: zone \"{}\" must be declared by a slidewin_zone before it",
+                    spec.zone
+                )
+            })?;
         let key = compile(cf, spec.key)?;
         let cost = match spec.cost {
             Some(cost) => compile(cf, cost)?,
@@ -312,7 +337,10 @@ extern "C" fn set_limit(cf: *mut ngx_conf_t, _: *mut ngx_command_t, conf: *mut c
         // SAFETY: conf is this module's location conf for the level being read.
         let loc = unsafe { &mut *(conf as *mut LocConf) };
         if loc.limits.iter().any(|l| ptr::eq(l.zone, &**zone)) {
-            return Err(format!("slidewin_limit: zone \"{}\" is limited twice here", spec.zone));
+            return Err(format!(
+                "slidewin_limit: zone \"{}\" is limited twice here",
+                spec.zone
+            ));
         }
         loc.limits.push(Limit {
             zone: &**zone,
@@ -326,7 +354,11 @@ extern "C" fn set_limit(cf: *mut ngx_conf_t, _: *mut ngx_command_t, conf: *mut c
     })
 }
 
-extern "C" fn set_metrics(cf: *mut ngx_conf_t, _: *mut ngx_command_t, _: *mut c_void) -> *mut c_char {
+extern "C" fn set_metrics(
+    cf: *mut ngx_conf_t,
+    _: *mut ngx_command_t,
+    _: *mut c_void,
+) -> *mut c_char {
     directive(cf, |_| {
         // SAFETY: cf is inside a location (the directive's context says so).
         let clcf = NgxHttpCoreModule::location_conf_mut(unsafe { &*cf })
@@ -340,7 +372,10 @@ extern "C" fn set_metrics(cf: *mut ngx_conf_t, _: *mut ngx_command_t, _: *mut c_
 ///
 /// # Safety
 /// `r` is a live request and `cv` was compiled for this configuration.
-unsafe fn value<'r>(r: *mut ngx_http_request_t, cv: *mut ngx_http_complex_value_t) -> Option<&'r [u8]> {
+unsafe fn value<'r>(
+    r: *mut ngx_http_request_t,
+    cv: *mut ngx_http_complex_value_t,
+) -> Option<&'r [u8]> {
     let mut out = ngx_str_t::empty();
     // SAFETY: the caller's contract.
     if unsafe { ngx_http_complex_value(r, cv, &mut out) } != NgxStatus::NGX_OK.into() {
@@ -390,7 +425,9 @@ extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
             let cost = match l.cost.is_null() {
                 true => Ok(1),
                 // SAFETY: as above.
-                false => unsafe { value(r, l.cost) }.ok_or_else(String::new).and_then(limit::cost),
+                false => unsafe { value(r, l.cost) }
+                    .ok_or_else(String::new)
+                    .and_then(limit::cost),
             };
             Some(cost.map(|cost| Call {
                 // SAFETY: the zone is boxed in the main conf, which outlives the request.
@@ -514,7 +551,10 @@ unsafe fn send(r: *mut ngx_http_request_t, content_type: &'static str, body: &[u
         };
         r.headers_out.content_type_len = content_type.len();
         let rc = ngx_http_send_header(r);
-        if rc == NgxStatus::NGX_ERROR.into() || rc > NgxStatus::NGX_OK.into() || r.header_only() != 0 {
+        if rc == NgxStatus::NGX_ERROR.into()
+            || rc > NgxStatus::NGX_OK.into()
+            || r.header_only() != 0
+        {
             return rc;
         }
         let buf = ngx::ffi::ngx_create_temp_buf(r.pool, body.len().max(1));

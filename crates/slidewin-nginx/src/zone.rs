@@ -105,13 +105,19 @@ impl ZoneState {
         if style == Style::Draft {
             out.push(("RateLimit-Policy", cached.1.value().to_string()));
         }
-        render(style, &cached.1, d, SystemClock.now_ms(), &mut |field, value| {
-            if field != Field::RetryAfter || refused {
-                let mut text = String::new();
-                let _ = text.write_fmt(value);
-                out.push((field.name(), text));
-            }
-        });
+        render(
+            style,
+            &cached.1,
+            d,
+            SystemClock.now_ms(),
+            &mut |field, value| {
+                if field != Field::RetryAfter || refused {
+                    let mut text = String::new();
+                    let _ = text.write_fmt(value);
+                    out.push((field.name(), text));
+                }
+            },
+        );
         out
     }
 
