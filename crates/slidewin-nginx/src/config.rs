@@ -371,3 +371,25 @@ pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
     }
     Ok(spec)
 }
+
+/// The variables `value` reads (`$name`, `${name}`), lowercased as nginx looks them up;
+/// regex captures (`$1`) are left out.
+pub fn variables(value: &[u8]) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = value;
+    while let Some(at) = rest.iter().position(|&b| b == b'$') {
+        rest = &rest[at + 1..];
+        let braced = rest.first() == Some(&b'{');
+        let name_at = usize::from(braced);
+        let len = rest[name_at..]
+            .iter()
+            .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
+            .count();
+        let name = &rest[name_at..name_at + len];
+        if !name.is_empty() && !name.iter().all(u8::is_ascii_digit) {
+            names.push(String::from_utf8_lossy(name).to_ascii_lowercase());
+        }
+        rest = &rest[name_at + len..];
+    }
+    names
+}

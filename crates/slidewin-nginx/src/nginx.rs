@@ -10,15 +10,15 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use ngx::core::{Status as NgxStatus, NGX_CONF_ERROR, NGX_CONF_OK};
 use ngx::ffi::{
-    ngx_array_push, ngx_chain_t, ngx_command_t, ngx_conf_t, ngx_http_add_variable,
+    ngx_array_push, ngx_chain_t, ngx_command_t, ngx_conf_t, ngx_hash_key_t, ngx_http_add_variable,
     ngx_http_compile_complex_value, ngx_http_compile_complex_value_t, ngx_http_complex_value,
     ngx_http_complex_value_t, ngx_http_handler_pt, ngx_http_module_t, ngx_http_output_filter,
     ngx_http_phases_NGX_HTTP_PREACCESS_PHASE, ngx_http_request_t, ngx_http_send_header,
-    ngx_http_variable_value_t, ngx_int_t, ngx_list_push, ngx_module_t, ngx_pnalloc,
-    ngx_shared_memory_add, ngx_shm_zone_t, ngx_slab_pool_t, ngx_str_t, ngx_table_elt_t, ngx_uint_t,
-    NGX_CONF_2MORE, NGX_CONF_NOARGS, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET,
-    NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF,
-    NGX_HTTP_VAR_NOCACHEABLE, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_NOTICE,
+    ngx_http_variable_t, ngx_http_variable_value_t, ngx_int_t, ngx_list_push, ngx_module_t,
+    ngx_pnalloc, ngx_shared_memory_add, ngx_shm_zone_t, ngx_slab_pool_t, ngx_str_t,
+    ngx_table_elt_t, ngx_uint_t, NGX_CONF_2MORE, NGX_CONF_NOARGS, NGX_HTTP_LOC_CONF,
+    NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE,
+    NGX_HTTP_SRV_CONF, NGX_HTTP_VAR_NOCACHEABLE, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_NOTICE,
 };
 use ngx::http::{
     HttpModule, HttpModuleLocationConf, HttpModuleMainConf, Merge, MergeConfigError,
@@ -71,15 +71,46 @@ impl HttpModule for Module {
             }
             // SAFETY: ngx_array_push returned room for one handler.
             unsafe { *h = Some(preaccess) };
+            // SAFETY: cf is valid, and this module's main conf was made for the http block.
+            let Some(main) = Module::main_conf(unsafe { &*cf }) else {
+                return NgxStatus::NGX_ERROR.into();
+            };
+            // SAFETY: before ngx_http_variables_init_vars, the core's declared variables and
+            // prefix variables are arrays of ngx_hash_key_t and ngx_http_variable_t.
+            let (declared, prefixes) = unsafe {
+                let keys = (*cmcf.variables_keys).keys.as_slice::<ngx_hash_key_t>();
+                let prefixes = cmcf.prefix_variables.as_slice::<ngx_http_variable_t>();
+                (
+                    keys.iter().map(|k| k.key.as_bytes()).collect::<Vec<_>>(),
+                    prefixes
+                        .iter()
+                        .map(|v| v.name.as_bytes())
+                        .collect::<Vec<_>>(),
+                )
+            };
+            for (name, at) in &main.references {
+                let known = declared
+                    .iter()
+                    .any(|d| d.eq_ignore_ascii_case(name.as_bytes()))
+                    || prefixes.iter().any(|p| name.as_bytes().starts_with(p));
+                if !known {
+                    // SAFETY: cf's log is valid during configuration.
+                    let log = unsafe { (*cf).log };
+                    ngx_log_error!(NGX_LOG_EMERG, log, "{at}: unknown variable \"{name}\"");
+                    return NgxStatus::NGX_ERROR.into();
+                }
+            }
             NgxStatus::NGX_OK.into()
         })
     }
 }
 
-/// The http block's zones (boxed: nginx's shared zones point at them).
+/// The http block's zones (boxed: nginx's shared zones point at them), and the variables the
+/// limits read, checked once every module has declared its own: `(name, where)`.
 #[derive(Default)]
 struct MainConf {
     zones: Vec<Box<ZoneState>>,
+    references: Vec<(String, String)>,
 }
 
 /// One `slidewin_limit` as compiled.
@@ -317,9 +348,10 @@ extern "C" fn set_limit(
 ) -> *mut c_char {
     directive(cf, |args| {
         let spec = config::limit(args)?;
-        // SAFETY: cf is inside the http block (the directive's context says so).
-        let main = Module::main_conf(unsafe { &*cf }).ok_or("slidewin_limit: outside http")?;
-        let zone = main
+        // SAFETY: cf is inside the http block (the directive's context says so); nothing else
+        // holds the main conf while a directive is read.
+        let main = Module::main_conf_mut(unsafe { &*cf }).ok_or("slidewin_limit: outside http")?;
+        let zone: *const ZoneState = &**main
             .zones
             .iter()
             .find(|z| z.spec.name == spec.zone)
@@ -334,16 +366,31 @@ extern "C" fn set_limit(
             Some(cost) => compile(cf, cost)?,
             None => ptr::null_mut(),
         };
+        // SAFETY: cf is valid during the directive; conf_file names the file being read.
+        let (file, line) = unsafe {
+            (
+                (*(*cf).conf_file).file.name.as_bytes(),
+                (*(*cf).conf_file).line,
+            )
+        };
+        let file = String::from_utf8_lossy(file);
+        for (argument, value) in [("key", spec.key), ("cost", spec.cost.unwrap_or_default())] {
+            for name in config::variables(value) {
+                let value = String::from_utf8_lossy(value);
+                let at = format!("slidewin_limit: {argument} \"{value}\" in {file}:{line}");
+                main.references.push((name, at));
+            }
+        }
         // SAFETY: conf is this module's location conf for the level being read.
         let loc = unsafe { &mut *(conf as *mut LocConf) };
-        if loc.limits.iter().any(|l| ptr::eq(l.zone, &**zone)) {
+        if loc.limits.iter().any(|l| ptr::eq(l.zone, zone)) {
             return Err(format!(
                 "slidewin_limit: zone \"{}\" is limited twice here",
                 spec.zone
             ));
         }
         loc.limits.push(Limit {
-            zone: &**zone,
+            zone,
             key,
             cost,
             status: spec.status,
