@@ -4,7 +4,7 @@
 
 use slidewin::headers::Style;
 
-use crate::zone::{HeaderValues, ZoneState};
+use crate::zone::{Answer, ZoneState};
 
 /// `$slidewin_status`, as `$limit_req_status` names its outcomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,21 +35,22 @@ pub struct Call<'a> {
 }
 
 /// What the request gets.
-pub struct Outcome {
+pub struct Outcome<'a> {
     pub status: Status,
     /// The HTTP status to refuse with, or none: the request goes on.
     pub refuse_with: Option<usize>,
-    pub headers: HeaderValues,
+    /// The decision the headers describe, and its zone.
+    pub answer: (&'a ZoneState, Answer),
 }
 
 /// Decides `calls` in order (an error: the message for error.log, the request gets a 500).
 pub fn decide<'a>(
     calls: impl Iterator<Item = Result<Call<'a>, String>>,
-) -> Result<Option<Outcome>, String> {
+) -> Result<Option<Outcome<'a>>, String> {
     let mut outcome: Option<Outcome> = None;
     for call in calls {
         let call = call?;
-        let d = call.zone.decide(call.key, call.cost)?;
+        let (d, now_ms) = call.zone.decide(call.key, call.cost)?;
         let refused = !d.allowed && !call.dry_run;
         let status = match (d.allowed, call.dry_run) {
             (true, _) => Status::Passed,
@@ -63,7 +64,15 @@ pub fn decide<'a>(
         outcome = Some(Outcome {
             status,
             refuse_with: refused.then_some(call.status),
-            headers: call.zone.headers(call.style, &d, refused),
+            answer: (
+                call.zone,
+                Answer {
+                    style: call.style,
+                    decision: d,
+                    now_ms,
+                    refused,
+                },
+            ),
         });
         if refused {
             break;

@@ -26,7 +26,7 @@ use ngx::http::{
 };
 use ngx::{ngx_conf_log_error, ngx_log_error, ngx_string};
 use slidewin::headers::Style;
-use slidewin::shared::Attached;
+use slidewin::shared::{Attached, Owner, ProcessOwner};
 
 use crate::config;
 use crate::limit::{self, Call, Status};
@@ -200,6 +200,24 @@ pub static mut ngx_http_slidewin_module: ngx_module_t = ngx_module_t {
     type_: NGX_HTTP_MODULE as _,
     ..ngx_module_t::default()
 };
+
+/// Worker processes as the zone's lock owners, by nginx's own `ngx_pid` (set in each process
+/// as it starts): `getpid` would be a system call on every lock.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkerOwner;
+
+impl Owner for WorkerOwner {
+    fn id(&self) -> u64 {
+        // SAFETY: nginx writes ngx_pid once in each process before any request or zone init.
+        u64::from(unsafe { ngx::ffi::ngx_pid }.unsigned_abs())
+    }
+    fn is_alive(&self, id: u64) -> bool {
+        ProcessOwner.is_alive(id)
+    }
+    fn pause(&self) {
+        ProcessOwner.pause();
+    }
+}
 
 /// Runs `f`, answering `on_panic` if it panics.
 fn guarded<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
@@ -493,11 +511,12 @@ extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
             Ok(Some(outcome)) => {
                 // SAFETY: r is live; set on the main request, which every phase of it reads.
                 unsafe { set_status(main, outcome.status) };
-                for (name, text) in &outcome.headers {
-                    // SAFETY: r is live; the header lives in its pool.
-                    if unsafe { !add_header(r, name, text) } {
-                        return 500;
-                    }
+                let (zone, answer) = outcome.answer;
+                // SAFETY: r is live; each header is copied into its pool.
+                if !zone.headers(answer, &mut |name, text| unsafe {
+                    add_header(r, name, text)
+                }) {
+                    return 500;
                 }
                 match outcome.refuse_with {
                     Some(status) => status as ngx_int_t,
@@ -516,7 +535,7 @@ extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
 ///
 /// # Safety
 /// `r` is a live request.
-unsafe fn add_header(r: *mut ngx_http_request_t, name: &'static str, text: &str) -> bool {
+unsafe fn add_header(r: *mut ngx_http_request_t, name: &'static str, text: &[u8]) -> bool {
     // SAFETY: the caller's contract; ngx_list_push gives an uninitialised element, zeroed
     // here (so `next`, in nginx versions that have it, is null).
     unsafe {

@@ -10,10 +10,11 @@ use core::fmt::Write;
 use core::sync::atomic::AtomicU64;
 
 use slidewin::headers::{render, Field, Policy, PolicyWindow, Style};
-use slidewin::shared::{Attached, ProcessOwner, WindowShape, Zone, ZoneStats};
+use slidewin::shared::{Attached, WindowShape, Zone, ZoneStats};
 use slidewin::{Clock, Decision, SystemClock};
 
 use crate::config::ZoneSpec;
+use crate::nginx::WorkerOwner;
 
 /// The words of a shared zone, mapped by nginx for the life of the cycle that made it.
 pub type Words = &'static [AtomicU64];
@@ -21,13 +22,39 @@ pub type Words = &'static [AtomicU64];
 /// A zone's config and, once nginx has mapped its memory, its core zone.
 pub struct ZoneState {
     pub spec: ZoneSpec,
-    zone: Option<Zone<Words, ProcessOwner>>,
+    zone: Option<Zone<Words, WorkerOwner>>,
     /// This worker's policy for the live limits' version it was made for.
     policy: RefCell<(u64, Policy)>,
 }
 
-/// The headers of one answer: `(name, value)`, in the order they are sent.
-pub type HeaderValues = Vec<(&'static str, String)>;
+/// The longest header value but the policy's: `"<name>";r=<digits>;t=<digits>`, names at most
+/// 200 bytes.
+const VALUE_BYTES: usize = 320;
+
+/// A decision as the headers describe it.
+#[derive(Clone, Copy)]
+pub struct Answer {
+    pub style: Style,
+    pub decision: Decision,
+    pub now_ms: i64,
+    pub refused: bool,
+}
+
+/// A `fmt::Write` over a byte buffer that refuses what does not fit.
+struct Cursor<'a> {
+    buf: &'a mut [u8],
+    at: usize,
+}
+
+impl Write for Cursor<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let end = self.at + s.len();
+        let room = self.buf.get_mut(self.at..end).ok_or(core::fmt::Error)?;
+        room.copy_from_slice(s.as_bytes());
+        self.at = end;
+        Ok(())
+    }
+}
 
 impl ZoneState {
     pub fn new(spec: ZoneSpec) -> Self {
@@ -59,7 +86,7 @@ impl ZoneState {
             words,
             self.spec.rule.clone(),
             self.spec.max_key_bytes,
-            ProcessOwner,
+            WorkerOwner,
             seed,
         )
         .map_err(|e| format!("slidewin_zone \"{}\": {e}", self.spec.name))?;
@@ -67,22 +94,29 @@ impl ZoneState {
         Ok(attached)
     }
 
-    /// Decides for `key` now and records `cost` when it fits.
-    pub fn decide(&self, key: &[u8], cost: u64) -> Result<Decision, String> {
+    /// Decides for `key` now and records `cost` when it fits; the decision and its time.
+    pub fn decide(&self, key: &[u8], cost: u64) -> Result<(Decision, i64), String> {
         let zone = self.zone.as_ref().ok_or("the zone is not mapped")?;
         // A cost above every window's max_limit can never fit: the core answers it as refused
         // for good, and the count it would record stays far from overflow.
         let most = self.spec.rule.windows().iter().map(|w| w.max_limit()).max();
         let cost = cost.min(most.unwrap_or(0).saturating_add(1));
-        zone.check_at(key, SystemClock.now_ms(), cost)
-            .map_err(|e| e.to_string())
+        let now_ms = SystemClock.now_ms();
+        let d = zone
+            .check_at(key, now_ms, cost)
+            .map_err(|e| e.to_string())?;
+        Ok((d, now_ms))
     }
 
-    /// The headers of `d` in `style`; `Retry-After` only when `refused`.
-    pub fn headers(&self, style: Style, d: &Decision, refused: bool) -> HeaderValues {
-        let mut out = HeaderValues::new();
+    /// Gives `sink` each header of `d` (decided at `now_ms`) in `style`, `Retry-After` only
+    /// when `refused`; false when the sink failed.
+    pub fn headers(
+        &self,
+        answer: Answer,
+        sink: &mut dyn FnMut(&'static str, &[u8]) -> bool,
+    ) -> bool {
         let Some(zone) = self.zone.as_ref() else {
-            return out;
+            return true;
         };
         let mut cached = self.policy.borrow_mut();
         let version = zone.limits_version();
@@ -102,23 +136,28 @@ impl ZoneState {
                 .collect();
             *cached = (version, Policy::new(&windows));
         }
-        if style == Style::Draft {
-            out.push(("RateLimit-Policy", cached.1.value().to_string()));
+        let mut ok = true;
+        if answer.style == Style::Draft {
+            ok &= sink("RateLimit-Policy", cached.1.value().as_bytes());
         }
+        let mut buf = [0u8; VALUE_BYTES];
         render(
-            style,
+            answer.style,
             &cached.1,
-            d,
-            SystemClock.now_ms(),
+            &answer.decision,
+            answer.now_ms,
             &mut |field, value| {
-                if field != Field::RetryAfter || refused {
-                    let mut text = String::new();
-                    let _ = text.write_fmt(value);
-                    out.push((field.name(), text));
+                if field != Field::RetryAfter || answer.refused {
+                    let mut cursor = Cursor {
+                        buf: &mut buf,
+                        at: 0,
+                    };
+                    ok &= cursor.write_fmt(value).is_ok()
+                        && sink(field.name(), &cursor.buf[..cursor.at]);
                 }
             },
         );
-        out
+        ok
     }
 
     pub fn stats(&self) -> Option<ZoneStats> {
