@@ -16,6 +16,7 @@ mod formulas;
 mod limiter;
 mod limiter_methods;
 mod mapping;
+mod nginx_zone;
 mod operator_view;
 mod queue;
 mod region;
@@ -50,6 +51,7 @@ fn slidewin(lua: &Lua) -> LuaResult<LuaTable> {
     limiter_methods::register(lua)?;
     module.set("limiter", lua.create_function(limiter::new)?)?;
     module.set("zone", lua.create_function(directory::new)?)?;
+    module.set("nginx_zone", lua.create_function(nginx_zone::new)?)?;
     module.set("concurrency", lua.create_function(concurrency::new)?)?;
     module.set("queue_limit", lua.create_function(queue::new)?)?;
     stream::register(lua, &module)?;

@@ -14,7 +14,7 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
-use slidewin::shared::{RegionKind, WindowShape};
+use slidewin::shared::{RegionKind, WindowShape, ZoneExport};
 
 use crate::mapping::Mapping;
 
@@ -26,6 +26,16 @@ impl Region {
     /// A region of its own, kept by no name.
     pub fn new(bytes: usize) -> Result<Self, String> {
         Ok(Region(Arc::new(Mapping::new(bytes)?)))
+    }
+
+    /// The region of a zone the native nginx module exported (kept by that module).
+    pub fn of_nginx_zone(export: &ZoneExport) -> Self {
+        // SAFETY: the native module exports the words of an nginx shared zone, mapped in the
+        // master before the fork and so for the whole life of this worker, and accessed only
+        // through atomics by both modules.
+        Region(Arc::new(unsafe {
+            Mapping::borrowed(export.words, export.n_words)
+        }))
     }
 }
 

@@ -3,7 +3,7 @@
 //! runs its body under `catch_unwind`: a panic becomes an error (config) or a 500 (request),
 //! never an unwind into nginx.
 
-use core::ffi::{c_char, c_void};
+use core::ffi::{c_char, c_int, c_void};
 use core::ptr;
 use core::sync::atomic::AtomicU64;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -26,7 +26,7 @@ use ngx::http::{
 };
 use ngx::{ngx_conf_log_error, ngx_log_error, ngx_string};
 use slidewin::headers::Style;
-use slidewin::shared::{Attached, Owner, ProcessOwner};
+use slidewin::shared::{Attached, Owner, ProcessOwner, ZoneExport};
 
 use crate::config;
 use crate::limit::{self, Call, Status};
@@ -637,4 +637,36 @@ unsafe fn send(r: *mut ngx_http_request_t, content_type: &'static str, body: &[u
         };
         ngx_http_output_filter(r, &mut out)
     }
+}
+
+/// The zone `name` (`len` bytes) of the configuration the calling worker runs, for the Lua
+/// module's `slidewin.nginx_zone(name)` (nginx loads modules with `RTLD_GLOBAL`, so it finds
+/// this symbol): 0 with `out` filled, 1 when no such zone is mapped.
+///
+/// # Safety
+/// `name` points to `len` readable bytes and `out` to a writable `ZoneExport`; called in an
+/// nginx worker, on its one thread.
+#[no_mangle]
+pub unsafe extern "C" fn slidewin_nginx_zone(
+    name: *const u8,
+    len: usize,
+    out: *mut ZoneExport,
+) -> c_int {
+    guarded(1, || {
+        // SAFETY: the caller's contract.
+        let name = unsafe { core::slice::from_raw_parts(name, len) };
+        // SAFETY: ngx_cycle is the worker's running cycle; its http main conf holds our MainConf.
+        let Some(main) = Module::main_conf(unsafe { &*ngx::ffi::ngx_cycle }) else {
+            return 1;
+        };
+        let zone = main.zones.iter().find(|z| z.spec.name.as_bytes() == name);
+        match zone.and_then(|z| z.export()) {
+            Some(export) => {
+                // SAFETY: the caller's contract.
+                unsafe { out.write(export) };
+                0
+            }
+            None => 1,
+        }
+    })
 }

@@ -10,7 +10,7 @@ use core::fmt::Write;
 use core::sync::atomic::AtomicU64;
 
 use slidewin::headers::{render, Field, Policy, PolicyWindow, Style};
-use slidewin::shared::{Attached, WindowShape, Zone, ZoneStats};
+use slidewin::shared::{Attached, WindowShape, Zone, ZoneExport, ZoneStats};
 use slidewin::{Clock, Decision, SystemClock};
 
 use crate::config::ZoneSpec;
@@ -22,7 +22,7 @@ pub type Words = &'static [AtomicU64];
 /// A zone's config and, once nginx has mapped its memory, its core zone.
 pub struct ZoneState {
     pub spec: ZoneSpec,
-    zone: Option<Zone<Words, WorkerOwner>>,
+    zone: Option<(Zone<Words, WorkerOwner>, Words)>,
     /// This worker's policy for the live limits' version it was made for.
     policy: RefCell<(u64, Policy)>,
 }
@@ -90,13 +90,13 @@ impl ZoneState {
             seed,
         )
         .map_err(|e| format!("slidewin_zone \"{}\": {e}", self.spec.name))?;
-        self.zone = Some(zone);
+        self.zone = Some((zone, words));
         Ok(attached)
     }
 
     /// Decides for `key` now and records `cost` when it fits; the decision and its time.
     pub fn decide(&self, key: &[u8], cost: u64) -> Result<(Decision, i64), String> {
-        let zone = self.zone.as_ref().ok_or("the zone is not mapped")?;
+        let (zone, _) = self.zone.as_ref().ok_or("the zone is not mapped")?;
         // A cost above every window's max_limit can never fit: the core answers it as refused
         // for good, and the count it would record stays far from overflow.
         let most = self.spec.rule.windows().iter().map(|w| w.max_limit()).max();
@@ -115,7 +115,7 @@ impl ZoneState {
         answer: Answer,
         sink: &mut dyn FnMut(&'static str, &[u8]) -> bool,
     ) -> bool {
-        let Some(zone) = self.zone.as_ref() else {
+        let Some((zone, _)) = self.zone.as_ref() else {
             return true;
         };
         let mut cached = self.policy.borrow_mut();
@@ -161,7 +161,17 @@ impl ZoneState {
     }
 
     pub fn stats(&self) -> Option<ZoneStats> {
-        self.zone.as_ref().map(|z| z.stats())
+        self.zone.as_ref().map(|(z, _)| z.stats())
+    }
+
+    /// The zone's words and layout, for the Lua module of the same worker.
+    pub fn export(&self) -> Option<ZoneExport> {
+        let (_, words) = self.zone.as_ref()?;
+        Some(ZoneExport::new(
+            words,
+            &self.spec.rule,
+            self.spec.max_key_bytes,
+        ))
     }
 }
 
