@@ -109,6 +109,7 @@ impl HttpModule for Module {
 /// limits read, checked once every module has declared its own: `(name, where)`.
 #[derive(Default)]
 struct MainConf {
+    #[allow(clippy::vec_box)] // the boxes stay put as the Vec grows: shm zones point at them
     zones: Vec<Box<ZoneState>>,
     references: Vec<(String, String)>,
 }
