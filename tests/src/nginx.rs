@@ -190,7 +190,8 @@ impl Prefix {
     pub fn command(&self, config: &str) -> Command {
         let mut cmd = Command::new(nginx_binary());
         // nginx reads NGINX as the sockets of a binary upgrade: the harness's variable is not.
-        cmd.env_remove("NGINX").arg("-p")
+        cmd.env_remove("NGINX")
+            .arg("-p")
             .arg(&self.dir)
             .arg("-c")
             .arg(self.dir.join("conf").join(config));

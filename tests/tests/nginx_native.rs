@@ -196,10 +196,18 @@ fn resty_opens_the_zone_nginx_conf_declared() {
     assert_eq!(nginx.get("/native-zone?op=top").body, "hog\n");
     // A limit set through the Lua door holds for the native one, in every worker.
     assert_eq!(nginx.get("/native-zone?op=limit&n=5").body, "ok\n");
-    let statuses: Vec<u16> = (0..7).map(|_| nginx.get("/native?user=low").status).collect();
+    let statuses: Vec<u16> = (0..7)
+        .map(|_| nginx.get("/native?user=low").status)
+        .collect();
     assert_eq!(statuses, [200, 200, 200, 200, 200, 429, 429]);
-    let policy = nginx.get("/native?user=other").header("RateLimit-Policy").map(String::from);
-    assert_eq!(policy.as_deref(), Some(r#""api";q=5;w=1, "api-10s";q=50;w=10"#));
+    let policy = nginx
+        .get("/native?user=other")
+        .header("RateLimit-Policy")
+        .map(String::from);
+    assert_eq!(
+        policy.as_deref(),
+        Some(r#""api";q=5;w=1, "api-10s";q=50;w=10"#)
+    );
 }
 
 fn rewrite(nginx: &Nginx, from: &str, to: &str) {

@@ -84,13 +84,6 @@ pub fn region(spec: &Spec) -> Result<(Region, Option<String>), String> {
     Ok((region, note))
 }
 
-/// A fresh secret seed for a new region's hashes.
-pub fn seed() -> [u64; 2] {
-    use std::hash::BuildHasher;
-    let random = std::collections::hash_map::RandomState::new();
-    [random.hash_one(1_u8), random.hash_one(2_u8)]
-}
-
 /// A spec as a note shows it: `log max_limit 30 window_ms 5000, ... size 65536 max_key_bytes 64`
 /// for a rule.
 fn describe(spec: &Spec) -> String {

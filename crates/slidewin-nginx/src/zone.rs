@@ -6,10 +6,9 @@
 //! SIGKILLed while deciding is found dead by the next one, which repairs the set.
 
 use core::cell::RefCell;
-use core::fmt::Write;
 use core::sync::atomic::AtomicU64;
 
-use slidewin::headers::{render, Field, Policy, PolicyWindow, Style};
+use slidewin::headers::{render, write_value, Field, Policy, PolicyWindow, Style};
 use slidewin::shared::{Attached, WindowShape, Zone, ZoneExport, ZoneStats};
 use slidewin::{Clock, Decision, SystemClock};
 
@@ -40,22 +39,6 @@ pub struct Answer {
     pub refused: bool,
 }
 
-/// A `fmt::Write` over a byte buffer that refuses what does not fit.
-struct Cursor<'a> {
-    buf: &'a mut [u8],
-    at: usize,
-}
-
-impl Write for Cursor<'_> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        let end = self.at + s.len();
-        let room = self.buf.get_mut(self.at..end).ok_or(core::fmt::Error)?;
-        room.copy_from_slice(s.as_bytes());
-        self.at = end;
-        Ok(())
-    }
-}
-
 impl ZoneState {
     pub fn new(spec: ZoneSpec) -> Self {
         Self {
@@ -81,7 +64,8 @@ impl ZoneState {
 
     /// Lays the core zone over `words` (kept when they already hold this layout).
     pub fn attach(&mut self, words: Words) -> Result<Attached, String> {
-        let seed = seed();
+        // A fresh secret seed for a new zone's hashes (a reused zone keeps its own).
+        let seed = slidewin::shared::random_seed();
         let (zone, attached) = Zone::attach(
             words,
             self.spec.rule.clone(),
@@ -148,12 +132,8 @@ impl ZoneState {
             answer.now_ms,
             &mut |field, value| {
                 if field != Field::RetryAfter || answer.refused {
-                    let mut cursor = Cursor {
-                        buf: &mut buf,
-                        at: 0,
-                    };
-                    ok &= cursor.write_fmt(value).is_ok()
-                        && sink(field.name(), &cursor.buf[..cursor.at]);
+                    let text = write_value(&mut buf, value);
+                    ok &= text.is_some_and(|text| sink(field.name(), text));
                 }
             },
         );
@@ -173,11 +153,4 @@ impl ZoneState {
             self.spec.max_key_bytes,
         ))
     }
-}
-
-/// A fresh secret seed for a new zone's hashes (a reused zone keeps its own).
-fn seed() -> [u64; 2] {
-    use std::hash::BuildHasher;
-    let random = std::collections::hash_map::RandomState::new();
-    [random.hash_one(1_u8), random.hash_one(2_u8)]
 }

@@ -89,6 +89,14 @@ use lock::Taken;
 
 /// Keys per set.
 pub const WAYS: usize = 8;
+
+/// A fresh secret seed for a new region's hashes, from the process's random source.
+#[cfg(feature = "std")]
+pub fn random_seed() -> [u64; 2] {
+    use std::hash::BuildHasher;
+    let random = std::collections::hash_map::RandomState::new();
+    [random.hash_one(1_u8), random.hash_one(2_u8)]
+}
 /// Header words of the region.
 const HEADER_WORDS: usize = 32;
 const MAGIC: u64 = u64::from_le_bytes(*b"slidewn3");
