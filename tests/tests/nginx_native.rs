@@ -248,6 +248,75 @@ fn a_reload_that_changes_only_a_limit_keeps_every_window() {
     );
 }
 
+#[test]
+fn every_option_answers_as_documented() {
+    native_module();
+    let prefix = Prefix::temporary(1);
+    let conf = std::fs::read_to_string(prefix.dir.join("conf/native.conf")).unwrap();
+    let zone = "slidewin_zone all size=1m max_key_bytes=32 log 2/1s name=per-second \
+                buckets 100/1h bucket=1m max_limit=200 counter 5/10s;";
+    let locations = r#"location = /dry {
+            slidewin_limit all key=$arg_user dry_run;
+            add_header X-Status $slidewin_status always;
+            empty_gif;
+        }
+        location = /cost {
+            slidewin_limit all key=$arg_user cost=$arg_cost status=503 headers=x-ratelimit;
+            empty_gif;
+        }
+        location = /metrics {"#;
+    let text = conf
+        .replace(
+            "    slidewin_zone kept",
+            &format!("    {zone}\n    slidewin_zone kept"),
+        )
+        .replace("location = /metrics {", locations);
+    std::fs::write(prefix.dir.join("conf/all.conf"), text).unwrap();
+    let nginx = Nginx::start_in(prefix, "all.conf", &[]);
+    let dry: Vec<(u16, String)> = (0..3)
+        .map(|_| {
+            let r = nginx.get("/dry?user=d");
+            (r.status, r.header("X-Status").unwrap_or("-").to_string())
+        })
+        .collect();
+    let passed = |s: &str| (200, s.to_string());
+    assert_eq!(
+        dry,
+        [
+            passed("PASSED"),
+            passed("PASSED"),
+            passed("REJECTED_DRY_RUN")
+        ]
+    );
+    let r = nginx.get("/dry?user=p");
+    assert_eq!(
+        r.header("RateLimit-Policy"),
+        Some(r#""per-second";q=2;w=1, "all-1h";q=100;w=3600, "all-10s";q=5;w=10"#)
+    );
+    let r = nginx.get("/cost?user=c&cost=2");
+    assert_eq!(
+        (r.status, r.header("X-RateLimit-Remaining")),
+        (200, Some("0"))
+    );
+    let r = nginx.get("/cost?user=c&cost=1");
+    assert_eq!((r.status, r.header("Retry-After")), (503, Some("1")));
+    let r = nginx.get("/cost?user=big&cost=3");
+    assert_eq!(
+        (r.status, r.header("Retry-After")),
+        (503, None),
+        "never fits: no wait"
+    );
+    assert_eq!(nginx.get("/cost?user=c&cost=abc").status, 500);
+    assert!(nginx
+        .error_log()
+        .contains("slidewin_limit: cost must be a non-negative integer, got \"abc\""));
+    assert_eq!(
+        nginx.get("/cost?cost=1").status,
+        200,
+        "an empty key is not limited"
+    );
+}
+
 /// A line that must be refused: a directive with at least one bad argument among good ones.
 fn malformed(random: &mut Random) -> (&'static str, String) {
     const ZONE_GOOD: [&str; 6] = [

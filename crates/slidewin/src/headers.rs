@@ -315,7 +315,13 @@ mod tests {
     #[test]
     fn a_value_is_written_into_the_buffer_or_refused_whole() {
         let mut buf = [0u8; 8];
-        assert_eq!(write_value(&mut buf, format_args!("r={}", 42)), Some(&b"r=42"[..]));
-        assert_eq!(write_value(&mut buf, format_args!("t={}", 1_000_000_000)), None);
+        assert_eq!(
+            write_value(&mut buf, format_args!("r={}", 42)),
+            Some(&b"r=42"[..])
+        );
+        assert_eq!(
+            write_value(&mut buf, format_args!("t={}", 1_000_000_000)),
+            None
+        );
     }
 }
