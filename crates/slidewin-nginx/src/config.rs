@@ -80,6 +80,11 @@ fn size(s: &str) -> Option<usize> {
     digits_only(digits)?.checked_mul(unit)
 }
 
+/// Bytes as a size to write in the config: whole kilobytes, rounded up.
+fn size_text(bytes: usize) -> String {
+    format!("{}k", bytes.div_ceil(1024))
+}
+
 fn digits_only(s: &str) -> Option<usize> {
     if s.is_empty() || s.len() > 18 || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -252,7 +257,18 @@ pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
         max_key_bytes,
         usable_bytes(size),
     )
-    .map_err(|e| format!("{D} \"{name}\": {e} (size={size} less nginx's slab header)"))?;
+    .map_err(|e| match e {
+        // The core counts the region; the directive's size also holds nginx's slab header.
+        slidewin::Error::RegionTooSmall { needed, .. } => {
+            let at_least = (needed as usize + 3 * 4096) / 127 * 128 + 128;
+            format!(
+                "{D} \"{name}\": size must be at least {} (8 keys of these windows and \
+                 max_key_bytes), got {size} bytes",
+                size_text(at_least.max(MIN_SIZE))
+            )
+        }
+        e => format!("{D} \"{name}\": {e}"),
+    })?;
     Ok(ZoneSpec {
         name,
         size,
