@@ -6,6 +6,7 @@ pub mod nginx;
 pub mod nginx_binary;
 pub mod openloop;
 pub mod process;
+pub mod promtool;
 pub mod random;
 pub mod redis;
 pub mod resp;

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use slidewin_tests::http::Response;
 use slidewin_tests::load::{reload, try_get, worker_pids};
 use slidewin_tests::nginx::{native_module, Nginx, Prefix};
+use slidewin_tests::promtool;
 use slidewin_tests::random::Random;
 
 /// What a log line's `$msec` may lag the decision by: nginx's cached time is taken when the
@@ -146,6 +147,7 @@ fn four_workers_hold_every_window_exactly_through_kills_and_reloads() {
         metrics.contains("slidewin_keys{limiter=\"api\"} 3\n"),
         "{metrics}"
     );
+    promtool::check(&metrics);
 }
 
 /// The headers both doors answer a key with, request after request.

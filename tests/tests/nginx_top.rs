@@ -4,12 +4,11 @@
 //! answers a key's windows as its next request finds them, and `/metrics` (window usage
 //! histogram and at-limit gauge) passes `promtool check metrics` and matches the windows.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use serde_json::Value;
 use slidewin_tests::nginx::Nginx;
+use slidewin_tests::promtool;
 
 const LIMIT: u64 = 5;
 
@@ -45,28 +44,6 @@ fn sample(text: &str, name_and_labels: &str) -> f64 {
         .find(|l| l.starts_with(name_and_labels) && l[name_and_labels.len()..].starts_with(' '))
         .unwrap_or_else(|| panic!("no {name_and_labels} in\n{text}"));
     line.rsplit(' ').next().unwrap().parse().unwrap()
-}
-
-fn promtool_check(text: &str) {
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run promtool (scripts/deps.sh promtool)");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && said.trim().is_empty(),
-        "promtool check metrics: {said}\n{text}"
-    );
 }
 
 #[test]
@@ -113,7 +90,7 @@ fn three_clients_at_ten_times_their_limit_are_the_top_refused_and_their_windows_
 
     // The usage histogram and the at-limit gauge: 50 keys at 2/5, 3 at 5/5.
     let metrics = nginx.get("/metrics").body;
-    promtool_check(&metrics);
+    promtool::check(&metrics);
     let api = r#"limiter="api""#;
     let bucket = |le: &str| {
         sample(
@@ -274,7 +251,7 @@ fn a_key_of_two_windows_is_listed_by_the_one_nearest_its_limit() {
         serde_json::json!([{"count": 0, "limit": 2}, {"count": 2, "limit": 4}])
     );
     let metrics = nginx.get("/metrics").body;
-    promtool_check(&metrics);
+    promtool::check(&metrics);
     assert_eq!(
         sample(
             &metrics,
@@ -387,7 +364,7 @@ fn names_with_quotes_backslashes_and_newlines_are_escaped_and_one_log_serves_eve
     assert_eq!(nginx.eval("return ngx.timer.pending_count()").body, "1");
 
     let metrics = nginx.get("/metrics").body;
-    promtool_check(&metrics);
+    promtool::check(&metrics);
     for series in [
         "slidewin_adaptive_limit",
         "slidewin_adaptive_inflight",
