@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 
 .PHONY: test test-rust test-stream-drift bench-stream test-deps test-nginx lua-module demo deps test-js js bench-js
-.PHONY: fuzz bench-fault
+.PHONY: fuzz bench-fault nginx-module test-nginx-upstream
 
 deps:
 	scripts/deps.sh all
@@ -19,11 +19,24 @@ test-deps:
 lua-module:
 	$(CARGO) build --release -p slidewin-lua
 
+# The native nginx module (no Lua): target/release/ngx_http_slidewin_module.so, built against
+# Debian's nginx-dev, or against the configured tree NGINX_BUILD_DIR names (docs/nginx-module.md).
+nginx-module:
+	scripts/build-nginx-module.sh
+
+# The native module's tests against the current upstream nginx (the ngx crate's `vendored`
+# feature builds nginx-src's nginx, ~3 min the first time), without the tests that need Lua.
+test-nginx-upstream:
+	VENDORED=1 scripts/build-nginx-module.sh
+	NGINX=$(CURDIR)/target/nginx-vendored/nginx \
+	SLIDEWIN_NGINX_MODULE=$(CURDIR)/target/nginx-vendored/ngx_http_slidewin_module.so \
+	$(CARGO) test -p slidewin-tests --test nginx_native -- --skip both_doors --skip resty_opens
+
 # Only the nginx end-to-end tests (also part of test-rust).
 test-nginx: test-deps lua-module
 	$(CARGO) test -p slidewin-tests --test nginx
 
-test-rust: test-deps lua-module
+test-rust: test-deps lua-module nginx-module
 	$(CARGO) build -p slidewin --no-default-features
 	$(CARGO) test --workspace --all-features
 

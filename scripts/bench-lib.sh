@@ -18,6 +18,7 @@ start_nginx() {
   scripts/deps.sh nginx
   cargo build -q --release -p slidewin-lua
   cargo build -q --release -p slidewin-tests --bin slidewin-nginx
+  scripts/build-nginx-module.sh >/dev/null
   start_nginx_in . "$@"
 }
 

@@ -2,8 +2,8 @@
 # The limiter's cost in nginx (BENCHMARKS.md, section "The access phase").
 #  1. /loop: 1e6-call loops inside one worker (ns per call).
 #  2. wrk on loopback, the access phase side by side: /plain/ (no limiter), /limit_req/
-#     (nginx's own), /count/ (a hand-written shdict count + one header), /api/ (store "local"),
-#     /shm/ (store "shm"); limits never reached. RUNS alternating runs each; prints every run
+#     (nginx's own), /native/ (the native module's slidewin_limit), /count/ (a hand-written
+#     shdict count + one header), /api/ (store "local"), /shm/ (store "shm"); limits never reached. RUNS alternating runs each; prints every run
 #     and the medians of req/s and of the workers' CPU time per request (from /proc: steadier
 #     than req/s on a shared machine), and each one's CPU over /plain/. LOCATIONS="/plain/ ..."
 #     picks others: a path ending in -users/ is driven over 10000 keys (?user=); /conc/ and
@@ -62,7 +62,7 @@ rps() {
 }
 median() { sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 # The access phase's cost, side by side: every location in each run, runs alternating.
-read -r -a LOCATIONS <<<"${LOCATIONS:-/plain/ /limit_req/ /count/ /api/ /shm/}"
+read -r -a LOCATIONS <<<"${LOCATIONS:-/plain/ /limit_req/ /native/ /count/ /api/ /shm/}"
 [[ " ${LOCATIONS[*]} " == *" /plain/ "* ]] || LOCATIONS=(/plain/ "${LOCATIONS[@]}")
 # Each location's added CPU is also printed over this one's (when it runs).
 REFERENCE=${REFERENCE:-/limit_req/}

@@ -12,6 +12,9 @@ declare -A APT=(
   [luarocks]="luarocks"
   # promtool (tests/tests/nginx_top.rs checks /metrics with `promtool check metrics`).
   [promtool]="prometheus"
+  # The native module's build: Debian's configured-ready nginx source (nginx-dev, which
+  # pulls in the pcre2, ssl and zlib headers) and libclang for the ngx crate's bindgen.
+  [nginx-module]="nginx nginx-dev clang libclang-dev"
 )
 
 apt_missing() {

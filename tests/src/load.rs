@@ -1,6 +1,8 @@
 //! Load on a real nginx and what its answers say: clients hammering a location, the times the
 //! server decided admitted requests at (its `X-T0`/`X-T1` headers), the busiest window, reloads.
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -84,4 +86,40 @@ pub fn reload(nginx: &Nginx) {
         .status()
         .unwrap();
     assert!(status.success());
+}
+
+/// One request that may meet a worker killed under it: `None` for a reset connection.
+pub fn try_get(port: u16, path: &str) -> Option<u16> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut raw = Vec::new();
+    let started = Instant::now();
+    let read = stream.read_to_end(&mut raw);
+    assert!(started.elapsed() < Duration::from_secs(5), "a request hung");
+    read.ok()?;
+    String::from_utf8_lossy(&raw)
+        .split(' ')
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// The worker processes of `nginx` now (children of its master).
+pub fn worker_pids(nginx: &Nginx) -> Vec<u32> {
+    let master = std::fs::read_to_string(nginx.prefix.dir.join("logs/nginx.pid")).unwrap();
+    let out = Command::new("pgrep")
+        .args(["-P", master.trim()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.parse().ok())
+        .collect()
 }

@@ -58,6 +58,32 @@ pub fn lua_module() -> &'static Path {
     })
 }
 
+/// The native module's file (a template's `{{slidewin_module}}`): `SLIDEWIN_NGINX_MODULE`
+/// (one built for another nginx, as `NGINX` names it), or the one [`native_module`] builds.
+fn native_module_path() -> PathBuf {
+    std::env::var_os("SLIDEWIN_NGINX_MODULE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target_dir().join("release/ngx_http_slidewin_module.so"))
+}
+
+/// `ngx_http_slidewin_module.so`, built against Debian's nginx source tree
+/// (`scripts/build-nginx-module.sh`) the first time it is asked for in this process, unless
+/// `SLIDEWIN_NGINX_MODULE` names one.
+pub fn native_module() -> &'static Path {
+    static MODULE: OnceLock<PathBuf> = OnceLock::new();
+    MODULE.get_or_init(|| {
+        if std::env::var_os("SLIDEWIN_NGINX_MODULE").is_some() {
+            return native_module_path();
+        }
+        let status = Command::new(repo_root().join("scripts/build-nginx-module.sh"))
+            .current_dir(repo_root())
+            .status()
+            .expect("run scripts/build-nginx-module.sh");
+        assert!(status.success(), "scripts/build-nginx-module.sh failed");
+        native_module_path()
+    })
+}
+
 /// Where nginx finds `resty.slidewin` and `slidewin.so`.
 pub enum Packages {
     /// Copies of the checkout's `lua/` and the built module in the prefix (`lua/`, `lib/`).
@@ -130,6 +156,10 @@ impl Prefix {
             ("load_modules", load_module_lines().to_string()),
             ("lua_path", lua_path),
             ("lua_cpath", lua_cpath),
+            (
+                "slidewin_module",
+                native_module_path().display().to_string(),
+            ),
         ];
         copy_tree(&root.join("nginx"), &dir.join("conf"), &|text| {
             render(text, &vars)
@@ -159,7 +189,9 @@ impl Prefix {
     /// The nginx command for `conf/<config>`, in the foreground.
     pub fn command(&self, config: &str) -> Command {
         let mut cmd = Command::new(nginx_binary());
-        cmd.arg("-p")
+        // nginx reads NGINX as the sockets of a binary upgrade: the harness's variable is not.
+        cmd.env_remove("NGINX")
+            .arg("-p")
             .arg(&self.dir)
             .arg("-c")
             .arg(self.dir.join("conf").join(config));

@@ -105,7 +105,9 @@ fn assert_never_over(nodes: &[Nginx], limiter: &str, key: &str) {
         statuses(200) + statuses(429),
         responses.len(),
         "{limiter}: 200 or 429 only: {:?}",
-        responses.iter().find(|r| r.status != 200 && r.status != 429)
+        responses
+            .iter()
+            .find(|r| r.status != 200 && r.status != 429)
     );
     let admitted = admitted_times(&responses);
     for (window_ms, limit) in [(1_000, 100), (10_000, 500)] {
@@ -161,7 +163,11 @@ fn three_nodes_never_go_over_when_lease_calls_time_out() {
     // saw, which must not be spent.
     let redis = RedisServer::start();
     let nodes = fleet(&redis, 3);
-    let _freezer = Freezer::start(&redis, Duration::from_millis(30), Duration::from_millis(250));
+    let _freezer = Freezer::start(
+        &redis,
+        Duration::from_millis(30),
+        Duration::from_millis(250),
+    );
     assert_never_over(&nodes, "fleet-timeout", "late");
     let errors: f64 = nodes.iter().map(|n| store_errors(n, "fleet-timeout")).sum();
     assert!(errors > 0.0, "the freezes made some lease calls time out");
@@ -191,7 +197,11 @@ fn open_loop(nodes: &[Nginx], path: &str, rate: f64, seconds: u64) -> (Vec<u64>,
         for (i, s) in run.seconds.iter().enumerate() {
             per_second[i] += s.admitted();
             sent += s.offered() - s.count(Outcome::Unsent);
-            assert_eq!(s.count(Outcome::Failed) + s.count(Outcome::TimedOut), 0, "{s:?}");
+            assert_eq!(
+                s.count(Outcome::Failed) + s.count(Outcome::TimedOut),
+                0,
+                "{s:?}"
+            );
         }
     }
     (per_second, sent)
@@ -244,7 +254,10 @@ fn cold_keys_cost_no_more_calls_than_requests() {
     for round in 0..3 {
         for k in 0..600 {
             let node = &nodes[(k + round) % 3];
-            assert_eq!(node.get(&format!("/limit/fleet-log?user=cold{k}")).status, 200);
+            assert_eq!(
+                node.get(&format!("/limit/fleet-log?user=cold{k}")).status,
+                200
+            );
             requests += 1;
         }
     }

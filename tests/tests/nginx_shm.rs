@@ -2,14 +2,12 @@
 //! (nginx/shm.conf): exact limits across workers, workers SIGKILLed under load, reloads, and
 //! a flood of distinct keys against a bounded region.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use slidewin_tests::http::Response;
-use slidewin_tests::load::{admitted_times, busiest_window, hammer, reload};
+use slidewin_tests::load::{admitted_times, busiest_window, hammer, reload, try_get, worker_pids};
 use slidewin_tests::nginx::Nginx;
 
 #[test]
@@ -73,41 +71,6 @@ fn four_workers_admit_exactly_the_limit_in_every_window() {
         metrics.contains("slidewin_keys{limiter=\"log\"} 9\n"),
         "{metrics}"
     );
-}
-
-/// One request that may meet a worker killed under it: `None` for a reset connection.
-fn try_get(port: u16, path: &str) -> Option<u16> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .ok()?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut raw = Vec::new();
-    let started = Instant::now();
-    let read = stream.read_to_end(&mut raw);
-    assert!(started.elapsed() < Duration::from_secs(5), "a request hung");
-    read.ok()?;
-    String::from_utf8_lossy(&raw)
-        .split(' ')
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
-fn worker_pids(nginx: &Nginx) -> Vec<u32> {
-    let master = std::fs::read_to_string(nginx.prefix.dir.join("logs/nginx.pid")).unwrap();
-    let out = Command::new("pgrep")
-        .args(["-P", master.trim()])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.parse().ok())
-        .collect()
 }
 
 #[test]

@@ -15,11 +15,10 @@
 //! come back as `out.message`, never as a panic or a long jump.
 
 use std::ffi::c_int;
-use std::fmt::Write;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use mlua::{Lua, Result as LuaResult, Table, UserData, UserDataMethods, Value};
-use slidewin::headers::{render, Field, Policy, PolicyWindow, Style};
+use slidewin::headers::{render, write_value, Field, Policy, PolicyWindow, Style};
 use slidewin::rule::MAX_WINDOWS;
 use slidewin::{arg, Decision};
 
@@ -368,35 +367,15 @@ fn write_values(out: &mut Answer, headers: &Headers, d: &Decision) {
             now_ms(),
             &mut |field, value| {
                 let i = Field::ALL.iter().position(|&f| f == field).unwrap_or(0);
-                let mut cursor = Cursor {
-                    buf: &mut text[at..],
-                    at: 0,
-                };
-                if cursor.write_fmt(value).is_ok() {
+                if let Some(written) = write_value(&mut text[at..], value).map(<[u8]>::len) {
                     start[i] = at as c_int;
-                    len[i] = cursor.at as c_int;
-                    at += cursor.at;
+                    len[i] = written as c_int;
+                    at += written;
                 }
             },
         )
     }));
     out.rendered = written.is_ok() as c_int;
-}
-
-/// A `fmt::Write` over a byte buffer that refuses what does not fit.
-struct Cursor<'a> {
-    buf: &'a mut [u8],
-    at: usize,
-}
-
-impl Write for Cursor<'_> {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        let end = self.at + s.len();
-        let room = self.buf.get_mut(self.at..end).ok_or(std::fmt::Error)?;
-        room.copy_from_slice(s.as_bytes());
-        self.at = end;
-        Ok(())
-    }
 }
 
 pub(crate) fn fail(out: &mut Answer, message: &str) -> c_int {

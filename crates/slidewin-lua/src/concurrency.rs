@@ -71,7 +71,7 @@ pub fn new(_: &Lua, opts: Table) -> LuaResult<LuaConcurrency> {
         config,
         max_key_bytes,
         WorkerOwner::new(),
-        region::seed(),
+        slidewin::shared::random_seed(),
     )
     .map_err(args::core(NEW))?;
     Ok(LuaConcurrency(slots))

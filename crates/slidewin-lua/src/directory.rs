@@ -53,7 +53,7 @@ pub fn new(_: &Lua, opts: Table) -> LuaResult<LuaDirectory> {
         region,
         max_rules as usize,
         WorkerOwner::new(),
-        region::seed(),
+        slidewin::shared::random_seed(),
     )
     .map_err(args::core(NEW))?;
     Ok(LuaDirectory(Arc::new(rules)))

@@ -136,7 +136,7 @@ pub fn new(_: &Lua, opts: Table) -> LuaResult<LuaLeases> {
         config,
         max_key_bytes,
         WorkerOwner::new(),
-        region::seed(),
+        slidewin::shared::random_seed(),
     )
     .map_err(args::core(NEW))?;
     Ok(LuaLeases(Box::into_raw(Box::new(table))))

@@ -17,6 +17,7 @@ mod lease;
 mod limiter;
 mod limiter_methods;
 mod mapping;
+mod nginx_zone;
 mod operator_view;
 mod queue;
 mod region;
@@ -51,6 +52,7 @@ fn slidewin(lua: &Lua) -> LuaResult<LuaTable> {
     limiter_methods::register(lua)?;
     module.set("limiter", lua.create_function(limiter::new)?)?;
     module.set("zone", lua.create_function(directory::new)?)?;
+    module.set("nginx_zone", lua.create_function(nginx_zone::new)?)?;
     module.set("concurrency", lua.create_function(concurrency::new)?)?;
     module.set("queue_limit", lua.create_function(queue::new)?)?;
     module.set("lease_table", lua.create_function(lease::new)?)?;

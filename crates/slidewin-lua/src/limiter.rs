@@ -294,7 +294,7 @@ fn in_region(name: String, size: usize, max_key_bytes: usize, rule: Rule) -> Lua
         rule,
         max_key_bytes,
         WorkerOwner::new(),
-        region::seed(),
+        slidewin::shared::random_seed(),
     );
     let store = zone.map(|(zone, _)| Box::new(zone) as Box<dyn Store>);
     Ok((store, note))

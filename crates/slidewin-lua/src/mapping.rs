@@ -7,10 +7,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use slidewin::shared::{Owner, ProcessOwner};
 
-/// An anonymous shared mapping of `bytes` (page-aligned, zeroed), unmapped on drop.
+/// An anonymous shared mapping of `bytes` (page-aligned, zeroed), unmapped on drop; or
+/// memory another module of the process mapped (`owned` false: never unmapped here).
 pub struct Mapping {
     ptr: *mut libc::c_void,
     bytes: usize,
+    owned: bool,
 }
 
 // SAFETY: the mapping is only reached as `&[AtomicU64]`, which is Send + Sync.
@@ -37,7 +39,25 @@ impl Mapping {
                 "size: cannot map {bytes} bytes of shared memory: {err}"
             ));
         }
-        Ok(Self { ptr, bytes })
+        Ok(Self {
+            ptr,
+            bytes,
+            owned: true,
+        })
+    }
+
+    /// The `n_words` words at `words`, mapped by another module (the native nginx module's
+    /// zone, through `slidewin_nginx_zone`).
+    ///
+    /// # Safety
+    /// `words` points to `n_words` aligned words of shared memory that stay mapped for the
+    /// life of the process, and are only ever accessed atomically.
+    pub unsafe fn borrowed(words: *const AtomicU64, n_words: usize) -> Self {
+        Self {
+            ptr: words as *mut libc::c_void,
+            bytes: n_words * 8,
+            owned: false,
+        }
     }
 
     pub fn bytes(&self) -> usize {
@@ -54,8 +74,10 @@ impl Mapping {
 
 impl Drop for Mapping {
     fn drop(&mut self) {
-        // SAFETY: mapped in `new`, unmapped once; no `words()` borrow outlives self.
-        unsafe { libc::munmap(self.ptr, self.bytes) };
+        if self.owned {
+            // SAFETY: mapped in `new`, unmapped once; no `words()` borrow outlives self.
+            unsafe { libc::munmap(self.ptr, self.bytes) };
+        }
     }
 }
 

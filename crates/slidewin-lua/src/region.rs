@@ -14,7 +14,7 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
-use slidewin::shared::{RegionKind, WindowShape};
+use slidewin::shared::{RegionKind, WindowShape, ZoneExport};
 
 use crate::mapping::Mapping;
 
@@ -26,6 +26,16 @@ impl Region {
     /// A region of its own, kept by no name.
     pub fn new(bytes: usize) -> Result<Self, String> {
         Ok(Region(Arc::new(Mapping::new(bytes)?)))
+    }
+
+    /// The region of a zone the native nginx module exported (kept by that module).
+    pub fn of_nginx_zone(export: &ZoneExport) -> Self {
+        // SAFETY: the native module exports the words of an nginx shared zone, mapped in the
+        // master before the fork and so for the whole life of this worker, and accessed only
+        // through atomics by both modules.
+        Region(Arc::new(unsafe {
+            Mapping::borrowed(export.words, export.n_words)
+        }))
     }
 }
 
@@ -72,13 +82,6 @@ pub fn region(spec: &Spec) -> Result<(Region, Option<String>), String> {
     regions.push((spec.clone(), region.clone()));
     debug_assert_eq!(region.0.bytes(), spec.size);
     Ok((region, note))
-}
-
-/// A fresh secret seed for a new region's hashes.
-pub fn seed() -> [u64; 2] {
-    use std::hash::BuildHasher;
-    let random = std::collections::hash_map::RandomState::new();
-    [random.hash_one(1_u8), random.hash_one(2_u8)]
 }
 
 /// A spec as a note shows it: `log max_limit 30 window_ms 5000, ... size 65536 max_key_bytes 64`

@@ -201,6 +201,28 @@ where
     }
 }
 
+/// Writes `value` (what [`render`] gives a sink) into `buf`, without allocating: the bytes a
+/// binding hands to its host, or `None` when they do not fit.
+pub fn write_value<'b>(buf: &'b mut [u8], value: fmt::Arguments<'_>) -> Option<&'b [u8]> {
+    struct Cursor<'a> {
+        buf: &'a mut [u8],
+        at: usize,
+    }
+    impl Write for Cursor<'_> {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            let end = self.at + s.len();
+            let room = self.buf.get_mut(self.at..end).ok_or(fmt::Error)?;
+            room.copy_from_slice(s.as_bytes());
+            self.at = end;
+            Ok(())
+        }
+    }
+    let mut cursor = Cursor { buf, at: 0 };
+    cursor.write_fmt(value).ok()?;
+    let Cursor { buf, at } = cursor;
+    Some(&buf[..at])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,5 +310,18 @@ mod tests {
         }]);
         assert_eq!(policy.value(), "\"a\";q=9007199254740992;w=1");
         assert_eq!(policy.name(3), "");
+    }
+
+    #[test]
+    fn a_value_is_written_into_the_buffer_or_refused_whole() {
+        let mut buf = [0u8; 8];
+        assert_eq!(
+            write_value(&mut buf, format_args!("r={}", 42)),
+            Some(&b"r=42"[..])
+        );
+        assert_eq!(
+            write_value(&mut buf, format_args!("t={}", 1_000_000_000)),
+            None
+        );
     }
 }

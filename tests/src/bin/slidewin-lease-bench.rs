@@ -56,7 +56,12 @@ fn cpu(redis: &RedisServer, rounds: usize) {
                 let (run, nginx_cpu, redis_cpu) =
                     measured_with(nginx.port(), &path, random_users, &workers, &[redis.pid()]);
                 let calls = (redis.script_decisions() - calls_before) as f64;
-                rows[i].push([run.rate, nginx_cpu, redis_cpu, 1000.0 * calls / run.requests]);
+                rows[i].push([
+                    run.rate,
+                    nginx_cpu,
+                    redis_cpu,
+                    1000.0 * calls / run.requests,
+                ]);
             }
         }
         for (row, (_, label)) in rows.iter().zip(LIMITERS) {
@@ -92,7 +97,10 @@ fn decisions_us(port: u16, path: &str, n: usize) -> Vec<f64> {
             })
         })
         .collect();
-    threads.into_iter().flat_map(|t| t.join().unwrap()).collect()
+    threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect()
 }
 
 /// The latency each limiter adds inside nginx (its decision, Redis round trips included) with
@@ -123,11 +131,15 @@ fn latency(redis: &RedisServer, rounds: usize) {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let part = args.first().map(String::as_str).unwrap_or("all");
-    let rounds = args.get(1).map_or(3, |r| r.parse().expect("rounds: a number"));
+    let rounds = args
+        .get(1)
+        .map_or(3, |r| r.parse().expect("rounds: a number"));
     let redis = RedisServer::start();
     println!(
         "load average before: {}",
-        std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
     );
     if part == "all" || part == "cpu" {
         cpu(&redis, rounds);

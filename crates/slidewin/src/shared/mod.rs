@@ -56,6 +56,7 @@
 //! ```
 
 mod directory;
+mod export;
 mod inflight;
 mod keys;
 mod layout;
@@ -68,6 +69,7 @@ mod state;
 mod tests;
 
 pub use directory::{Directory, DirectoryStats, Found, Part, GRACE_MS, PAGE_BYTES};
+pub use export::{WindowExport, ZoneExport};
 pub use inflight::{Entry, Inflight, InflightConfig, InflightStats, LIVENESS_CHECK_MS};
 pub use layout::{Algorithm, RegionKind, WindowShape};
 pub use leases::{Admitted, Fetch, LeaseStats, Leases, Spent, SETTLE_SLOTS};
@@ -89,6 +91,14 @@ use lock::Taken;
 
 /// Keys per set.
 pub const WAYS: usize = 8;
+
+/// A fresh secret seed for a new region's hashes, from the process's random source.
+#[cfg(feature = "std")]
+pub fn random_seed() -> [u64; 2] {
+    use std::hash::BuildHasher;
+    let random = std::collections::hash_map::RandomState::new();
+    [random.hash_one(1_u8), random.hash_one(2_u8)]
+}
 /// Header words of the region.
 const HEADER_WORDS: usize = 32;
 const MAGIC: u64 = u64::from_le_bytes(*b"slidewn3");
@@ -338,6 +348,30 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
             owner,
         };
         Ok((zone, attached))
+    }
+
+    /// The rule over `words` laid out already by an [`Zone::attach`] for the same rule, key
+    /// length and size (another module of the process attached it): nothing is written
+    /// when the layout differs, an error naming the region's fingerprint is.
+    pub fn open(region: R, rule: Rule, max_key_bytes: usize, owner: O) -> Result<Self, Error> {
+        let words = region.as_ref();
+        let layout = Layout::new(&rule, max_key_bytes, words.len())?;
+        let fingerprint = layout.fingerprint(&rule, words.len());
+        let seen = words[H_FINGERPRINT].load(Ordering::Relaxed);
+        if words[H_MAGIC].load(Ordering::Acquire) != MAGIC || seen != fingerprint {
+            let expected = "the fingerprint of a region laid out for this rule and size";
+            return Err(Error::invalid("region", expected, crate::Value::UInt(seen)));
+        }
+        let seed = [0, 1].map(|i| words[H_SEED + i].load(Ordering::Relaxed));
+        LiveLimits::attach(&words[H_LIMITS..H_LIMITS + LiveLimits::<R>::WORDS], &rule);
+        let codec = KeyCodec::new(seed, layout.key_words * 8);
+        Ok(Self {
+            region,
+            rule,
+            layout,
+            codec,
+            owner,
+        })
     }
 
     /// Keys the region holds at most.

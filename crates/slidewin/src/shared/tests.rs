@@ -118,3 +118,24 @@ fn a_repaired_bucket_total_is_recounted() {
     assert!(!d.allowed, "the counter's 6 count again");
     assert_eq!(d.remaining, 4);
 }
+
+#[test]
+fn open_finds_a_zone_attached_for_the_same_layout_and_never_writes_another() {
+    let words = region(1 << 14);
+    let rule = |limit| Rule::one(RuleWindow::log(Quota::new(limit, 1_000).unwrap()));
+    let (zone, _) = Zone::attach(&words, rule(3), 16, Survivor, [1, 2]).unwrap();
+    assert!(zone.check_at(b"alice", 0, 3).unwrap().allowed);
+    let opened = Zone::open(&words, rule(3), 16, Survivor).unwrap();
+    assert!(
+        !opened.check_at(b"alice", 10, 1).unwrap().allowed,
+        "the same window"
+    );
+    let before: Vec<u64> = words.iter().map(|w| w.load(Ordering::Relaxed)).collect();
+    let other = Zone::open(&words, rule(4), 16, Survivor).err().unwrap();
+    assert!(
+        alloc::string::ToString::to_string(&other).starts_with("region must be the fingerprint"),
+        "{other}"
+    );
+    let after: Vec<u64> = words.iter().map(|w| w.load(Ordering::Relaxed)).collect();
+    assert_eq!(before, after);
+}

@@ -1,0 +1,411 @@
+//! The directives' arguments, read into plain values before nginx sees any of them: every
+//! refusal is an `nginx -t` error naming the directive, the argument and the value.
+//!
+//! ```nginx
+//! slidewin_zone  api size=10m log 10/1s log 50/10s max_limit=100;
+//! slidewin_zone  hourly size=1m buckets 1000/1h bucket=1m max_key_bytes=32;
+//! slidewin_limit api key=$binary_remote_addr cost=$arg_cost status=429 dry_run headers=draft;
+//! ```
+//!
+//! A window starts with its algorithm (`log`, `buckets`, `counter`) and `LIMIT/SPAN`; the
+//! options after it (`bucket=`, `max_limit=`, `name=`) are its own. Spans are nginx's: `500ms`,
+//! `10s`, `1m`, `1h`, `1d`.
+
+use slidewin::buckets::BucketQuota;
+use slidewin::headers::Style;
+use slidewin::rule::{Rule, RuleWindow, MAX_WINDOWS};
+use slidewin::shared::{ProcessOwner, Zone};
+use slidewin::Quota;
+
+/// The smallest zone: nginx's slab header takes its first pages.
+const MIN_SIZE: usize = 32 * 1024;
+/// The largest zone: a new zone is zeroed word by word when nginx starts (even `nginx -t`),
+/// so a typo of a unit must not commit gigabytes.
+const MAX_SIZE: usize = 1 << 30;
+/// The longest key stored as it is, unless the zone says otherwise (as `resty.slidewin`).
+const DEFAULT_KEY_BYTES: usize = 64;
+/// Longest window name, so that every header value stays short.
+const MAX_NAME_BYTES: usize = 200;
+
+/// A `slidewin_zone`.
+#[derive(Debug, Clone)]
+pub struct ZoneSpec {
+    pub name: String,
+    pub size: usize,
+    pub max_key_bytes: usize,
+    pub rule: Rule,
+    /// Each window's name in the headers, as `resty.slidewin` names it by default.
+    pub window_names: Vec<String>,
+}
+
+/// How a `slidewin_limit` answers.
+#[derive(Debug, Clone)]
+pub struct LimitSpec<'a> {
+    pub zone: &'a str,
+    pub key: &'a [u8],
+    pub cost: Option<&'a [u8]>,
+    pub status: usize,
+    pub dry_run: bool,
+    pub style: Style,
+}
+
+/// `directive: argument must be what, got "value"`.
+fn invalid(directive: &str, argument: &str, what: &str, value: &[u8]) -> String {
+    format!(
+        "{directive}: {argument} must be {what}, got \"{}\"",
+        String::from_utf8_lossy(value)
+    )
+}
+
+fn text(arg: &[u8]) -> &str {
+    core::str::from_utf8(arg).unwrap_or("")
+}
+
+/// A zone or window name: letters, digits, `_ . -` (what `resty.slidewin` accepts).
+fn is_name(s: &[u8]) -> bool {
+    !s.is_empty()
+        && s.len() <= MAX_NAME_BYTES
+        && s.iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+/// `10m`, `64k`, `1g` or bytes.
+fn size(s: &str) -> Option<usize> {
+    let (digits, unit) = match s.as_bytes().last()? {
+        b'k' | b'K' => (&s[..s.len() - 1], 1 << 10),
+        b'm' | b'M' => (&s[..s.len() - 1], 1 << 20),
+        b'g' | b'G' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    digits_only(digits)?.checked_mul(unit)
+}
+
+/// Bytes as a size to write in the config: whole kilobytes, rounded up.
+fn size_text(bytes: usize) -> String {
+    format!("{}k", bytes.div_ceil(1024))
+}
+
+fn digits_only(s: &str) -> Option<usize> {
+    if s.is_empty() || s.len() > 18 || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// A span in ms: `500ms`, `10s`, `1m`, `1h`, `1d`, or bare milliseconds.
+fn span_ms(s: &str) -> Option<i64> {
+    let units: [(&str, i64); 5] = [
+        ("ms", 1),
+        ("s", 1_000),
+        ("m", 60_000),
+        ("h", 3_600_000),
+        ("d", 86_400_000),
+    ];
+    let (digits, unit) = units
+        .iter()
+        .find_map(|&(suffix, ms)| s.strip_suffix(suffix).map(|d| (d, ms)))
+        .unwrap_or((s, 1));
+    i64::try_from(digits_only(digits)?)
+        .ok()?
+        .checked_mul(unit)
+        .filter(|&ms| ms > 0)
+}
+
+/// A window's length as a name suffix: 1h, 10s, 1500ms (`resty.slidewin`'s default names).
+fn span_name(ms: i64) -> String {
+    for (unit, suffix) in [
+        (86_400_000, "d"),
+        (3_600_000, "h"),
+        (60_000, "m"),
+        (1_000, "s"),
+    ] {
+        if ms % unit == 0 {
+            return format!("{}{suffix}", ms / unit);
+        }
+    }
+    format!("{ms}ms")
+}
+
+/// One window being read.
+struct WindowArgs<'a> {
+    algorithm: &'a str,
+    limit: u64,
+    window_ms: i64,
+    bucket_ms: Option<i64>,
+    max_limit: Option<u64>,
+    name: Option<String>,
+}
+
+/// `slidewin_zone NAME size=SIZE [max_key_bytes=N] WINDOW...` (args after the directive).
+pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
+    const D: &str = "slidewin_zone";
+    let name = args.first().copied().unwrap_or_default();
+    if !is_name(name) {
+        return Err(invalid(
+            D,
+            "the zone name",
+            "letters, digits, _ . - (at most 200)",
+            name,
+        ));
+    }
+    let mut size_bytes = None;
+    let mut max_key_bytes = DEFAULT_KEY_BYTES;
+    let mut windows: Vec<WindowArgs> = Vec::new();
+    for &arg in &args[1..] {
+        let s = text(arg);
+        if let Some(v) = s.strip_prefix("size=") {
+            let bytes = size(v).filter(|b| (MIN_SIZE..=MAX_SIZE).contains(b));
+            size_bytes = Some(bytes.ok_or_else(|| {
+                invalid(
+                    D,
+                    "size",
+                    "a size from 32k to 1g (bytes, or with k, m, g)",
+                    arg,
+                )
+            })?);
+        } else if let Some(v) = s.strip_prefix("max_key_bytes=") {
+            max_key_bytes = digits_only(v)
+                .filter(|n| (1..=4096).contains(n))
+                .ok_or_else(|| invalid(D, "max_key_bytes", "an integer from 1 to 4096", arg))?;
+        } else if matches!(s, "log" | "buckets" | "counter") {
+            windows.push(WindowArgs {
+                algorithm: s,
+                limit: 0,
+                window_ms: 0,
+                bucket_ms: None,
+                max_limit: None,
+                name: None,
+            });
+        } else if let Some(w) = windows.last_mut() {
+            window_option(w, s, arg)?;
+        } else {
+            return Err(invalid(
+                D,
+                "an argument",
+                "size=, max_key_bytes= or a window (log, buckets, counter)",
+                arg,
+            ));
+        }
+    }
+    let size = size_bytes.ok_or_else(|| invalid(D, "size", "given (size=10m)", b""))?;
+    if windows.is_empty() || windows.len() > MAX_WINDOWS {
+        let what = format!("1 to {MAX_WINDOWS} windows (log 10/1s)");
+        return Err(invalid(
+            D,
+            "the windows",
+            &what,
+            windows.len().to_string().as_bytes(),
+        ));
+    }
+    let name = text(name).to_string();
+    let mut rule_windows = Vec::new();
+    let mut window_names: Vec<String> = Vec::new();
+    for (i, w) in windows.iter().enumerate() {
+        let at = format!(
+            "window {} ({} {}/{}ms)",
+            i + 1,
+            w.algorithm,
+            w.limit,
+            w.window_ms
+        );
+        if w.limit == 0 {
+            return Err(invalid(
+                D,
+                &at,
+                "LIMIT/SPAN after its algorithm (log 10/1s)",
+                b"",
+            ));
+        }
+        let core = |e: slidewin::Error| format!("{D}: {at}: {e}");
+        let window = match (w.algorithm, w.bucket_ms) {
+            ("buckets", Some(bucket)) => {
+                RuleWindow::buckets(BucketQuota::new(w.limit, w.window_ms, bucket).map_err(core)?)
+            }
+            ("buckets", None) => return Err(invalid(D, &at, "given bucket=SPAN", b"")),
+            (_, Some(bucket)) => {
+                return Err(invalid(
+                    D,
+                    &at,
+                    "a buckets window to take bucket=",
+                    bucket.to_string().as_bytes(),
+                ))
+            }
+            ("log", None) => RuleWindow::log(Quota::new(w.limit, w.window_ms).map_err(core)?),
+            _ => RuleWindow::counter(Quota::new(w.limit, w.window_ms).map_err(core)?),
+        };
+        let window = window
+            .with_max_limit(w.max_limit.unwrap_or(w.limit))
+            .map_err(core)?;
+        let window_name = w.name.clone().unwrap_or_else(|| match i {
+            0 => name.clone(),
+            _ => format!("{name}-{}", span_name(w.window_ms)),
+        });
+        if window_names.contains(&window_name) {
+            return Err(invalid(
+                D,
+                &format!("{at} name"),
+                "unique in the zone",
+                window_name.as_bytes(),
+            ));
+        }
+        window_names.push(window_name);
+        rule_windows.push(window);
+    }
+    let rule = Rule::new(rule_windows).map_err(|e| format!("{D}: {e}"))?;
+    Zone::<&[core::sync::atomic::AtomicU64], ProcessOwner>::capacity_for(
+        &rule,
+        max_key_bytes,
+        usable_bytes(size),
+    )
+    .map_err(|e| match e {
+        // The core counts the region; the directive's size also holds nginx's slab header.
+        slidewin::Error::RegionTooSmall { needed, .. } => {
+            let at_least = (needed as usize + 3 * 4096) / 127 * 128 + 128;
+            format!(
+                "{D} \"{name}\": size must be at least {} (8 keys of these windows and \
+                 max_key_bytes), got {size} bytes",
+                size_text(at_least.max(MIN_SIZE))
+            )
+        }
+        e => format!("{D} \"{name}\": {e}"),
+    })?;
+    Ok(ZoneSpec {
+        name,
+        size,
+        max_key_bytes,
+        rule,
+        window_names,
+    })
+}
+
+/// The bytes of a zone of `size` left after nginx's slab header (a page, and a page
+/// descriptor per page): a lower bound of what the zone's init finds.
+pub fn usable_bytes(size: usize) -> usize {
+    size.saturating_sub(3 * 4096 + size / 128)
+}
+
+fn window_option(w: &mut WindowArgs, s: &str, arg: &[u8]) -> Result<(), String> {
+    const D: &str = "slidewin_zone";
+    if let Some(v) = s.strip_prefix("bucket=") {
+        w.bucket_ms =
+            Some(span_ms(v).ok_or_else(|| invalid(D, "bucket", "a span (1m, 10s, 500ms)", arg))?);
+    } else if let Some(v) = s.strip_prefix("max_limit=") {
+        let n = digits_only(v).filter(|&n| n > 0);
+        w.max_limit =
+            Some(n.ok_or_else(|| invalid(D, "max_limit", "a positive integer", arg))? as u64);
+    } else if let Some(v) = s.strip_prefix("name=") {
+        if !is_name(v.as_bytes()) {
+            return Err(invalid(
+                D,
+                "name",
+                "letters, digits, _ . - (at most 200)",
+                arg,
+            ));
+        }
+        w.name = Some(v.to_string());
+    } else if w.limit == 0 {
+        let parsed = s.split_once('/').and_then(|(limit, span)| {
+            Some((digits_only(limit).filter(|&n| n > 0)?, span_ms(span)?))
+        });
+        let (limit, window_ms) = parsed.ok_or_else(|| {
+            invalid(
+                D,
+                &format!("the {} window", w.algorithm),
+                "LIMIT/SPAN (10/1s, 1000/1h)",
+                arg,
+            )
+        })?;
+        w.limit = limit as u64;
+        w.window_ms = window_ms;
+    } else {
+        return Err(invalid(
+            D,
+            "a window option",
+            "bucket=, max_limit= or name=",
+            arg,
+        ));
+    }
+    Ok(())
+}
+
+/// `slidewin_limit ZONE key=VALUE [cost=VALUE] [status=CODE] [dry_run] [headers=STYLE]`.
+pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
+    const D: &str = "slidewin_limit";
+    let zone = args.first().copied().unwrap_or_default();
+    if !is_name(zone) {
+        return Err(invalid(
+            D,
+            "the zone name",
+            "letters, digits, _ . - (at most 200)",
+            zone,
+        ));
+    }
+    let mut spec = LimitSpec {
+        zone: text(zone),
+        key: b"",
+        cost: None,
+        status: 429,
+        dry_run: false,
+        style: Style::Draft,
+    };
+    for &arg in &args[1..] {
+        let s = text(arg);
+        if let Some(v) = arg.strip_prefix(b"key=") {
+            if v.is_empty() {
+                return Err(invalid(D, "key", "a value ($binary_remote_addr)", arg));
+            }
+            spec.key = v;
+        } else if let Some(v) = arg.strip_prefix(b"cost=") {
+            if v.is_empty() {
+                return Err(invalid(D, "cost", "a value (an integer or $variable)", arg));
+            }
+            spec.cost = Some(v);
+        } else if let Some(v) = s.strip_prefix("status=") {
+            spec.status = digits_only(v)
+                .filter(|n| (400..=599).contains(n))
+                .ok_or_else(|| invalid(D, "status", "a code from 400 to 599", arg))?;
+        } else if s == "dry_run" {
+            spec.dry_run = true;
+        } else if let Some(v) = s.strip_prefix("headers=") {
+            spec.style = match v {
+                "draft" => Style::Draft,
+                "x-ratelimit" => Style::XRateLimit,
+                "off" => Style::None,
+                _ => return Err(invalid(D, "headers", "draft, x-ratelimit or off", arg)),
+            };
+        } else {
+            return Err(invalid(
+                D,
+                "an argument",
+                "key=, cost=, status=, dry_run or headers=",
+                arg,
+            ));
+        }
+    }
+    if spec.key.is_empty() {
+        return Err(invalid(D, "key", "given (key=$binary_remote_addr)", b""));
+    }
+    Ok(spec)
+}
+
+/// The variables `value` reads (`$name`, `${name}`), lowercased as nginx looks them up;
+/// regex captures (`$1`) are left out.
+pub fn variables(value: &[u8]) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = value;
+    while let Some(at) = rest.iter().position(|&b| b == b'$') {
+        rest = &rest[at + 1..];
+        let braced = rest.first() == Some(&b'{');
+        let name_at = usize::from(braced);
+        let len = rest[name_at..]
+            .iter()
+            .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
+            .count();
+        let name = &rest[name_at..name_at + len];
+        if !name.is_empty() && !name.iter().all(u8::is_ascii_digit) {
+            names.push(String::from_utf8_lossy(name).to_ascii_lowercase());
+        }
+        rest = &rest[name_at + len..];
+    }
+    names
+}

@@ -1,0 +1,96 @@
+//! One request through a location's `slidewin_limit`s: each decides in its zone, in order;
+//! the first refusal answers (a `dry_run` one is only noted), and the headers describe the
+//! last decision made.
+
+use slidewin::headers::Style;
+
+use crate::zone::{Answer, ZoneState};
+
+/// `$slidewin_status`, as `$limit_req_status` names its outcomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Passed,
+    Rejected,
+    RejectedDryRun,
+}
+
+impl Status {
+    pub const fn text(self) -> &'static str {
+        match self {
+            Status::Passed => "PASSED",
+            Status::Rejected => "REJECTED",
+            Status::RejectedDryRun => "REJECTED_DRY_RUN",
+        }
+    }
+}
+
+/// One `slidewin_limit` with its key and cost read from the request.
+pub struct Call<'a> {
+    pub zone: &'a ZoneState,
+    pub key: &'a [u8],
+    pub cost: u64,
+    pub style: Style,
+    pub dry_run: bool,
+    pub status: usize,
+}
+
+/// What the request gets.
+pub struct Outcome<'a> {
+    pub status: Status,
+    /// The HTTP status to refuse with, or none: the request goes on.
+    pub refuse_with: Option<usize>,
+    /// The decision the headers describe, and its zone.
+    pub answer: (&'a ZoneState, Answer),
+}
+
+/// Decides `calls` in order (an error: the message for error.log, the request gets a 500).
+pub fn decide<'a>(
+    calls: impl Iterator<Item = Result<Call<'a>, String>>,
+) -> Result<Option<Outcome<'a>>, String> {
+    let mut outcome: Option<Outcome> = None;
+    for call in calls {
+        let call = call?;
+        let (d, now_ms) = call.zone.decide(call.key, call.cost)?;
+        let refused = !d.allowed && !call.dry_run;
+        let status = match (d.allowed, call.dry_run) {
+            (true, _) => Status::Passed,
+            (false, false) => Status::Rejected,
+            (false, true) => Status::RejectedDryRun,
+        };
+        let status = match &outcome {
+            Some(o) if o.status == Status::RejectedDryRun && status == Status::Passed => o.status,
+            _ => status,
+        };
+        outcome = Some(Outcome {
+            status,
+            refuse_with: refused.then_some(call.status),
+            answer: (
+                call.zone,
+                Answer {
+                    style: call.style,
+                    decision: d,
+                    now_ms,
+                    refused,
+                },
+            ),
+        });
+        if refused {
+            break;
+        }
+    }
+    Ok(outcome)
+}
+
+/// A cost as `cost=` gives it: a non-negative integer.
+pub fn cost(text: &[u8]) -> Result<u64, String> {
+    let parsed = core::str::from_utf8(text).ok().and_then(|s| {
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse::<u64>().unwrap_or(u64::MAX))
+    });
+    parsed.ok_or_else(|| {
+        format!(
+            "slidewin_limit: cost must be a non-negative integer, got \"{}\"",
+            String::from_utf8_lossy(text)
+        )
+    })
+}

@@ -1,0 +1,257 @@
+//! The request's side: the preaccess handler, `$slidewin_status`, `slidewin_metrics` and the
+//! export of a zone to the Lua module.
+
+use core::ffi::{c_int, c_void};
+use core::ptr;
+
+use ngx::core::Status as NgxStatus;
+use ngx::ffi::{
+    ngx_chain_t, ngx_http_complex_value, ngx_http_complex_value_t, ngx_http_output_filter,
+    ngx_http_request_t, ngx_http_send_header, ngx_http_variable_value_t, ngx_int_t, ngx_list_push,
+    ngx_pnalloc, ngx_str_t, ngx_table_elt_t, NGX_LOG_ERR,
+};
+use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
+use ngx::ngx_log_error;
+use slidewin::shared::ZoneExport;
+
+use super::{guarded, Module};
+use crate::limit::{self, Call, Status};
+use crate::metrics;
+
+/// A complex value of the request (its bytes live in the request's pool).
+///
+/// # Safety
+/// `r` is a live request and `cv` was compiled for this configuration.
+unsafe fn value<'r>(
+    r: *mut ngx_http_request_t,
+    cv: *mut ngx_http_complex_value_t,
+) -> Option<&'r [u8]> {
+    let mut out = ngx_str_t::empty();
+    // SAFETY: the caller's contract.
+    if unsafe { ngx_http_complex_value(r, cv, &mut out) } != NgxStatus::NGX_OK.into() {
+        return None;
+    }
+    Some(if out.len == 0 {
+        &[]
+    } else {
+        // SAFETY: nginx wrote `len` bytes at `data`, in the request's pool.
+        unsafe { core::slice::from_raw_parts(out.data, out.len) }
+    })
+}
+
+/// Sets `$slidewin_status` for the request (a static string, so no allocation).
+///
+/// # Safety
+/// `r` is a live request.
+unsafe fn set_status(r: *mut ngx_http_request_t, status: Status) {
+    let index = Module::module().ctx_index;
+    // SAFETY: r->ctx has a slot per http module; ours holds a pointer to a static string.
+    unsafe { *(*r).ctx.add(index) = status.text().as_ptr() as *mut c_void };
+}
+
+pub(super) extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
+    guarded(500, || {
+        // SAFETY: nginx passes a live request; ctx is a per-module array of pointers.
+        let main = unsafe { (*r).main };
+        let index = Module::module().ctx_index;
+        // SAFETY: as above; a request already decided (an internal redirect, a subrequest's
+        // parent) is not counted again.
+        if unsafe { !(*(*main).ctx.add(index)).is_null() } {
+            return NgxStatus::NGX_DECLINED.into();
+        }
+        // SAFETY: r is live; loc_conf holds this module's LocConf.
+        let Some(loc) = Module::location_conf(unsafe { &*r }) else {
+            return NgxStatus::NGX_DECLINED.into();
+        };
+        if loc.limits.is_empty() {
+            return NgxStatus::NGX_DECLINED.into();
+        }
+        let calls = loc.limits.iter().filter_map(|l| {
+            // SAFETY: the limit's zone and values live as long as the configuration.
+            let key = unsafe { value(r, l.key) }?;
+            if key.is_empty() {
+                return None; // like limit_req: an empty key is not limited
+            }
+            let cost = match l.cost.is_null() {
+                true => Ok(1),
+                // SAFETY: as above.
+                false => unsafe { value(r, l.cost) }
+                    .ok_or_else(String::new)
+                    .and_then(limit::cost),
+            };
+            Some(cost.map(|cost| Call {
+                // SAFETY: the zone is boxed in the main conf, which outlives the request.
+                zone: unsafe { &*l.zone },
+                key,
+                cost,
+                style: l.style,
+                dry_run: l.dry_run,
+                status: l.status,
+            }))
+        });
+        // SAFETY: the connection's log, valid while the request lives.
+        let log = unsafe { (*(*r).connection).log };
+        match limit::decide(calls) {
+            Ok(None) => NgxStatus::NGX_DECLINED.into(),
+            Ok(Some(outcome)) => {
+                // SAFETY: r is live; set on the main request, which every phase of it reads.
+                unsafe { set_status(main, outcome.status) };
+                let (zone, answer) = outcome.answer;
+                // SAFETY: r is live; each header is copied into its pool.
+                if !zone.headers(answer, &mut |name, text| unsafe {
+                    add_header(r, name, text)
+                }) {
+                    return 500;
+                }
+                match outcome.refuse_with {
+                    Some(status) => status as ngx_int_t,
+                    None => NgxStatus::NGX_DECLINED.into(),
+                }
+            }
+            Err(message) => {
+                ngx_log_error!(NGX_LOG_ERR, log, "{}", message);
+                500
+            }
+        }
+    })
+}
+
+/// Adds an output header (`name` static, `text` copied into the request's pool).
+///
+/// # Safety
+/// `r` is a live request.
+unsafe fn add_header(r: *mut ngx_http_request_t, name: &'static str, text: &[u8]) -> bool {
+    // SAFETY: the caller's contract; ngx_list_push gives an uninitialised element, zeroed
+    // here (so `next`, in nginx versions that have it, is null).
+    unsafe {
+        let h = ngx_list_push(&mut (*r).headers_out.headers) as *mut ngx_table_elt_t;
+        let data = ngx_pnalloc((*r).pool, text.len()) as *mut u8;
+        if h.is_null() || data.is_null() {
+            return false;
+        }
+        ptr::write_bytes(h, 0, 1);
+        ptr::copy_nonoverlapping(text.as_ptr(), data, text.len());
+        (*h).hash = 1;
+        (*h).key = ngx_str_t {
+            len: name.len(),
+            data: name.as_ptr() as *mut u8,
+        };
+        (*h).value = ngx_str_t {
+            len: text.len(),
+            data,
+        };
+    }
+    true
+}
+
+pub(super) extern "C" fn status_variable(
+    r: *mut ngx_http_request_t,
+    v: *mut ngx_http_variable_value_t,
+    _: usize,
+) -> ngx_int_t {
+    guarded(NgxStatus::NGX_ERROR.into(), || {
+        let index = Module::module().ctx_index;
+        // SAFETY: nginx passes a live request and a value to fill; our ctx slot holds null or
+        // a status text from set_status.
+        unsafe {
+            let text = *(*(*r).main).ctx.add(index) as *const u8;
+            let v = &mut *v;
+            if text.is_null() {
+                v.set_not_found(1);
+                return NgxStatus::NGX_OK.into();
+            }
+            let len = [Status::Passed, Status::Rejected, Status::RejectedDryRun]
+                .iter()
+                .find(|s| s.text().as_ptr() == text)
+                .map_or(0, |s| s.text().len());
+            v.data = text as *mut u8;
+            v.set_len(len as _);
+            v.set_valid(1);
+            v.set_no_cacheable(0);
+            v.set_not_found(0);
+        }
+        NgxStatus::NGX_OK.into()
+    })
+}
+
+pub(super) extern "C" fn metrics_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
+    guarded(500, || {
+        // SAFETY: r is live; the main conf outlives it.
+        let Some(main) = Module::main_conf(unsafe { &*r }) else {
+            return 500;
+        };
+        let text = metrics::text(main.zones.iter().map(|z| &**z));
+        // SAFETY: r is live; the body is copied into its pool and sent as one last buffer.
+        unsafe { send(r, "text/plain; version=0.0.4", text.as_bytes()) }
+    })
+}
+
+/// Sends a 200 with `body`.
+///
+/// # Safety
+/// `r` is a live request in its content phase.
+unsafe fn send(r: *mut ngx_http_request_t, content_type: &'static str, body: &[u8]) -> ngx_int_t {
+    // SAFETY: the caller's contract; the buffer and chain are allocated in the request pool.
+    unsafe {
+        let r = &mut *r;
+        r.headers_out.status = 200;
+        r.headers_out.content_length_n = body.len() as _;
+        r.headers_out.content_type = ngx_str_t {
+            len: content_type.len(),
+            data: content_type.as_ptr() as *mut u8,
+        };
+        r.headers_out.content_type_len = content_type.len();
+        let rc = ngx_http_send_header(r);
+        if rc == NgxStatus::NGX_ERROR.into()
+            || rc > NgxStatus::NGX_OK.into()
+            || r.header_only() != 0
+        {
+            return rc;
+        }
+        let buf = ngx::ffi::ngx_create_temp_buf(r.pool, body.len().max(1));
+        if buf.is_null() {
+            return 500;
+        }
+        ptr::copy_nonoverlapping(body.as_ptr(), (*buf).pos, body.len());
+        (*buf).last = (*buf).pos.add(body.len());
+        (*buf).set_last_buf(1);
+        (*buf).set_last_in_chain(1);
+        let mut out = ngx_chain_t {
+            buf,
+            next: ptr::null_mut(),
+        };
+        ngx_http_output_filter(r, &mut out)
+    }
+}
+
+/// The zone `name` (`len` bytes) of the configuration the calling worker runs, for the Lua
+/// module's `slidewin.nginx_zone(name)` (nginx loads modules with `RTLD_GLOBAL`, so it finds
+/// this symbol): 0 with `out` filled, 1 when no such zone is mapped.
+///
+/// # Safety
+/// `name` points to `len` readable bytes and `out` to a writable `ZoneExport`; called in an
+/// nginx worker, on its one thread.
+#[no_mangle]
+pub unsafe extern "C" fn slidewin_nginx_zone(
+    name: *const u8,
+    len: usize,
+    out: *mut ZoneExport,
+) -> c_int {
+    guarded(1, || {
+        // SAFETY: the caller's contract.
+        let name = unsafe { core::slice::from_raw_parts(name, len) };
+        // SAFETY: ngx_cycle is the worker's running cycle; its http main conf holds our MainConf.
+        let Some(main) = Module::main_conf(unsafe { &*ngx::ffi::ngx_cycle }) else {
+            return 1;
+        };
+        let zone = main.zones.iter().find(|z| z.spec.name.as_bytes() == name);
+        match zone.and_then(|z| z.export()) {
+            Some(export) => {
+                // SAFETY: the caller's contract.
+                unsafe { out.write(export) };
+                0
+            }
+            None => 1,
+        }
+    })
+}

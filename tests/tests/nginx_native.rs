@@ -1,0 +1,460 @@
+//! The native module (`ngx_http_slidewin_module.so`) in Debian's nginx: without Lua
+//! (nginx/native.conf) exact across workers, through SIGKILLed workers and reloads, with the
+//! decisions read from the server's own access log; beside resty.slidewin in one nginx
+//! (nginx/doors.conf), the same headers for the same trace; and bad directives refused by
+//! `nginx -t` naming the directive.
+
+use std::process::Command;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use slidewin_tests::http::Response;
+use slidewin_tests::load::{reload, try_get, worker_pids};
+use slidewin_tests::metrics::promtool_check;
+use slidewin_tests::nginx::{native_module, Nginx, Prefix};
+use slidewin_tests::random::Random;
+
+/// What a log line's `$msec` may lag the decision by: nginx's cached time is taken when the
+/// event loop wakes, the decision a little later (more on a loaded machine).
+const SLACK_MS: i64 = 50;
+
+fn start(config: &str, workers: u32) -> Nginx {
+    native_module();
+    Nginx::start(config, workers)
+}
+
+/// The admitted decisions of decisions.log (`$msec $slidewin_status $status`), in ms.
+fn admitted(nginx: &Nginx) -> Vec<i64> {
+    let log = std::fs::read_to_string(nginx.prefix.dir.join("logs/decisions.log")).unwrap();
+    let mut times: Vec<i64> = log
+        .lines()
+        .filter(|l| l.ends_with(" PASSED 200"))
+        .map(|l| {
+            let msec = l.split(' ').next().unwrap();
+            let (s, ms) = msec.split_once('.').unwrap();
+            s.parse::<i64>().unwrap() * 1000 + ms.parse::<i64>().unwrap()
+        })
+        .collect();
+    times.sort();
+    times
+}
+
+/// The most admissions inside any window of `window_ms` less the slack: what an exact
+/// sliding log bounds by its limit.
+fn busiest(times: &[i64], window_ms: i64) -> usize {
+    let span = window_ms - SLACK_MS;
+    let mut first = 0;
+    let mut most = 0;
+    for (i, &t) in times.iter().enumerate() {
+        while times[first] <= t - span {
+            first += 1;
+        }
+        most = most.max(i + 1 - first);
+    }
+    most
+}
+
+/// 16 clients on one key for `ms`, while `chaos` runs every `every_ms`; the answers
+/// (`None`: a connection a killed worker dropped).
+fn load(
+    nginx: &Nginx,
+    key: &str,
+    ms: u64,
+    every_ms: u64,
+    chaos: &(dyn Fn() + Sync),
+) -> Vec<Option<u16>> {
+    let deadline = Instant::now() + Duration::from_millis(ms);
+    let port = nginx.port();
+    let path = format!("/limit?user={key}");
+    thread::scope(|s| {
+        let clients: Vec<_> = (0..16)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    while Instant::now() < deadline {
+                        out.push(try_get(port, &path));
+                    }
+                    out
+                })
+            })
+            .collect();
+        while Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(every_ms));
+            chaos();
+        }
+        clients
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    })
+}
+
+fn assert_exact(nginx: &Nginx, answers: &[Option<u16>], what: &str) {
+    assert!(
+        answers.iter().flatten().all(|&s| s == 200 || s == 429),
+        "{what}"
+    );
+    let times = admitted(nginx);
+    assert_eq!(busiest(&times, 1_000), 10, "{what}: the busiest 1 s window");
+    assert_eq!(
+        busiest(&times, 10_000),
+        50,
+        "{what}: the busiest 10 s window"
+    );
+    let refused = answers.iter().filter(|&&s| s == Some(429)).count();
+    assert!(refused > 1_000, "{what}: {refused} refusals");
+}
+
+#[test]
+fn four_workers_hold_every_window_exactly_through_kills_and_reloads() {
+    let nginx = start("native.conf", 4);
+    let log = nginx.prefix.dir.join("logs/decisions.log");
+    let answers = load(&nginx, "calm", 12_000, 1_000, &|| {});
+    let served = answers.iter().filter(|&&s| s == Some(200)).count();
+    assert_eq!(served, admitted(&nginx).len(), "every admission is logged");
+    assert_exact(&nginx, &answers, "calm");
+
+    std::fs::write(&log, "").unwrap();
+    let kills = std::sync::atomic::AtomicUsize::new(0);
+    let answers = load(&nginx, "killed", 12_000, 300, &|| {
+        if let Some(&pid) = worker_pids(&nginx).first() {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            kills.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    assert!(kills.into_inner() >= 30);
+    assert_exact(&nginx, &answers, "a worker SIGKILLed every 300 ms");
+
+    std::fs::write(&log, "").unwrap();
+    let answers = load(&nginx, "reloaded", 12_000, 2_000, &|| reload(&nginx));
+    assert_exact(&nginx, &answers, "nginx -s reload every 2 s");
+
+    let error_log = nginx.error_log();
+    assert!(
+        error_log.contains("exited on signal 9"),
+        "workers were killed"
+    );
+    for line in error_log
+        .lines()
+        .filter(|l| l.contains("[alert]") || l.contains("[emerg]"))
+    {
+        assert!(line.contains("exited on signal 9"), "{line}");
+    }
+    let metrics = nginx.get("/metrics").body;
+    assert!(
+        metrics.contains("slidewin_keys{limiter=\"api\"} 3\n"),
+        "{metrics}"
+    );
+    promtool_check(&metrics);
+}
+
+/// The headers both doors answer a key with, request after request.
+fn trace(nginx: &Nginx, location: &str, key: &str, fields: &[&str]) -> Vec<Vec<String>> {
+    (0..14)
+        .map(|_| {
+            let r: Response = nginx.get(&format!("{location}?user={key}"));
+            let mut seen = vec![r.status.to_string()];
+            seen.extend(
+                fields
+                    .iter()
+                    .map(|f| r.header(f).unwrap_or("-").to_string()),
+            );
+            seen
+        })
+        .collect()
+}
+
+#[test]
+fn both_doors_send_the_same_headers_for_the_same_trace() {
+    let nginx = start("doors.conf", 2);
+    let draft = ["RateLimit-Policy", "RateLimit", "Retry-After"];
+    let native = trace(&nginx, "/native", "n", &draft);
+    let lua = trace(&nginx, "/lua", "l", &draft);
+    assert_eq!(native, lua);
+    assert_eq!(native[0][1], r#""api";q=10;w=1, "api-10s";q=50;w=10"#);
+    assert_eq!(native[13][0], "429");
+    let x = ["X-RateLimit-Limit", "X-RateLimit-Remaining", "Retry-After"];
+    assert_eq!(
+        trace(&nginx, "/native-x", "nx", &x),
+        trace(&nginx, "/lua-x", "lx", &x)
+    );
+    let reset = |location: &str, key: &str| -> i64 {
+        let r = nginx.get(&format!("{location}?user={key}"));
+        r.header("X-RateLimit-Reset").unwrap().parse().unwrap()
+    };
+    // Epoch seconds: the two requests may straddle a second.
+    assert!((reset("/native-x", "rx") - reset("/lua-x", "rx-lua")).abs() <= 1);
+}
+
+#[test]
+fn resty_opens_the_zone_nginx_conf_declared() {
+    let nginx = start("doors.conf", 2);
+    for _ in 0..12 {
+        nginx.get("/native?user=hog");
+    }
+    nginx.get("/native?user=calm");
+    assert_eq!(nginx.get("/native-zone?op=top").body, "hog\n");
+    // A limit set through the Lua door holds for the native one, in every worker.
+    assert_eq!(nginx.get("/native-zone?op=limit&n=5").body, "ok\n");
+    let statuses: Vec<u16> = (0..7)
+        .map(|_| nginx.get("/native?user=low").status)
+        .collect();
+    assert_eq!(statuses, [200, 200, 200, 200, 200, 429, 429]);
+    let policy = nginx
+        .get("/native?user=other")
+        .header("RateLimit-Policy")
+        .map(String::from);
+    assert_eq!(
+        policy.as_deref(),
+        Some(r#""api";q=5;w=1, "api-10s";q=50;w=10"#)
+    );
+}
+
+fn rewrite(nginx: &Nginx, from: &str, to: &str) {
+    let conf = nginx.prefix.dir.join("conf/native.conf");
+    let text = std::fs::read_to_string(&conf).unwrap();
+    assert!(text.contains(from), "{from}");
+    std::fs::write(&conf, text.replace(from, to)).unwrap();
+}
+
+/// Reloads and waits until the zone `kept` was attached `n` times with its keys.
+fn reload_kept(nginx: &Nginx, n: usize) {
+    reload(nginx);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let kept = "slidewin_zone \"kept\": kept with its keys";
+    while nginx.error_log().matches(kept).count() < n {
+        assert!(Instant::now() < deadline, "{}", nginx.error_log());
+        thread::sleep(Duration::from_millis(50));
+    }
+    thread::sleep(Duration::from_millis(500)); // the old workers drain
+}
+
+#[test]
+fn a_reload_that_changes_only_a_limit_keeps_every_window() {
+    let nginx = start("native.conf", 2);
+    let statuses = |n| -> Vec<u16> { (0..n).map(|_| nginx.get("/kept?user=r").status).collect() };
+    assert_eq!(statuses(6), [200, 200, 200, 200, 200, 429]);
+    rewrite(&nginx, "log 5/60s max_limit=10", "log 4/60s max_limit=10");
+    reload_kept(&nginx, 1);
+    let r = nginx.get("/kept?user=r");
+    assert_eq!(r.status, 429, "the refused client stays refused");
+    assert_eq!(r.header("RateLimit-Policy"), Some(r#""kept";q=4;w=60"#));
+    rewrite(&nginx, "log 4/60s max_limit=10", "log 7/60s max_limit=10");
+    reload_kept(&nginx, 2);
+    assert_eq!(
+        statuses(3),
+        [200, 200, 429],
+        "raised to 7: two more of the 5 kept"
+    );
+}
+
+#[test]
+fn every_option_answers_as_documented() {
+    native_module();
+    let prefix = Prefix::temporary(1);
+    let conf = std::fs::read_to_string(prefix.dir.join("conf/native.conf")).unwrap();
+    let zone = "slidewin_zone all size=1m max_key_bytes=32 log 2/1s name=per-second \
+                buckets 100/1h bucket=1m max_limit=200 counter 5/10s;";
+    let locations = r#"location = /dry {
+            slidewin_limit all key=$arg_user dry_run;
+            add_header X-Status $slidewin_status always;
+            empty_gif;
+        }
+        location = /cost {
+            slidewin_limit all key=$arg_user cost=$arg_cost status=503 headers=x-ratelimit;
+            empty_gif;
+        }
+        location = /metrics {"#;
+    let text = conf
+        .replace(
+            "    slidewin_zone kept",
+            &format!("    {zone}\n    slidewin_zone kept"),
+        )
+        .replace("location = /metrics {", locations);
+    std::fs::write(prefix.dir.join("conf/all.conf"), text).unwrap();
+    let nginx = Nginx::start_in(prefix, "all.conf", &[]);
+    let dry: Vec<(u16, String)> = (0..3)
+        .map(|_| {
+            let r = nginx.get("/dry?user=d");
+            (r.status, r.header("X-Status").unwrap_or("-").to_string())
+        })
+        .collect();
+    let passed = |s: &str| (200, s.to_string());
+    assert_eq!(
+        dry,
+        [
+            passed("PASSED"),
+            passed("PASSED"),
+            passed("REJECTED_DRY_RUN")
+        ]
+    );
+    let r = nginx.get("/dry?user=p");
+    assert_eq!(
+        r.header("RateLimit-Policy"),
+        Some(r#""per-second";q=2;w=1, "all-1h";q=100;w=3600, "all-10s";q=5;w=10"#)
+    );
+    let r = nginx.get("/cost?user=c&cost=2");
+    assert_eq!(
+        (r.status, r.header("X-RateLimit-Remaining")),
+        (200, Some("0"))
+    );
+    let r = nginx.get("/cost?user=c&cost=1");
+    assert_eq!((r.status, r.header("Retry-After")), (503, Some("1")));
+    let r = nginx.get("/cost?user=big&cost=3");
+    assert_eq!(
+        (r.status, r.header("Retry-After")),
+        (503, None),
+        "never fits: no wait"
+    );
+    assert_eq!(nginx.get("/cost?user=c&cost=abc").status, 500);
+    assert!(nginx
+        .error_log()
+        .contains("slidewin_limit: cost must be a non-negative integer, got \"abc\""));
+    assert_eq!(
+        nginx.get("/cost?cost=1").status,
+        200,
+        "an empty key is not limited"
+    );
+}
+
+/// A line that must be refused: a directive with at least one bad argument among good ones.
+fn malformed(random: &mut Random) -> (&'static str, String) {
+    const ZONE_GOOD: [&str; 6] = [
+        "size=1m",
+        "log 10/1s",
+        "buckets 100/1h bucket=1m",
+        "counter 5/10s",
+        "max_key_bytes=32",
+        "log 20/1m max_limit=40",
+    ];
+    const ZONE_BAD: [&str; 24] = [
+        "size=0",
+        "size=1k",
+        "size=10x",
+        "size=",
+        "size=99999999999999999999999g",
+        "size=2g",
+        "log",
+        "log 0/1s",
+        "log 10/0s",
+        "log 10/1y",
+        "log -5/1s",
+        "buckets 10/1s",
+        "log 10/1s bucket=1m",
+        "buckets 10/1s bucket=0",
+        "log 10/1s max_limit=0",
+        "log 10/1s max_limit=5",
+        "log 10/1s name=a\"b",
+        "max_key_bytes=0",
+        "max_key_bytes=99999",
+        "weird",
+        "10/1s",
+        "log 1/1s log 1/1s log 1/1s log 1/1s log 1/1s log 1/1s log 1/1s log 1/1s log 1/1s",
+        "log 99999999999999999999/1s",
+        "log 10/1s name=x log 10/2s name=x",
+    ];
+    const LIMIT_GOOD: [&str; 5] = [
+        "key=$arg_user",
+        "cost=2",
+        "status=503",
+        "dry_run",
+        "headers=x-ratelimit",
+    ];
+    const LIMIT_BAD: [&str; 14] = [
+        "key=",
+        "key=${user",
+        "cost=",
+        "cost=${",
+        "status=200",
+        "status=600",
+        "status=abc",
+        "headers=foo",
+        "headers=",
+        "dry-run",
+        "zone=api",
+        "key",
+        "nokey",
+        "rate=10r/s",
+    ];
+    let zone = random.below(2) == 0;
+    let (good, bad): (&[&str], &[&str]) = if zone {
+        (&ZONE_GOOD, &ZONE_BAD)
+    } else {
+        (&LIMIT_GOOD, &LIMIT_BAD)
+    };
+    let mut args: Vec<&str> = (0..random.below(4)).map(|_| random.pick(good)).collect();
+    args.insert(
+        random.below(args.len() as u64 + 1) as usize,
+        random.pick(bad),
+    );
+    let name = random.pick(&["fresh", "fresh", "fresh", "api", "bad name", "", "\"x y\""]);
+    let (directive, name) = match zone {
+        true => (
+            "slidewin_zone",
+            if name == "fresh" {
+                format!("z{}", random.below(1000))
+            } else {
+                name.to_string()
+            },
+        ),
+        false => (
+            "slidewin_limit",
+            if name == "fresh" {
+                "api".to_string()
+            } else {
+                name.to_string()
+            },
+        ),
+    };
+    let size = if zone && !args.iter().any(|a| a.starts_with("size=")) {
+        " size=1m"
+    } else {
+        ""
+    };
+    (
+        directive,
+        format!("{directive} {name}{size} {};", args.join(" ")),
+    )
+}
+
+#[test]
+fn two_hundred_malformed_directives_each_fail_nginx_t_naming_the_directive() {
+    native_module();
+    let prefix = Prefix::temporary(1);
+    let conf = std::fs::read_to_string(prefix.dir.join("conf/native.conf")).unwrap();
+    let seed = std::env::var("FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_2026);
+    println!("FUZZ_SEED={seed}");
+    let mut random = Random(seed);
+    for _ in 0..200 {
+        let (directive, line) = malformed(&mut random);
+        let text = match directive {
+            // Zones in http, limits in a location.
+            "slidewin_zone" => conf.replace(
+                "    slidewin_zone kept",
+                &format!("    {line}\n    slidewin_zone kept"),
+            ),
+            _ => conf.replace(
+                "            slidewin_metrics;",
+                &format!("            {line}\n            slidewin_metrics;"),
+            ),
+        };
+        assert_ne!(text, conf);
+        std::fs::write(prefix.dir.join("conf/bad.conf"), &text).unwrap();
+        let out = prefix.command("bad.conf").arg("-t").output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.code().is_some(),
+            "{line}: nginx -t was killed by a signal"
+        );
+        assert!(!out.status.success(), "{line}: accepted");
+        let named = stderr
+            .lines()
+            .any(|l| l.contains("[emerg]") && l.contains(directive));
+        assert!(named, "{line}: {stderr}");
+    }
+}
