@@ -217,7 +217,8 @@ if uses_entries then
     local key, width, span, now = w.key, w.width, w.span, w.now
     if record and cost > 0 then
       local current = floor(now / width)
-      if w.count == 0 or current > w.newest then new_bucket(w, current) end
+      -- (The newest bucket, the common case, is a single test.)
+      if current ~= w.newest and (w.count == 0 or current > w.newest) then new_bucket(w, current) end
       w.sum = w.sum + cost
     elseif action == 'refund' then
       entries_refund(w, cost)
