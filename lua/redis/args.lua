@@ -26,7 +26,7 @@ for k = 1, #KEYS do
   local algorithm = ARGV[at]
   -- A key more than the windows (an option's name, or nothing, where its window would be): the
   -- lease hash.
-  if k == #KEYS and k > 1 and algorithm ~= 'log' and algorithm ~= 'buckets' and algorithm ~= 'counter'
+  if k > 1 and k == #KEYS and algorithm ~= 'log' and algorithm ~= 'buckets' and algorithm ~= 'counter'
       and (algorithm == nil or (' now_ms action mode want validity_ms id settle '):find(' ' .. algorithm .. ' ', 1, true)) then
     lease_key = KEYS[k]
     break
@@ -57,7 +57,8 @@ for k = 1, #KEYS do
   windows[k] = w
 end
 if #windows == 0 then return redis.error_reply('ERR a rule needs at least one window (one key each), got 0 keys') end
-local action, now, want, validity, id, settle = 'check', nil, nil, nil, nil, nil
+-- lease_option: the last of want, validity_ms and id given (they go with action lease only).
+local action, now, want, validity, id, settle, lease_option = 'check', nil, nil, nil, nil, nil, nil
 for i = at, #ARGV, 2 do
   local name, value = ARGV[i], ARGV[i + 1]
   if name == 'action' or name == 'mode' then
@@ -77,11 +78,15 @@ for i = at, #ARGV, 2 do
     end
   elseif name == 'want' then
     want, err = int('want', value, 1)
+    if err then return redis.error_reply(err) end
+    lease_option = name
   elseif name == 'validity_ms' then
     validity, err = int('validity_ms', value, 1)
+    if err then return redis.error_reply(err) end
+    lease_option = name
   elseif name == 'id' then
     -- The settle list separates ids by spaces and fields by colons.
-    id = value
+    id, lease_option = value, name
     if not (id and id:find('^[^%s:]+$')) then
       return redis.error_reply('ERR id must be a non-empty string without spaces or colons, got ' .. tostring(value))
     end
@@ -98,10 +103,12 @@ for i = at, #ARGV, 2 do
       if err then return redis.error_reply(err) end
       settle[#settle + 1] = s
     end
+    if #settle > 0 and not lease_key then
+      return redis.error_reply("ERR settle needs the lease hash: one key after the windows' keys")
+    end
   else
     return redis.error_reply('ERR options are now_ms, action, want, validity_ms, id and settle, got ' .. tostring(name))
   end
-  if err then return redis.error_reply(err) end
 end
 if action == 'lease' then
   local missing = not want and 'want' or not validity and 'validity_ms' or not id and 'id'
@@ -109,12 +116,8 @@ if action == 'lease' then
   if want < cost then
     return redis.error_reply('ERR want must be at least cost (' .. cost .. '), got ' .. want)
   end
-else
-  local stray = want and 'want' or validity and 'validity_ms' or id and 'id'
-  if stray then return redis.error_reply('ERR ' .. stray .. ' goes with action lease, got action ' .. action) end
-end
-if settle and #settle > 0 and not lease_key then
-  return redis.error_reply("ERR settle needs the lease hash: one key after the windows' keys")
+elseif lease_option then
+  return redis.error_reply('ERR ' .. lease_option .. ' goes with action lease, got action ' .. action)
 end
 if lease_key and uses_counter then
   for k = 1, #windows do

@@ -87,48 +87,69 @@ if uses_entries then
     w.count, w.newest = w.count + 1, index
   end
 
-  -- The wait until `need` units of window `w`'s ring left it (nil: it holds fewer).
-  local function ring_wait(w, need)
-    if need <= 0 then return 0 end
-    if need > w.sum - w.gone then return nil end
-    -- The first bucket whose leaving frees enough: its sum reaches gone + need.
-    local _, index = search(w, 0, w.count - 1, 2, w.gone + need)
-    return ((index or w.newest) + 1) * w.width - 1 + w.span - w.now
-  end
-
-  -- Functions made only on the calls that need them (with the lease hash).
-  local leaves, wait_with_leases
+  -- What only a call with the lease hash uses, made only then, in one table: every function
+  -- is made again on every call, and each one a window's functions refer to costs them too.
+  local leased
   if lease_key then
     -- When what window `w` holds at time `stamp` leaves it.
-    leaves = function(w, stamp)
+    local function leaves(w, stamp)
       return (floor(stamp / w.width) + 1) * w.width - 1 + w.span
     end
     entries_leaves = leaves
 
-    -- The wait until `need` units left window `w`, its ring's buckets and the leases it counts
-    -- taken together in the order they leave: for each number j of leases gone (the first j to
-    -- leave), the later of the j-th one's leaving and the ring's freeing the rest; the least.
-    wait_with_leases = function(w, need, leases)
-      local gone = {}
-      for i = 1, #leases do
-        local l = leases[i]
-        local wait = leaves(w, l.ends) - w.now
-        if wait > 0 then gone[#gone + 1] = {wait = wait, units = l.units} end
-      end
-      table.sort(gone, function(a, b) return a.wait < b.wait end)
-      local best, freed = ring_wait(w, need), 0
-      for j = 1, #gone do
-        if best and gone[j].wait >= best then break end
-        freed = freed + gone[j].units
-        local rest = ring_wait(w, need - freed)
-        if rest then
-          rest = math.max(rest, gone[j].wait)
-          if not best or rest < best then best = rest end
-          if need <= freed then break end
-        end
-      end
-      return best
+    -- The wait until `need` units of window `w`'s ring left it (nil: it holds fewer).
+    local function ring_wait(w, need)
+      if need <= 0 then return 0 end
+      if need > w.sum - w.gone then return nil end
+      local _, index = search(w, 0, w.count - 1, 2, w.gone + need)
+      return leaves(w, (index or w.newest) * w.width) - w.now
     end
+
+    leased = {
+      leaves = leaves,
+      -- Record in window `w` the `settled` units ({units, stamp}) still in it, and count in
+      -- w.held the units of the `leases` ({units, ends}) it counts.
+      hold = function(w, leases, settled)
+        local now = w.now
+        for i = 1, #settled do
+          local t = settled[i]
+          if leaves(w, t.stamp) > now then
+            local index = floor(t.stamp / w.width)
+            if w.count == 0 or index > w.newest then new_bucket(w, index) end
+            w.sum = w.sum + t.units
+          end
+        end
+        for i = 1, #leases do
+          local l = leases[i]
+          if leaves(w, l.ends) > now then w.held = w.held + l.units end
+        end
+      end,
+      -- The wait until `need` units left window `w`, its ring's buckets and the leases it
+      -- counts taken together in the order they leave: for each number j of leases gone (the
+      -- first j to leave), the later of the j-th one's leaving and the ring's freeing the
+      -- rest; the least.
+      wait = function(w, need, leases)
+        local gone = {}
+        for i = 1, #leases do
+          local l = leases[i]
+          local wait = leaves(w, l.ends) - w.now
+          if wait > 0 then gone[#gone + 1] = {wait = wait, units = l.units} end
+        end
+        table.sort(gone, function(a, b) return a.wait < b.wait end)
+        local best, freed = ring_wait(w, need), 0
+        for j = 1, #gone do
+          if best and gone[j].wait >= best then break end
+          freed = freed + gone[j].units
+          local rest = ring_wait(w, need - freed)
+          if rest then
+            rest = math.max(rest, gone[j].wait)
+            if not best or rest < best then best = rest end
+            if need <= freed then break end
+          end
+        end
+        return best
+      end,
+    }
   end
 
   -- Move window `w` to `now` (or the newest time seen), forgetting what left it, and record the
@@ -155,26 +176,19 @@ if uses_entries then
       w.gone, w.oldest = gone, oldest or w.newest
     end
     w.now = now
-    if leases then
-      for i = 1, #settled do
-        local t = settled[i]
-        if leaves(w, t.stamp) > now then
-          local index = floor(t.stamp / width)
-          if w.count == 0 or index > w.newest then new_bucket(w, index) end
-          w.sum = w.sum + t.units
-        end
-      end
-      for i = 1, #leases do
-        local l = leases[i]
-        if leaves(w, l.ends) > now then w.held = w.held + l.units end
-      end
-    end
+    if leases then leased.hold(w, leases, settled) end
     w.room = math.max(w.limit - (w.sum - w.gone) - w.held, 0)
     if cost > w.room then
       w.retry = -1
       if cost <= w.limit then
         local need = w.sum - w.gone + w.held + cost - w.limit
-        w.retry = leases and wait_with_leases(w, need, leases) or ring_wait(w, need)
+        if leases then
+          w.retry = leased.wait(w, need, leases)
+        else
+          -- The first bucket whose leaving frees enough: its sum reaches gone + need.
+          local _, index = search(w, 0, w.count - 1, 2, w.gone + need)
+          w.retry = ((index or w.newest) + 1) * width - 1 + span - now
+        end
       end
     end
   end
@@ -203,7 +217,8 @@ if uses_entries then
     local key, width, span, now = w.key, w.width, w.span, w.now
     if record and cost > 0 then
       local current = floor(now / width)
-      if w.count == 0 or current > w.newest then new_bucket(w, current) end
+      -- (The newest bucket, the common case, is a single test.)
+      if current ~= w.newest and (w.count == 0 or current > w.newest) then new_bucket(w, current) end
       w.sum = w.sum + cost
     elseif action == 'refund' then
       entries_refund(w, cost)
@@ -222,7 +237,7 @@ if uses_entries then
     end
     if leases then
       for i = 1, #leases do
-        reset = math.max(reset, leaves(w, leases[i].ends) - now)
+        reset = math.max(reset, leased.leaves(w, leases[i].ends) - now)
       end
       room = math.max(room - w.held, 0)
     end

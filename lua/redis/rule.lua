@@ -77,7 +77,9 @@ for k = 1, #windows do
   end
 end
 local granted = 0
-if lease then
+if not lease_key then
+  -- A call without leases: nothing of them to decide.
+elseif lease then
   -- A retried call: its grant is counted already.
   allowed, granted = true, lease.units
 elseif action == 'lease' and allowed then
@@ -106,18 +108,20 @@ for k = 1, #windows do
   if action == 'refund' and (not least or room < least) then least, shown = room, k end
   if k == shown then reset = window_reset end
 end
-if changed and #leases > 0 then
-  -- The hash lasts until its last grant leaves every window.
-  local last = 0
-  for i = 1, #leases do
-    for k = 1, #windows do
-      local w = windows[k]
-      last = math.max(last, entries_leaves(w, leases[i].ends) + slack * w.span)
+if lease_key then
+  if changed and #leases > 0 then
+    -- The hash lasts until its last grant leaves every window.
+    local last = 0
+    for i = 1, #leases do
+      for k = 1, #windows do
+        local w = windows[k]
+        last = math.max(last, entries_leaves(w, leases[i].ends) + slack * w.span)
+      end
     end
+    redis.call('PEXPIRE', lease_key, last - now)
   end
-  redis.call('PEXPIRE', lease_key, last - now)
+  if action == 'lease' then return {granted, least, allowed and 0 or retry, reset, shown} end
 end
-if action == 'lease' then return {granted, least, allowed and 0 or retry, reset, shown} end
 local remaining = least
 if allowed and action ~= 'refund' then remaining = least - cost end
 return {allowed and 1 or 0, remaining, allowed and 0 or retry, reset, shown}
