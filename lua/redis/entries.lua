@@ -216,7 +216,9 @@ if uses_entries then
   entries_finish = function(w, cost, record, leases)
     local key, width, span, now = w.key, w.width, w.span, w.now
     if record and cost > 0 then
-      local current = floor(now / width)
+      -- A check with ahead_ms: a grant of its cost spent at once, stamped at the end of its
+      -- validity (ahead of now, like a settled stamp: the newest bucket when that is later).
+      local current = floor((now + ahead) / width)
       -- (The newest bucket, the common case, is a single test.)
       if current ~= w.newest and (w.count == 0 or current > w.newest) then new_bucket(w, current) end
       w.sum = w.sum + cost

@@ -23,6 +23,9 @@
 -- a key's room goes out in shrinking leases and, near the limit, a unit at a time. Its reply:
 -- {granted (0: refused), remaining, retry_after_ms (when max(cost, 1) fits; 0 when granted),
 -- reset_after_ms, window}. A retried call (its id in the hash) answers that grant again.
+-- A check with ahead_ms V is a grant of its cost spent at once: its cost is recorded in every
+-- window at now + V, the end of that grant's validity, with nothing in the hash and nothing to
+-- settle (a node asking for its cost alone: a cold key, one call per request).
 local need, leases, settled, lease, changed = cost, nil, nil, nil, false
 if lease_key then
   if action == 'lease' then need = math.max(cost, 1) end
