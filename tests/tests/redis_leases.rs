@@ -197,7 +197,10 @@ fn a_check_ahead_records_its_cost_at_the_end_of_its_validity() {
     let (_redis, mut c, s) = start();
     let key = Key::new("ahead", &LOG);
     let ahead = ["ahead_ms", "100"];
-    assert_eq!(key.call(&mut c, &s, 1, 1000, &ahead).ints(), [1, 99, 0, 1100, 1]);
+    assert_eq!(
+        key.call(&mut c, &s, 1, 1000, &ahead).ints(),
+        [1, 99, 0, 1100, 1]
+    );
     // Nothing in the hash, nothing to settle: the unit leaves at 1100 + 1000, not 2000.
     assert_eq!(c.cmd(&["EXISTS", key.lease_key()]).int(), 0);
     assert_eq!(key.act(&mut c, &s, "peek", 1, 2099), [1, 98, 0, 1, 1]);

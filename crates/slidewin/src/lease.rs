@@ -136,6 +136,23 @@ impl LeaseConfig {
     pub fn spend_ms(&self) -> i64 {
         (self.validity_ms - self.margin_ms) as i64
     }
+
+    /// A check ahead's stamp, from Redis's now: `V / 2`, when more than the margin (else
+    /// `None`: every call is a lease call). A call that wants its cost alone (a cold key) goes
+    /// as a check ahead, a grant of its cost Redis records at once at this distance ahead,
+    /// nothing to settle; half V keeps what it delays (units leave the windows that much
+    /// later, and later stamps of the key join its bucket) to half a lease's.
+    pub fn ahead_ms(&self) -> Option<u64> {
+        let ahead = self.validity_ms / 2;
+        (ahead > self.margin_ms).then_some(ahead)
+    }
+
+    /// How long after its call was sent a check ahead's grant is spent: `ahead - margin`
+    /// (promise 1 of the [module docs](self) with the stamp `g + ahead`).
+    pub fn ahead_spend_ms(&self) -> i64 {
+        self.ahead_ms()
+            .map_or(-1, |ahead| (ahead - self.margin_ms) as i64)
+    }
 }
 
 /// Units to ask for: `clamp(ahead + cost, max(cost, 1), max_units)` with `ahead =
@@ -347,6 +364,9 @@ mod tests {
         let c = LeaseConfig::new(1_000, None, 5).unwrap();
         assert_eq!((c.margin_ms(), c.spend_ms()), (100, 900));
         assert_eq!(LeaseConfig::new(3, None, 1).unwrap().spend_ms(), 1);
+        assert_eq!((c.ahead_ms(), c.ahead_spend_ms()), (Some(500), 400));
+        let short = LeaseConfig::new(4, None, 1).unwrap();
+        assert_eq!((short.ahead_ms(), short.ahead_spend_ms()), (None, -1));
     }
 
     #[test]
