@@ -465,12 +465,13 @@ fn a_lease_redis_recorded_is_never_settled_nor_swept_and_still_teaches_the_rate(
         vec![],
         "nothing to settle"
     );
-    // Seen again 2 ms after the send: nothing to settle, and a rate of half a unit a ms.
+    // Seen again 2 ms after the send: nothing to settle, and a unit over 66 ms
+    // (sample_floor_ms), not over 2 ms: still cold.
     let Spent::Fetch(g) = table.spend_at(b"k", 2, 1, &[5]).unwrap() else {
         panic!()
     };
     assert_eq!(g.settle, "");
-    assert_eq!(g.want, want(&config, 0.25, 1));
+    assert_eq!(g.want, 1);
     // Never refunded into (Redis takes the refund back), and answered later than
     // ahead_spend_ms (40 ms) after its send: not spent, nothing to settle either.
     let grant = Grant {

@@ -555,9 +555,12 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
                 }
                 let at = self.lease_at(way);
                 let lease = self.lease(&set, at);
-                if lease.seq != 0 && !lease.is_live(&self.config, now_ms) {
+                let live = lease.is_live(&self.config, now_ms);
+                // A lease spent out waits for the key's next call, which learns the key's rate
+                // from it: ended here, its rate would be a unit per validity, not per visit.
+                if lease.seq != 0 && !live && lease.unspent() > 0 {
                     self.end_current(&set, at, &lease, now_ms);
-                } else if lease.seq != 0 {
+                } else if lease.seq != 0 && live {
                     due(
                         &set,
                         lease.sent_ms.saturating_add(self.config.spend_ms() + 1),
@@ -766,7 +769,10 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
             set.set(at + L_SEQ, 0);
             let rate = f64::from_bits(set.get(at + L_RATE));
             // Until the key was seen again (or swept): a key that comes back seldom is slow.
-            let elapsed = now_ms.saturating_sub(lease.sent_ms);
+            let mut elapsed = now_ms.saturating_sub(lease.sent_ms);
+            if recorded {
+                elapsed = elapsed.max(self.config.sample_floor_ms());
+            }
             let rate = next_rate(rate, lease.spent, elapsed);
             set.set(at + L_RATE, rate.to_bits());
         }
