@@ -22,7 +22,7 @@
 -- spent at a stamp that may lie ahead of now, in a bucket of its own (or in the newest bucket
 -- when that is later: the ring stays ordered, and later is always safe). A stamp ahead never
 -- moves the window's now (the newest time seen) forward: that would forget buckets still in it.
-local entries_assess, entries_finish, entries_leaves
+local entries_assess, entries_finish, entries_leaves, entries_lease
 if uses_entries then
   local HEADER, RECORD, HEADER_FORMAT, RECORD_FORMAT = 64, 14, '>i8i8i8i8i8i8i8i8', '>I7I7'
   local ceil, pack, unpack_bytes = math.ceil, struct.pack, struct.unpack
@@ -87,10 +87,11 @@ if uses_entries then
     w.count, w.newest = w.count + 1, index
   end
 
-  -- What only a call with the lease hash uses, made only then, in one table: every function
-  -- is made again on every call, and each one a window's functions refer to costs them too.
+  -- What only a call that counts or settles grants uses, made only then (rule.lua calls
+  -- entries_lease()), in one table: every function is made again on every call, and each one
+  -- a window's functions refer to costs them too.
   local leased
-  if lease_key then
+  entries_lease = function()
     -- When what window `w` holds at time `stamp` leaves it.
     local function leaves(w, stamp)
       return (floor(stamp / w.width) + 1) * w.width - 1 + w.span

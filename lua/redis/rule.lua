@@ -32,6 +32,7 @@ if lease_key then
   settle = settle or {}
   -- A field of another layout reads as a grant of nothing that ended long ago: it goes.
   local fields, held = redis.call('HGETALL', lease_key), {}
+  if #fields > 0 or #settle > 0 or action == 'lease' then entries_lease() end
   for i = 1, #fields, 2 do
     local units, granted, validity = fields[i + 1]:match('^(%d+) (%d+) (%d+)$')
     held[fields[i]] = {id = fields[i], units = tonumber(units) or 0, granted = tonumber(granted) or 0,
@@ -68,6 +69,9 @@ if lease_key then
     changed = true
   end
   lease = action == 'lease' and held[id]
+  -- No grant to count and none to settle (a check ahead of a cold key, the common call): the
+  -- windows alone, as without the hash.
+  if #fields == 0 and #settle == 0 and action ~= 'lease' then leases, settled = nil, nil end
 end
 local allowed, least, retry, shown, refusing = true, nil, 0, nil, nil
 for k = 1, #windows do
