@@ -296,7 +296,7 @@ pub unsafe extern "C" fn slidewin_lease_spend(
         Err(e) => return fail(out, &format!("{SPEND}: {e}")),
     };
     let spent = catch_unwind(AssertUnwindSafe(|| {
-        table.spend_at(key, monotonic_ms(), cost, limits)
+        table.spend_ahead_at(key, monotonic_ms(), cost, limits)
     }));
     let spent = match spent {
         Ok(Ok(spent)) => spent,

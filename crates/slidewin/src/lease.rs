@@ -149,7 +149,8 @@ impl LeaseConfig {
         (ahead > self.margin_ms).then_some(ahead)
     }
 
-    /// The least time a check ahead's rate sample spans (its grant is one request's cost):
+    /// The least time a check ahead's rate sample spans, once the key has a rate (its grant
+    /// is one request's cost):
     /// `2 V / 3`. Requests that keep coming faster raise [`want`] above the cost after a few
     /// (the rate nears `1.5 / V`, `want`'s threshold `2 / (1.5 V)` is below it), while pairs
     /// of requests with long gaps between them (a page's burst) never do (the rate stays

@@ -308,6 +308,32 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         cost: u64,
         limits: &[u64],
     ) -> Result<Spent, Error> {
+        self.spend(key, now_ms, cost, limits, false)
+    }
+
+    /// As [`Leases::spend_at`], for a caller that sends a call wanting its cost alone as a
+    /// check ahead ([`LeaseConfig::ahead_ms`], installed with
+    /// [`Leases::install_recorded_at`]): such a call is not claimed, since it brings nothing
+    /// for another request of the key to wait for (and leaves nothing to settle): the key's
+    /// other requests make their own.
+    pub fn spend_ahead_at(
+        &self,
+        key: &[u8],
+        now_ms: i64,
+        cost: u64,
+        limits: &[u64],
+    ) -> Result<Spent, Error> {
+        self.spend(key, now_ms, cost, limits, self.config.ahead_ms().is_some())
+    }
+
+    fn spend(
+        &self,
+        key: &[u8],
+        now_ms: i64,
+        cost: u64,
+        limits: &[u64],
+        ahead: bool,
+    ) -> Result<Spent, Error> {
         let now_ms = check_time("now_ms", now_ms)?;
         let limits = layout::fingerprint(limits.iter().copied());
         let key = self.codec.key(key);
@@ -358,7 +384,11 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
                 if self.claimed(&set, at, now_ms) {
                     return Ok(Spent::Wait);
                 }
-                Ok(Spent::Fetch(self.claim(&set, at, now_ms, cost)))
+                let fetch = self.claim(&set, at, now_ms, cost);
+                if ahead && cost > 0 && fetch.want == cost {
+                    set.set(at + L_CLAIM, 0);
+                }
+                Ok(Spent::Fetch(fetch))
             }
         }
     }
@@ -770,7 +800,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
             let rate = f64::from_bits(set.get(at + L_RATE));
             // Until the key was seen again (or swept): a key that comes back seldom is slow.
             let mut elapsed = now_ms.saturating_sub(lease.sent_ms);
-            if recorded {
+            // A key with a rate (seen before) warms only with a steady stream; a new key's
+            // first two requests close together warm it at once.
+            if recorded && rate > 0.0 {
                 elapsed = elapsed.max(self.config.sample_floor_ms());
             }
             let rate = next_rate(rate, lease.spent, elapsed);
