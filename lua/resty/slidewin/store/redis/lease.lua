@@ -8,8 +8,9 @@
 --       out: resty.slidewin.answer's buffer, header values rendered. in_hand_only: decided by
 --       the lease in hand (or a refusal Redis gave) or not at all (while the fallback decides). A commit is spent from the
 --       key's lease in one FFI call (the monotonic clock read inside); no lease, or too few
---       units: one lease call now (`action lease`, cost = the request's), or, while another
---       request's call of the key is in flight on this node, a wait for it (1 ms sleeps, at
+--       units: one lease call now (`action lease`, cost = the request's; a cold key's, wanting
+--       its cost alone, as a check ahead), or, while another request's lease call of the key
+--       is in flight on this node, a wait for it (1 ms sleeps, at
 --       most connect_timeout_ms + read_timeout_ms); a refusal Redis gave is answered by the
 --       table until Redis's retry time. A peek asks Redis every time.
 --   store:decide(key, cost, commit, limits): the same decision as the store seam's numbers.
