@@ -8,7 +8,8 @@
 -- ARGV: cost, then per window: algorithm limit window_ms ("log" | "counter"), or
 --       "buckets" limit window_ms bucket_ms; then name/value options: now_ms N (the caller's
 --       clock instead of Redis TIME), action check|peek|refund|lease (default check; `mode` is
---       its former name, still read); with action lease: want N, validity_ms V, id ID; with any
+--       its former name, still read); with action lease: want N, validity_ms V, id ID; with
+--       action check and the lease hash: ahead_ms V (the cost recorded at now + V); with any
 --       action and the lease hash: settle "ID:SPENT:LAST_MS ..." (rule.lua says what they do).
 local floor = math.floor
 local function int(name, text, min, k)
@@ -27,7 +28,7 @@ for k = 1, #KEYS do
   -- A key more than the windows (an option's name, or nothing, where its window would be): the
   -- lease hash.
   if k > 1 and k == #KEYS and algorithm ~= 'log' and algorithm ~= 'buckets' and algorithm ~= 'counter'
-      and (algorithm == nil or (' now_ms action mode want validity_ms id settle '):find(' ' .. algorithm .. ' ', 1, true)) then
+      and (algorithm == nil or (' now_ms action mode want validity_ms id settle ahead_ms '):find(' ' .. algorithm .. ' ', 1, true)) then
     lease_key = KEYS[k]
     break
   end
@@ -59,6 +60,7 @@ end
 if #windows == 0 then return redis.error_reply('ERR a rule needs at least one window (one key each), got 0 keys') end
 -- lease_option: the last of want, validity_ms and id given (they go with action lease only).
 local action, now, want, validity, id, settle, lease_option = 'check', nil, nil, nil, nil, nil, nil
+local ahead = 0
 for i = at, #ARGV, 2 do
   local name, value = ARGV[i], ARGV[i + 1]
   if name == 'action' or name == 'mode' then
@@ -90,6 +92,12 @@ for i = at, #ARGV, 2 do
     if not (id and id:find('^[^%s:]+$')) then
       return redis.error_reply('ERR id must be a non-empty string without spaces or colons, got ' .. tostring(value))
     end
+  elseif name == 'ahead_ms' then
+    ahead, err = int('ahead_ms', value, 0)
+    if err then return redis.error_reply(err) end
+    if not lease_key then
+      return redis.error_reply("ERR ahead_ms needs the lease hash: one key after the windows' keys")
+    end
   elseif name == 'settle' then
     settle = {}
     for entry in tostring(value):gmatch('%S+') do
@@ -107,7 +115,7 @@ for i = at, #ARGV, 2 do
       return redis.error_reply("ERR settle needs the lease hash: one key after the windows' keys")
     end
   else
-    return redis.error_reply('ERR options are now_ms, action, want, validity_ms, id and settle, got ' .. tostring(name))
+    return redis.error_reply('ERR options are now_ms, action, want, validity_ms, id, ahead_ms and settle, got ' .. tostring(name))
   end
 end
 if action == 'lease' then
@@ -118,6 +126,9 @@ if action == 'lease' then
   end
 elseif lease_option then
   return redis.error_reply('ERR ' .. lease_option .. ' goes with action lease, got action ' .. action)
+end
+if ahead > 0 and action ~= 'check' then
+  return redis.error_reply('ERR ahead_ms goes with action check, got action ' .. action)
 end
 if lease_key and uses_counter then
   for k = 1, #windows do

@@ -22,7 +22,7 @@
 -- spent at a stamp that may lie ahead of now, in a bucket of its own (or in the newest bucket
 -- when that is later: the ring stays ordered, and later is always safe). A stamp ahead never
 -- moves the window's now (the newest time seen) forward: that would forget buckets still in it.
-local entries_assess, entries_finish, entries_leaves
+local entries_assess, entries_finish, entries_leaves, entries_lease
 if uses_entries then
   local HEADER, RECORD, HEADER_FORMAT, RECORD_FORMAT = 64, 14, '>i8i8i8i8i8i8i8i8', '>I7I7'
   local ceil, pack, unpack_bytes = math.ceil, struct.pack, struct.unpack
@@ -87,10 +87,11 @@ if uses_entries then
     w.count, w.newest = w.count + 1, index
   end
 
-  -- What only a call with the lease hash uses, made only then, in one table: every function
-  -- is made again on every call, and each one a window's functions refer to costs them too.
+  -- What only a call that counts or settles grants uses, made only then (rule.lua calls
+  -- entries_lease()), in one table: every function is made again on every call, and each one
+  -- a window's functions refer to costs them too.
   local leased
-  if lease_key then
+  entries_lease = function()
     -- When what window `w` holds at time `stamp` leaves it.
     local function leaves(w, stamp)
       return (floor(stamp / w.width) + 1) * w.width - 1 + w.span
@@ -216,7 +217,9 @@ if uses_entries then
   entries_finish = function(w, cost, record, leases)
     local key, width, span, now = w.key, w.width, w.span, w.now
     if record and cost > 0 then
-      local current = floor(now / width)
+      -- A check with ahead_ms: a grant of its cost spent at once, stamped at the end of its
+      -- validity (ahead of now, like a settled stamp: the newest bucket when that is later).
+      local current = floor((now + ahead) / width)
       -- (The newest bucket, the common case, is a single test.)
       if current ~= w.newest and (w.count == 0 or current > w.newest) then new_bucket(w, current) end
       w.sum = w.sum + cost

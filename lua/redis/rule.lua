@@ -23,12 +23,16 @@
 -- a key's room goes out in shrinking leases and, near the limit, a unit at a time. Its reply:
 -- {granted (0: refused), remaining, retry_after_ms (when max(cost, 1) fits; 0 when granted),
 -- reset_after_ms, window}. A retried call (its id in the hash) answers that grant again.
+-- A check with ahead_ms V is a grant of its cost spent at once: its cost is recorded in every
+-- window at now + V, the end of that grant's validity, with nothing in the hash and nothing to
+-- settle (a node asking for its cost alone: a cold key, one call per request).
 local need, leases, settled, lease, changed = cost, nil, nil, nil, false
 if lease_key then
   if action == 'lease' then need = math.max(cost, 1) end
   settle = settle or {}
   -- A field of another layout reads as a grant of nothing that ended long ago: it goes.
   local fields, held = redis.call('HGETALL', lease_key), {}
+  if #fields > 0 or #settle > 0 or action == 'lease' then entries_lease() end
   for i = 1, #fields, 2 do
     local units, granted, validity = fields[i + 1]:match('^(%d+) (%d+) (%d+)$')
     held[fields[i]] = {id = fields[i], units = tonumber(units) or 0, granted = tonumber(granted) or 0,
@@ -65,6 +69,9 @@ if lease_key then
     changed = true
   end
   lease = action == 'lease' and held[id]
+  -- No grant to count and none to settle (a check ahead of a cold key, the common call): the
+  -- windows alone, as without the hash.
+  if #fields == 0 and #settle == 0 and action ~= 'lease' then leases, settled = nil, nil end
 end
 local allowed, least, retry, shown, refusing = true, nil, 0, nil, nil
 for k = 1, #windows do

@@ -193,6 +193,26 @@ fn settling_returns_the_unspent_units_and_stamps_the_spent_ones() {
 }
 
 #[test]
+fn a_check_ahead_records_its_cost_at_the_end_of_its_validity() {
+    let (_redis, mut c, s) = start();
+    let key = Key::new("ahead", &LOG);
+    let ahead = ["ahead_ms", "100"];
+    assert_eq!(
+        key.call(&mut c, &s, 1, 1000, &ahead).ints(),
+        [1, 99, 0, 1100, 1]
+    );
+    // Nothing in the hash, nothing to settle: the unit leaves at 1100 + 1000, not 2000.
+    assert_eq!(c.cmd(&["EXISTS", key.lease_key()]).int(), 0);
+    assert_eq!(key.act(&mut c, &s, "peek", 1, 2099), [1, 98, 0, 1, 1]);
+    assert_eq!(key.act(&mut c, &s, "peek", 1, 2100), [1, 99, 0, 0, 1]);
+    // A later one at 1050 goes into its own bucket at 1150; one at 1000 again into 1100's.
+    let check = |c: &mut Resp, cost: u64, now: i64| key.call(c, &s, cost, now, &ahead).ints();
+    assert_eq!(check(&mut c, 2, 2200), [1, 98, 0, 1100, 1]);
+    assert_eq!(check(&mut c, 98, 2200), [1, 0, 0, 1100, 1]);
+    assert_eq!(check(&mut c, 1, 2250), [0, 0, 1050, 1050, 1]);
+}
+
+#[test]
 fn a_late_stamp_goes_into_the_newest_bucket_and_keeps_the_ring_in_order() {
     let (_redis, mut c, s) = start();
     let key = Key::new("order", &LOG);
@@ -328,6 +348,14 @@ fn bad_lease_arguments_are_named_with_their_value() {
     assert_eq!(
         error(&mut c, 0, &["want", "1"]),
         "ERR want goes with action lease, got action check"
+    );
+    assert_eq!(
+        error(&mut c, 1, &["action", "peek", "ahead_ms", "100"]),
+        "ERR ahead_ms goes with action check, got action peek"
+    );
+    assert_eq!(
+        error(&mut c, 1, &["ahead_ms", "-1"]),
+        "ERR ahead_ms must be a non-negative integer, got -1"
     );
     assert_eq!(
         error(&mut c, 0, &["action", "take"]),

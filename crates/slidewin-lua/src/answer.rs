@@ -49,7 +49,7 @@ pub struct Answer {
     message_len: c_int,
     start: [c_int; 5],
     len: [c_int; 5],
-    remaining: f64,
+    pub(crate) remaining: f64,
     retry_after_ms: f64,
     reset_after_ms: f64,
     limit: f64,

@@ -8,12 +8,13 @@
 //!                                 max_units = 1000, keys = 10000, max_key_bytes = 64 }
 //! -- per request, one FFI call (resty.slidewin.store.lease):
 //! -- slidewin_lease_spend(t:ffi_handle(), headers, key, key_len, cost, limits, n, out, call)
-//! -- then, around a lease call to Redis:
-//! t:install(key, seq, sent_ms, cost, limits, granted, remaining, retry_after_ms, reset_after_ms, window)
+//! -- then, around a lease call to Redis, Redis's reply taken in one FFI call:
+//! -- slidewin_lease_install(t:ffi_handle(), key, key_len, seq, sent_ms, cost, limits, n,
+//! --     reply, recorded, out)
 //! t:fail(key, seq, sent_ms)          -- the call failed: the lease, if granted, is never spent
 //! t:settled(key, seq)                -- a settle-only call succeeded
 //! t:sweep(period_ms, max)            -- { { key, seq, settle }, ... }: ended leases with units
-//! t:id(seq), t:stats(), t:refund(key, cost)
+//! t:id(seq), t:ahead_ms(), t:stats(), t:refund(key, cost)
 //! ```
 //!
 //! Times are the node's `CLOCK_MONOTONIC` in ms, read here on every call: never the cached
@@ -37,6 +38,7 @@ use crate::region::{self, Region, Spec};
 
 const NEW: &str = "slidewin.lease_table";
 const SPEND: &str = "leases:spend";
+const INSTALL: &str = "leases:install";
 const DEFAULT_MAX_KEY_BYTES: u64 = 64;
 const DEFAULT_KEYS: u64 = 10_000;
 /// Room for a settle list: [`slidewin::shared::SETTLE_SLOTS`] entries of at most 77 bytes.
@@ -142,13 +144,6 @@ pub fn new(_: &Lua, opts: Table) -> LuaResult<LuaLeases> {
     Ok(LuaLeases(Box::into_raw(Box::new(table))))
 }
 
-/// `limits` (a Lua list of one limit per window) as numbers, naming `function`.
-fn limits_of(function: &'static str, limits: &Table) -> LuaResult<Vec<u64>> {
-    (1..=limits.raw_len())
-        .map(|i| args::uint(function, "limits", &limits.raw_get(i)?))
-        .collect()
-}
-
 fn key_of(key: &Value, function: &'static str) -> LuaResult<Vec<u8>> {
     match key {
         Value::String(s) => Ok(s.as_bytes().to_vec()),
@@ -182,38 +177,6 @@ impl UserData for LuaLeases {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
         methods.add_method("ffi_handle", |_, this, ()| {
             Ok(Value::LightUserData(mlua::LightUserData(this.0.cast())))
-        });
-        // `install(key, seq, sent_ms, cost, limits, granted, remaining, retry_after_ms,
-        // reset_after_ms, window)`: Redis's reply to call `seq` taken; the remaining of the
-        // request it admitted, or nil (refused, or answered too late to spend).
-        methods.add_method("install", |_, this, a: mlua::MultiValue| {
-            const F: &str = "leases:install";
-            let a: Vec<Value> = a.into_iter().collect();
-            let at = |i: usize| a.get(i).cloned().unwrap_or(Value::Nil);
-            let key = key_of(&at(0), F)?;
-            let fetch = call_of(F, &at(1), &at(2))?;
-            let cost = args::uint(F, "cost", &at(3))?;
-            let Value::Table(limits) = at(4) else {
-                return Err(error(
-                    F,
-                    format_args!("limits must be a list, got {}", args::describe(&at(4))),
-                ));
-            };
-            let limits = limits_of(F, &limits)?;
-            let retry = args::number(F, "retry_after_ms", &at(7))?;
-            let window = args::uint(F, "window", &at(9))?;
-            let grant = Grant {
-                granted: args::uint(F, "granted", &at(5))?,
-                remaining: args::uint(F, "remaining", &at(6))?,
-                retry_after_ms: (retry >= 0.0).then_some(retry as u64),
-                reset_after_ms: args::uint(F, "reset_after_ms", &at(8))?,
-                window: (window.max(1) - 1) as usize,
-            };
-            let admitted = this
-                .table()
-                .install_at(&key, &fetch, monotonic_ms(), cost, &limits, &grant)
-                .map_err(args::core(F))?;
-            Ok(admitted.map(|a| a.remaining))
         });
         methods.add_method(
             "fail",
@@ -255,6 +218,10 @@ impl UserData for LuaLeases {
                 list.push(item)?;
             }
             Ok(list)
+        });
+        // The stamp of a check ahead (ms after Redis's now), or nil: every call a lease call.
+        methods.add_method("ahead_ms", |_, this, ()| {
+            Ok(this.table().config().ahead_ms())
         });
         methods.add_method("id", |_, this, seq: Value| {
             let seq = args::uint("leases:id", "seq", &seq)?;
@@ -329,7 +296,7 @@ pub unsafe extern "C" fn slidewin_lease_spend(
         Err(e) => return fail(out, &format!("{SPEND}: {e}")),
     };
     let spent = catch_unwind(AssertUnwindSafe(|| {
-        table.spend_at(key, monotonic_ms(), cost, limits)
+        table.spend_ahead_at(key, monotonic_ms(), cost, limits)
     }));
     let spent = match spent {
         Ok(Ok(spent)) => spent,
@@ -396,5 +363,89 @@ fn decision(
         retry_after_ms,
         reset_after_ms,
         window,
+    }
+}
+
+/// Takes Redis's `reply` (5 doubles: granted, remaining, retry_after_ms (-1: never),
+/// reset_after_ms, window 1-based) to the lease call `seq` of `key` (as for
+/// `slidewin_lease_spend`) sent at `sent_ms` for a request of `cost` under `limits`;
+/// `recorded` non-zero when the call was a check ahead (Redis recorded the cost: nothing to
+/// settle). Returns 0 with the admitted request's remaining in `out.remaining`, 2 when it
+/// was not admitted (refused, or answered too late to spend), 1 with `out.message` set.
+///
+/// # Safety
+/// `table` comes from `t:ffi_handle()` of an object still referenced by the caller; `key`
+/// points to `key_len` readable bytes (or is null); `limits` to `n_limits` doubles, `reply`
+/// to 5; `out` to a writable struct.
+#[no_mangle]
+pub unsafe extern "C" fn slidewin_lease_install(
+    table: *const LeaseTable,
+    key: *const u8,
+    key_len: usize,
+    key_number: f64,
+    seq: f64,
+    sent_ms: f64,
+    cost: f64,
+    limits: *const f64,
+    n_limits: usize,
+    reply: *const f64,
+    recorded: c_int,
+    out: *mut Answer,
+) -> c_int {
+    // SAFETY: the caller's contract above: `out` is writable and not aliased, `table` and
+    // `reply` only read.
+    let (out, table, reply) = unsafe { (&mut *out, &*table, std::slice::from_raw_parts(reply, 5)) };
+    let mut key_text = String::new();
+    let mut given = [0u64; MAX_WINDOWS];
+    // SAFETY: the caller's contract above: `key` holds `key_len` bytes (or is null) and
+    // `limits` holds `n_limits` doubles for the call.
+    let read = unsafe {
+        let key = (key, key_len, key_number);
+        ffi_arguments(INSTALL, key, (limits, n_limits), &mut key_text, &mut given)
+    };
+    let key = match read {
+        Ok(key) => key,
+        Err(message) => return fail(out, &message),
+    };
+    let uint =
+        |name: &'static str, v: f64| arg::uint(name, v).map_err(|e| format!("{INSTALL}: {e}"));
+    let read = (|| {
+        let fetch = Fetch {
+            seq: uint("seq", seq)?,
+            want: 0,
+            sent_ms: uint("sent_ms", sent_ms)? as i64,
+            settle: String::new(),
+        };
+        let window = uint("window", reply[4])?;
+        let grant = Grant {
+            granted: uint("granted", reply[0])?,
+            remaining: uint("remaining", reply[1])?,
+            retry_after_ms: (reply[2] >= 0.0).then_some(reply[2] as u64),
+            reset_after_ms: uint("reset_after_ms", reply[3])?,
+            window: (window.max(1) - 1) as usize,
+        };
+        Ok::<_, String>((fetch, grant, uint("cost", cost)?))
+    })();
+    let (fetch, grant, cost) = match read {
+        Ok(read) => read,
+        Err(message) => return fail(out, &message),
+    };
+    let limits = &given[..n_limits];
+    let installed = catch_unwind(AssertUnwindSafe(|| {
+        let now_ms = monotonic_ms();
+        if recorded != 0 {
+            table.install_recorded_at(key, &fetch, now_ms, cost, limits, &grant)
+        } else {
+            table.install_at(key, &fetch, now_ms, cost, limits, &grant)
+        }
+    }));
+    match installed {
+        Ok(Ok(Some(admitted))) => {
+            out.remaining = admitted.remaining as f64;
+            0
+        }
+        Ok(Ok(None)) => 2,
+        Ok(Err(e)) => fail(out, &format!("{INSTALL}: {e}")),
+        Err(_) => fail(out, &format!("{INSTALL}: internal error")),
     }
 }

@@ -28,15 +28,17 @@
 //! it leaves a window. Take any window `(a - W, a]` and let `g*` be the latest grant whose
 //! units were spent in it: each other unit spent in it is stamped after `a - W >= g* - W`, so
 //! Redis counted it when it decided `g*`, and `g*` granted only what still fitted. A
-//! per-request decision is a lease of `cost` spent at once, stamped at `g`.
+//! per-request decision is a lease of `cost` spent at once, stamped at `g`; a check ahead
+//! ([`LeaseConfig::ahead_ms`]) one stamped at `g + ahead`, spent only within
+//! `ahead - margin` of the send.
 //!
 //! ## Sizing, ids and settlements
 //!
 //! - [`want`]: units to ask for, from the key's spend rate at the node (an exponentially
 //!   weighted average, [`next_rate`]) over 1.5 validities, plus the cost of the request
 //!   waiting, within `max(cost, 1)..=max_units`. A cold key (fewer than two units in that
-//!   time) asks for its cost: one call per request, as without leases, and nothing left to
-//!   settle. Redis shrinks grants as its windows fill.
+//!   time) asks for its cost: one call per request, as without leases, a check ahead with
+//!   nothing left to settle. Redis shrinks grants as its windows fill.
 //! - [`lease_id`]: `"<node id, 16 hex digits>-<sequence>"`, unique per node; a retried call
 //!   with the same id is answered the same grant.
 //! - [`Settlement`]: `"ID:SPENT:LAST_MS"`, the words of the script's `settle` option.
@@ -135,6 +137,33 @@ impl LeaseConfig {
     /// How long after its call was sent a lease is spent: `V - margin`.
     pub fn spend_ms(&self) -> i64 {
         (self.validity_ms - self.margin_ms) as i64
+    }
+
+    /// A check ahead's stamp, from Redis's now: `V / 2`, when more than the margin (else
+    /// `None`: every call is a lease call). A call that wants its cost alone (a cold key) goes
+    /// as a check ahead, a grant of its cost Redis records at once at this distance ahead,
+    /// nothing to settle; half V keeps what it delays (units leave the windows that much
+    /// later, and later stamps of the key join its bucket) to half a lease's.
+    pub fn ahead_ms(&self) -> Option<u64> {
+        let ahead = self.validity_ms / 2;
+        (ahead > self.margin_ms).then_some(ahead)
+    }
+
+    /// The least time a check ahead's rate sample spans, once the key has a rate (its grant
+    /// is one request's cost):
+    /// `2 V / 3`. Requests that keep coming faster raise [`want`] above the cost after a few
+    /// (the rate nears `1.5 / V`, `want`'s threshold `2 / (1.5 V)` is below it), while pairs
+    /// of requests with long gaps between them (a page's burst) never do (the rate stays
+    /// near two thirds of that): their next unit would go unspent, returned by a call more.
+    pub fn sample_floor_ms(&self) -> i64 {
+        (2 * self.validity_ms / 3) as i64
+    }
+
+    /// How long after its call was sent a check ahead's grant is spent: `ahead - margin`
+    /// (promise 1 of the [module docs](self) with the stamp `g + ahead`).
+    pub fn ahead_spend_ms(&self) -> i64 {
+        self.ahead_ms()
+            .map_or(-1, |ahead| (ahead - self.margin_ms) as i64)
     }
 }
 
@@ -347,6 +376,10 @@ mod tests {
         let c = LeaseConfig::new(1_000, None, 5).unwrap();
         assert_eq!((c.margin_ms(), c.spend_ms()), (100, 900));
         assert_eq!(LeaseConfig::new(3, None, 1).unwrap().spend_ms(), 1);
+        assert_eq!((c.ahead_ms(), c.ahead_spend_ms()), (Some(500), 400));
+        assert_eq!(c.sample_floor_ms(), 666);
+        let short = LeaseConfig::new(4, None, 1).unwrap();
+        assert_eq!((short.ahead_ms(), short.ahead_spend_ms()), (None, -1));
     }
 
     #[test]
@@ -365,6 +398,20 @@ mod tests {
         assert_eq!(want(&c, 1e30, 1), 1_000, "max_units");
         let small = LeaseConfig::new(100, None, 2).unwrap();
         assert_eq!(want(&small, 1.0, 5), 5, "never below the cost");
+    }
+
+    #[test]
+    fn checks_ahead_warm_a_steady_key_but_not_one_of_pairs() {
+        let c = config();
+        let floor = c.sample_floor_ms();
+        let (mut steady, mut pairs) = (0.0, 0.0);
+        for _ in 0..20 {
+            steady = next_rate(steady, 1, floor.max(3));
+            pairs = next_rate(next_rate(pairs, 1, floor.max(3)), 1, 1_000);
+            pairs = next_rate(pairs, 1, floor);
+        }
+        assert!(want(&c, steady, 1) > 1, "{steady}");
+        assert_eq!(want(&c, pairs, 1), 1, "{pairs}");
     }
 
     #[test]

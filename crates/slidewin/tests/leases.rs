@@ -443,3 +443,70 @@ fn other_limits_end_the_lease_and_a_refusal_is_answered_until_its_time() {
     ));
     assert_eq!(table.stats().refusals_cached, 1);
 }
+
+#[test]
+fn a_lease_redis_recorded_is_never_settled_nor_swept_and_still_teaches_the_rate() {
+    let config = LeaseConfig::new(100, None, 50).unwrap();
+    let words = region(8);
+    let (table, _) = Leases::attach(&words[..], config, 16, Threads, [3, 4]).unwrap();
+    let Spent::Fetch(f) = table.spend_ahead_at(b"k", 0, 1, &[5]).unwrap() else {
+        panic!()
+    };
+    assert_eq!(f.want, 1, "a cold key wants its cost");
+    assert!(
+        matches!(
+            table.spend_ahead_at(b"k", 0, 1, &[5]).unwrap(),
+            Spent::Fetch(_)
+        ),
+        "a check ahead is not waited for"
+    );
+    let grant = Grant {
+        granted: 1,
+        remaining: 4,
+        ..Grant::default()
+    };
+    let admitted = table.install_recorded_at(b"k", &f, 1, 1, &[5], &grant);
+    assert_eq!(admitted.unwrap().map(|a| a.remaining), Some(4));
+    assert_eq!(
+        table.sweep_at(200, 10, 100).unwrap(),
+        vec![],
+        "nothing to settle"
+    );
+    // Seen again 2 ms after the send: nothing to settle, and, a new key, a rate of half a
+    // unit a ms (a key with a rate would count the unit over 66 ms, sample_floor_ms).
+    let Spent::Fetch(g) = table.spend_at(b"k", 2, 1, &[5]).unwrap() else {
+        panic!()
+    };
+    assert_eq!(g.settle, "");
+    assert_eq!(g.want, want(&config, 0.25, 1));
+    // Never refunded into (Redis takes the refund back), and answered later than
+    // ahead_spend_ms (40 ms) after its send: not spent, nothing to settle either.
+    let grant = Grant {
+        granted: 1,
+        remaining: 3,
+        ..Grant::default()
+    };
+    assert!(table
+        .install_recorded_at(b"k", &g, 3, 1, &[5], &grant)
+        .unwrap()
+        .is_some());
+    assert!(!table.refund_at(b"k", 4, 1).unwrap());
+    let Spent::Fetch(h) = table.spend_at(b"k", 200, 1, &[5]).unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        table
+            .install_recorded_at(b"k", &h, 241, 1, &[5], &grant)
+            .unwrap(),
+        None
+    );
+    let Spent::Fetch(i) = table.spend_at(b"k", 242, 1, &[5]).unwrap() else {
+        panic!()
+    };
+    assert_eq!(i.settle, "");
+    let stats = table.stats();
+    assert_eq!(
+        (stats.granted, stats.spent, stats.returned, stats.calls),
+        (3, 2, 0, 5)
+    );
+}

@@ -17,7 +17,9 @@
 //!   ([`Spent::Fetch`]), or, while another caller's call of the key is in flight, a word to
 //!   ask again shortly ([`Spent::Wait`]): a key has one call in flight per node at a time.
 //! - [`Leases::install_at`] / [`Leases::fail_at`]: the lease call's answer, or its failure
-//!   (the lease, if granted, settled with nothing spent).
+//!   (the lease, if granted, settled with nothing spent); [`Leases::install_recorded_at`]:
+//!   the answer to a check ahead (a call wanting its cost alone, which Redis records at the
+//!   end of the validity: a lease spent at once, never settled).
 //! - [`Leases::sweep_at`]: leases that ended with units unspent, to settle without waiting
 //!   for the key's next call; [`Leases::settled`] once Redis took them.
 //!
@@ -105,8 +107,10 @@ const R_REMAINING: usize = 14;
 const R_RESET_AT: usize = 15;
 const R_WINDOW: usize = 16;
 const R_LIMITS: usize = 17;
-const L_SETTLE_N: usize = 18;
-const L_SETTLE: usize = 19;
+// 1: Redis recorded the lease's units in its windows (a check ahead): nothing to settle.
+const L_RECORDED: usize = 18;
+const L_SETTLE_N: usize = 19;
+const L_SETTLE: usize = 20;
 // An entry of the settle list: the lease, what it spent, its last spend, its unspent units
 // (1 for a call that failed: the grant is unknown), and the call that last carried it.
 const E_SEQ: usize = 0;
@@ -304,6 +308,32 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         cost: u64,
         limits: &[u64],
     ) -> Result<Spent, Error> {
+        self.spend(key, now_ms, cost, limits, false)
+    }
+
+    /// As [`Leases::spend_at`], for a caller that sends a call wanting its cost alone as a
+    /// check ahead ([`LeaseConfig::ahead_ms`], installed with
+    /// [`Leases::install_recorded_at`]): such a call is not claimed, since it brings nothing
+    /// for another request of the key to wait for (and leaves nothing to settle): the key's
+    /// other requests make their own.
+    pub fn spend_ahead_at(
+        &self,
+        key: &[u8],
+        now_ms: i64,
+        cost: u64,
+        limits: &[u64],
+    ) -> Result<Spent, Error> {
+        self.spend(key, now_ms, cost, limits, self.config.ahead_ms().is_some())
+    }
+
+    fn spend(
+        &self,
+        key: &[u8],
+        now_ms: i64,
+        cost: u64,
+        limits: &[u64],
+        ahead: bool,
+    ) -> Result<Spent, Error> {
         let now_ms = check_time("now_ms", now_ms)?;
         let limits = layout::fingerprint(limits.iter().copied());
         let key = self.codec.key(key);
@@ -313,7 +343,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         set.set(self.way(way) + W_USED_MS, now_ms as u64);
         let mut lease = self.lease(&set, at);
         if lease.seq != 0 && set.get(at + L_LIMITS) != limits {
-            self.end(&set, at, &lease, now_ms);
+            self.end_current(&set, at, &lease, now_ms);
             lease = Lease::default();
         }
         match lease.spend(&self.config, now_ms, cost) {
@@ -335,7 +365,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
             }
             Spend::Short | Spend::Ended => {
                 if lease.seq != 0 {
-                    self.end(&set, at, &lease, now_ms);
+                    self.end_current(&set, at, &lease, now_ms);
                 }
                 let refused_until = set.get(at + R_UNTIL) as i64;
                 if refused_until > now_ms
@@ -354,7 +384,11 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
                 if self.claimed(&set, at, now_ms) {
                     return Ok(Spent::Wait);
                 }
-                Ok(Spent::Fetch(self.claim(&set, at, now_ms, cost)))
+                let fetch = self.claim(&set, at, now_ms, cost);
+                if ahead && cost > 0 && fetch.want == cost {
+                    set.set(at + L_CLAIM, 0);
+                }
+                Ok(Spent::Fetch(fetch))
             }
         }
     }
@@ -371,6 +405,37 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         cost: u64,
         limits: &[u64],
         grant: &Grant,
+    ) -> Result<Option<Admitted>, Error> {
+        self.install(key, fetch, now_ms, cost, limits, grant, false)
+    }
+
+    /// As [`Leases::install_at`], for a call that wanted its cost alone (`fetch.want` ==
+    /// `cost`) sent as a check ahead ([`LeaseConfig::ahead_ms`]): Redis recorded the cost at
+    /// `g + ahead`, so the grant is spent at once, only within
+    /// [`LeaseConfig::ahead_spend_ms`] of the send (else `None`: answered too late), never
+    /// refunded into nor settled. The key's spend rate is still learnt from it.
+    pub fn install_recorded_at(
+        &self,
+        key: &[u8],
+        fetch: &Fetch,
+        now_ms: i64,
+        cost: u64,
+        limits: &[u64],
+        grant: &Grant,
+    ) -> Result<Option<Admitted>, Error> {
+        self.install(key, fetch, now_ms, cost, limits, grant, true)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn install(
+        &self,
+        key: &[u8],
+        fetch: &Fetch,
+        now_ms: i64,
+        cost: u64,
+        limits: &[u64],
+        grant: &Grant,
+        recorded: bool,
     ) -> Result<Option<Admitted>, Error> {
         let now_ms = check_time("now_ms", now_ms)?;
         let limits = layout::fingerprint(limits.iter().copied());
@@ -392,8 +457,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         }
         self.count(H_GRANTED, grant.granted);
         let mut lease = Lease::granted(fetch.seq, grant.granted, fetch.sent_ms);
-        if lease.spend(&self.config, now_ms, cost) != Spend::Spent {
-            self.end(&set, at, &lease, now_ms);
+        let late = recorded && now_ms.saturating_sub(fetch.sent_ms) > self.config.ahead_spend_ms();
+        if late || lease.spend(&self.config, now_ms, cost) != Spend::Spent {
+            self.end(&set, at, &lease, recorded, now_ms);
             return Ok(None);
         }
         self.count(H_SPENT, cost);
@@ -401,13 +467,13 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         let current = self.lease(&set, at);
         if current.seq != 0 && current.sent_ms > lease.sent_ms {
             // A later call's lease is in place: keep it, settle this one.
-            self.end(&set, at, &lease, now_ms);
+            self.end(&set, at, &lease, recorded, now_ms);
             return Ok(Some(Admitted {
                 remaining: current.unspent() + set.get(at + L_REMOTE),
             }));
         }
         if current.seq != 0 {
-            self.end(&set, at, &current, now_ms);
+            self.end_current(&set, at, &current, now_ms);
         }
         for (field, value) in [
             (L_SEQ, lease.seq),
@@ -419,11 +485,14 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
             (L_RESET_AT, at_ms(now_ms, grant.reset_after_ms)),
             (L_WINDOW, grant.window as u64),
             (L_LIMITS, limits),
+            (L_RECORDED, recorded as u64),
         ] {
             set.set(at + field, value);
         }
-        let end = fetch.sent_ms.saturating_add(self.config.spend_ms() + 1);
-        due(&set, end);
+        if !recorded {
+            let end = fetch.sent_ms.saturating_add(self.config.spend_ms() + 1);
+            due(&set, end);
+        }
         Ok(Some(Admitted {
             remaining: lease.unspent() + grant.remaining,
         }))
@@ -469,7 +538,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         };
         let at = self.lease_at(way);
         let lease = self.lease(&set, at);
-        if !lease.is_live(&self.config, now_ms) || lease.spent < cost {
+        // Units of a check ahead are spent only within its shorter time: Redis takes them back.
+        let recorded = set.get(at + L_RECORDED) != 0;
+        if recorded || !lease.is_live(&self.config, now_ms) || lease.spent < cost {
             return Ok(false);
         }
         set.set(at + L_SPENT, lease.spent - cost);
@@ -514,9 +585,12 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
                 }
                 let at = self.lease_at(way);
                 let lease = self.lease(&set, at);
-                if lease.seq != 0 && !lease.is_live(&self.config, now_ms) {
-                    self.end(&set, at, &lease, now_ms);
-                } else if lease.seq != 0 {
+                let live = lease.is_live(&self.config, now_ms);
+                // A lease spent out waits for the key's next call, which learns the key's rate
+                // from it: ended here, its rate would be a unit per validity, not per visit.
+                if lease.seq != 0 && !live && lease.unspent() > 0 {
+                    self.end_current(&set, at, &lease, now_ms);
+                } else if lease.seq != 0 && live {
                     due(
                         &set,
                         lease.sent_ms.saturating_add(self.config.spend_ms() + 1),
@@ -711,16 +785,31 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         set.set(at + L_SETTLE_N, n as u64 - 1);
     }
 
+    /// Ends the lease in place at `at`, `lease`, as `end` does.
+    fn end_current(&self, set: &Set<'_>, at: usize, lease: &Lease, now_ms: i64) {
+        let recorded = set.get(at + L_RECORDED) != 0;
+        self.end(set, at, lease, recorded, now_ms);
+    }
+
     /// Ends `lease` (the one at `at`, or a grant that never became it): its spend rate is
-    /// learnt, its unspent units counted back, and it goes to the settle list.
-    fn end(&self, set: &Set<'_>, at: usize, lease: &Lease, now_ms: i64) {
+    /// learnt and, unless Redis `recorded` it, its unspent units are counted back and it goes
+    /// to the settle list.
+    fn end(&self, set: &Set<'_>, at: usize, lease: &Lease, recorded: bool, now_ms: i64) {
         if set.get(at + L_SEQ) == lease.seq {
             set.set(at + L_SEQ, 0);
             let rate = f64::from_bits(set.get(at + L_RATE));
             // Until the key was seen again (or swept): a key that comes back seldom is slow.
-            let elapsed = now_ms.saturating_sub(lease.sent_ms);
+            let mut elapsed = now_ms.saturating_sub(lease.sent_ms);
+            // A key with a rate (seen before) warms only with a steady stream; a new key's
+            // first two requests close together warm it at once.
+            if recorded && rate > 0.0 {
+                elapsed = elapsed.max(self.config.sample_floor_ms());
+            }
             let rate = next_rate(rate, lease.spent, elapsed);
             set.set(at + L_RATE, rate.to_bits());
+        }
+        if recorded {
+            return;
         }
         let unspent = lease.unspent();
         if unspent > 0 {

@@ -8,8 +8,9 @@
 --       out: resty.slidewin.answer's buffer, header values rendered. in_hand_only: decided by
 --       the lease in hand (or a refusal Redis gave) or not at all (while the fallback decides). A commit is spent from the
 --       key's lease in one FFI call (the monotonic clock read inside); no lease, or too few
---       units: one lease call now (`action lease`, cost = the request's), or, while another
---       request's call of the key is in flight on this node, a wait for it (1 ms sleeps, at
+--       units: one lease call now (`action lease`, cost = the request's; a cold key's, wanting
+--       its cost alone, as a check ahead), or, while another request's lease call of the key
+--       is in flight on this node, a wait for it (1 ms sleeps, at
 --       most connect_timeout_ms + read_timeout_ms); a refusal Redis gave is answered by the
 --       table until Redis's retry time. A peek asks Redis every time.
 --   store:decide(key, cost, commit, limits): the same decision as the store seam's numbers.
@@ -44,6 +45,9 @@ if not pcall(ffi.typeof, "slidewin_lease_call_t") then
     int slidewin_lease_spend(void *table, void *headers, const char *key, size_t key_len,
         double key_number, double cost, const double *limits, size_t n_limits,
         slidewin_answer_t *out, slidewin_lease_call_t *call);
+    int slidewin_lease_install(void *table, const char *key, size_t key_len, double key_number,
+        double seq, double sent_ms, double cost, const double *limits, size_t n_limits,
+        const double *reply, int recorded, slidewin_answer_t *out);
     ]]
 end
 
@@ -51,6 +55,8 @@ local lib = answer.lib
 local out = answer.out
 local call = ffi.new("slidewin_lease_call_t")
 local call_limits = ffi.new("double[8]")
+local reply = ffi.new("double[5]")
+local INSTALLED, NOT_ADMITTED = 0, 2
 local PREFETCH = 1
 -- slidewin_lease_spend's answer while another request's call of the key is in flight, and how
 -- long a request sleeps before it asks again.
@@ -98,6 +104,7 @@ function _M.new(base, conf)
         leases = leases,
         handle = ffi.cast("void *", leases:ffi_handle()),
         validity_ms = lease.validity_ms,
+        ahead_ms = leases:ahead_ms(),
         replicas = lease.replicas,
         wait_timeout_ms = lease.wait_timeout_ms or 10,
         configured = base.configured,
@@ -127,13 +134,25 @@ function _M.lease_stats(self)
 end
 
 -- A lease call for `key`: { granted, remaining, retry_after_ms, reset_after_ms, window }, or
--- nil, err (with lease.replicas: also when fewer replicas took it).
-local function lease_call(self, key, cost, limits, seq, want, settle)
-    local options = { "want", want, "validity_ms", self.validity_ms, "id", self.leases:id(seq) }
-    if settle ~= "" then
-        options[7], options[8] = "settle", settle
+-- nil, err (with lease.replicas: also when fewer replicas took it). `recorded`: a call that
+-- wants its cost alone (a cold key) goes as a check ahead, which Redis records at once
+-- ahead_ms ahead: no id, nothing left in the lease hash to settle.
+local function lease_call(self, key, cost, limits, seq, want, settle, recorded)
+    local options, action
+    if recorded then
+        action, options = "check", { "ahead_ms", self.ahead_ms }
+    else
+        action = "lease"
+        options = { "want", want, "validity_ms", self.validity_ms, "id", self.leases:id(seq) }
     end
-    local res, err = redis.call_script(self.base, key, cost, "lease", limits, options, self.send)
+    if settle ~= "" then
+        options[#options + 1], options[#options + 2] = "settle", settle
+    end
+    local res, err = redis.call_script(self.base, key, cost, action, limits, options, self.send)
+    if res and recorded then
+        -- A check's allowed (1/0) as a grant of the cost.
+        res[1] = res[1] == 1 and cost or 0
+    end
     if res and self.replicas and res.replicas < self.replicas then
         return nil, "redis: WAIT " .. self.replicas .. " " .. self.wait_timeout_ms .. " answered "
             .. res.replicas .. " replica(s): the lease is not used"
@@ -145,13 +164,33 @@ end
 -- request it admitted (false: refused, or answered too late to spend) and the reply; nil, err
 -- when the call failed.
 local function fetch(self, key, cost, limits, seq, want, sent_ms, settle)
-    local res, err = lease_call(self, key, cost, limits, seq, want, settle)
+    local recorded = cost > 0 and want == cost and self.ahead_ms ~= nil
+    local res, err = lease_call(self, key, cost, limits, seq, want, settle, recorded)
     if not res then
         self.leases:fail(key, seq, sent_ms)
         return nil, err
     end
-    local remaining = self.leases:install(key, seq, sent_ms, cost, limits, res[1], res[2], res[3], res[4], res[5])
-    return remaining or false, res
+    local n = #limits
+    for i = 1, n do
+        call_limits[i - 1] = limits[i]
+    end
+    for i = 1, 5 do
+        reply[i - 1] = res[i]
+    end
+    local rc
+    if type(key) == "string" then
+        rc = lib.slidewin_lease_install(self.handle, key, #key, 0, seq, sent_ms, cost, call_limits, n,
+            reply, recorded and 1 or 0, out)
+    else
+        rc = lib.slidewin_lease_install(self.handle, nil, 0, key, seq, sent_ms, cost, call_limits, n,
+            reply, recorded and 1 or 0, out)
+    end
+    if rc == INSTALLED then
+        return out.remaining, res
+    elseif rc == NOT_ADMITTED then
+        return false, res
+    end
+    error(ffi_str(out.message, out.message_len), 0)
 end
 
 local function prefetch(premature, self, key, limits, seq, want, sent_ms, settle)
