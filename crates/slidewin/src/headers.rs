@@ -259,21 +259,33 @@ impl Bytes<'_> {
         Some(())
     }
 
-    /// `n` in decimal digits.
+    /// `n` in decimal digits, written from the last, two at a time.
     fn number(&mut self, mut n: u64) -> Option<()> {
-        let mut digits = [0u8; 20]; // u64::MAX has 20
-        let mut from = digits.len();
-        loop {
-            from -= 1;
-            digits[from] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
+        let len = n.checked_ilog10().unwrap_or(0) as usize + 1;
+        let end = self.at.checked_add(len)?;
+        let digits = self.buf.get_mut(self.at..end)?;
+        let mut at = len;
+        while at >= 2 {
+            let pair = (n % 100) as usize * 2;
+            digits[at - 2..at].copy_from_slice(&PAIRS[pair..pair + 2]);
+            n /= 100;
+            at -= 2;
         }
-        self.text(&digits[from..])
+        if at == 1 {
+            digits[0] = b'0' + n as u8;
+        }
+        self.at = end;
+        Some(())
     }
 }
+
+/// "00" to "99", one pair per two bytes.
+const PAIRS: &[u8; 200] = b"\
+    0001020304050607080910111213141516171819\
+    2021222324252627282930313233343536373839\
+    4041424344454647484950515253545556575859\
+    6061626364656667686970717273747576777879\
+    8081828384858687888990919293949596979899";
 
 #[cfg(test)]
 mod tests {
