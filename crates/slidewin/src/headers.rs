@@ -300,13 +300,9 @@ mod tests {
             window_ms: 1_500,
         }]);
         let mut out = Vec::new();
-        render(
-            style,
-            &policy,
-            decision,
-            now_ms,
-            &mut |f, v: Value| out.push((f, v.to_string())),
-        );
+        render(style, &policy, decision, now_ms, &mut |f, v: Value| {
+            out.push((f, v.to_string()))
+        });
         out
     }
 
