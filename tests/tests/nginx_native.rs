@@ -266,6 +266,10 @@ fn every_option_answers_as_documented() {
             slidewin_limit all key=$arg_user cost=$arg_cost status=503 headers=x-ratelimit;
             empty_gif;
         }
+        location = /pair {
+            slidewin_limit all key=$arg_user.$arg_team;
+            empty_gif;
+        }
         location = /metrics {"#;
     let text = conf
         .replace(
@@ -317,6 +321,17 @@ fn every_option_answers_as_documented() {
         200,
         "an empty key is not limited"
     );
+    let pair = |query| nginx.get(&format!("/pair?{query}")).status;
+    assert_eq!(
+        [
+            pair("user=a&team=x"),
+            pair("user=a&team=x"),
+            pair("user=a&team=x")
+        ],
+        [200, 200, 429],
+        "a key of two variables"
+    );
+    assert_eq!(pair("user=a&team=y"), 200, "another team, another key");
 }
 
 /// A line that must be refused: a directive with at least one bad argument among good ones.

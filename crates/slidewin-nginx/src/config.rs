@@ -388,6 +388,19 @@ pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
     Ok(spec)
 }
 
+/// The variable `value` is made of alone (`$name`, `${name}`; not a regex capture), read
+/// without nginx's script engine.
+pub fn lone_variable(value: &[u8]) -> Option<&[u8]> {
+    let name = value.strip_prefix(b"$")?;
+    let name = match name.strip_prefix(b"{") {
+        Some(braced) => braced.strip_suffix(b"}")?,
+        None => name,
+    };
+    let word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
+    (!name.is_empty() && name.iter().all(word) && !name.iter().all(u8::is_ascii_digit))
+        .then_some(name)
+}
+
 /// The variables `value` reads (`$name`, `${name}`), lowercased as nginx looks them up;
 /// regex captures (`$1`) are left out.
 pub fn variables(value: &[u8]) -> Vec<String> {

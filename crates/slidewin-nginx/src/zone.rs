@@ -102,6 +102,10 @@ impl ZoneState {
         let Some((zone, _)) = self.zone.as_ref() else {
             return true;
         };
+        // headers=off sends nothing but a refusal's Retry-After.
+        if answer.style == Style::None && !answer.refused {
+            return true;
+        }
         let mut cached = self.policy.borrow_mut();
         let version = zone.limits_version();
         if cached.0 != version {

@@ -15,7 +15,7 @@
 //! it was told is never early.
 //!
 //! ```
-//! use slidewin::headers::{render, Field, Policy, PolicyWindow, Style};
+//! use slidewin::headers::{render, Field, Policy, PolicyWindow, Style, Value};
 //! use slidewin::Decision;
 //!
 //! let policy = Policy::new(&[
@@ -29,7 +29,7 @@
 //!     reset_after_ms: 3_000_000, window: 1,
 //! };
 //! let mut values = Vec::new();
-//! render(Style::Draft, &policy, &refused, 0, &mut |field, value: core::fmt::Arguments| {
+//! render(Style::Draft, &policy, &refused, 0, &mut |field, value: Value| {
 //!     values.push((field, value.to_string()));
 //! });
 //! assert_eq!(values, [
@@ -170,58 +170,122 @@ pub fn until_ms(decision: &Decision) -> u64 {
     }
 }
 
+/// One header value as [`render`] gives it: written into bytes by [`write_value`] (no
+/// `core::fmt`: this runs for every request a binding answers), or shown through `Display`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Value<'a> {
+    /// A number (`X-RateLimit-*`, `Retry-After`).
+    Number(u64),
+    /// `RateLimit`'s `"<name>";r=<remaining>;t=<seconds>`.
+    RateLimit {
+        /// The window's name (a structured-field string: no `"` or `\`).
+        name: &'a str,
+        /// What the window has left.
+        remaining: u64,
+        /// Seconds until it empties or admits the call again.
+        t: u64,
+    },
+}
+
+impl fmt::Display for Value<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Value::Number(n) => write!(f, "{n}"),
+            Value::RateLimit { name, remaining, t } => write!(f, "\"{name}\";r={remaining};t={t}"),
+        }
+    }
+}
+
 /// Hands `sink` each header value `decision` is answered with in `style` (`policy`: the rule's
 /// windows under the limits decided with; `now_ms`: the clock the decision was made at, for
 /// `X-RateLimit-Reset`). `Retry-After` comes only with a refusal that can be admitted later.
 pub fn render<S>(style: Style, policy: &Policy, decision: &Decision, now_ms: i64, sink: &mut S)
 where
-    S: FnMut(Field, fmt::Arguments<'_>),
+    S: FnMut(Field, Value<'_>),
 {
     let t_ms = until_ms(decision);
     match style {
         Style::None => {}
         Style::Draft => sink(
             Field::RateLimit,
-            format_args!(
-                "\"{}\";r={};t={}",
-                policy.name(decision.window),
-                decision.remaining,
-                seconds_up(t_ms)
-            ),
+            Value::RateLimit {
+                name: policy.name(decision.window),
+                remaining: decision.remaining,
+                t: seconds_up(t_ms),
+            },
         ),
         Style::XRateLimit => {
             let reset_ms = u64::try_from(now_ms).unwrap_or(0).saturating_add(t_ms);
-            sink(Field::XLimit, format_args!("{}", decision.limit));
-            sink(Field::XRemaining, format_args!("{}", decision.remaining));
-            sink(Field::XReset, format_args!("{}", seconds_up(reset_ms)));
+            sink(Field::XLimit, Value::Number(decision.limit));
+            sink(Field::XRemaining, Value::Number(decision.remaining));
+            sink(Field::XReset, Value::Number(seconds_up(reset_ms)));
         }
     }
     if let (false, Some(wait_ms)) = (decision.allowed, decision.retry_after_ms) {
-        sink(Field::RetryAfter, format_args!("{}", seconds_up(wait_ms)));
+        sink(Field::RetryAfter, Value::Number(seconds_up(wait_ms)));
     }
 }
 
 /// Writes `value` (what [`render`] gives a sink) into `buf`, without allocating: the bytes a
 /// binding hands to its host, or `None` when they do not fit.
-pub fn write_value<'b>(buf: &'b mut [u8], value: fmt::Arguments<'_>) -> Option<&'b [u8]> {
-    struct Cursor<'a> {
-        buf: &'a mut [u8],
-        at: usize,
-    }
-    impl Write for Cursor<'_> {
-        fn write_str(&mut self, s: &str) -> fmt::Result {
-            let end = self.at + s.len();
-            let room = self.buf.get_mut(self.at..end).ok_or(fmt::Error)?;
-            room.copy_from_slice(s.as_bytes());
-            self.at = end;
-            Ok(())
+pub fn write_value<'b>(buf: &'b mut [u8], value: Value<'_>) -> Option<&'b [u8]> {
+    let mut out = Bytes { buf, at: 0 };
+    match value {
+        Value::Number(n) => out.number(n)?,
+        Value::RateLimit { name, remaining, t } => {
+            out.text(b"\"")?;
+            out.text(name.as_bytes())?;
+            out.text(b"\";r=")?;
+            out.number(remaining)?;
+            out.text(b";t=")?;
+            out.number(t)?;
         }
     }
-    let mut cursor = Cursor { buf, at: 0 };
-    cursor.write_fmt(value).ok()?;
-    let Cursor { buf, at } = cursor;
+    let Bytes { buf, at } = out;
     Some(&buf[..at])
 }
+
+/// A buffer filled from its start.
+struct Bytes<'b> {
+    buf: &'b mut [u8],
+    at: usize,
+}
+
+impl Bytes<'_> {
+    fn text(&mut self, bytes: &[u8]) -> Option<()> {
+        let end = self.at.checked_add(bytes.len())?;
+        self.buf.get_mut(self.at..end)?.copy_from_slice(bytes);
+        self.at = end;
+        Some(())
+    }
+
+    /// `n` in decimal digits, written from the last, two at a time.
+    fn number(&mut self, mut n: u64) -> Option<()> {
+        let len = n.checked_ilog10().unwrap_or(0) as usize + 1;
+        let end = self.at.checked_add(len)?;
+        let digits = self.buf.get_mut(self.at..end)?;
+        let mut at = len;
+        while at >= 2 {
+            let pair = (n % 100) as usize * 2;
+            digits[at - 2..at].copy_from_slice(&PAIRS[pair..pair + 2]);
+            n /= 100;
+            at -= 2;
+        }
+        if at == 1 {
+            digits[0] = b'0' + n as u8;
+        }
+        self.at = end;
+        Some(())
+    }
+}
+
+/// "00" to "99", one pair per two bytes.
+const PAIRS: &[u8; 200] = b"\
+    0001020304050607080910111213141516171819\
+    2021222324252627282930313233343536373839\
+    4041424344454647484950515253545556575859\
+    6061626364656667686970717273747576777879\
+    8081828384858687888990919293949596979899";
 
 #[cfg(test)]
 mod tests {
@@ -236,13 +300,9 @@ mod tests {
             window_ms: 1_500,
         }]);
         let mut out = Vec::new();
-        render(
-            style,
-            &policy,
-            decision,
-            now_ms,
-            &mut |f, v: fmt::Arguments| out.push((f, v.to_string())),
-        );
+        render(style, &policy, decision, now_ms, &mut |f, v: Value| {
+            out.push((f, v.to_string()))
+        });
         out
     }
 
@@ -315,13 +375,36 @@ mod tests {
     #[test]
     fn a_value_is_written_into_the_buffer_or_refused_whole() {
         let mut buf = [0u8; 8];
+        assert_eq!(write_value(&mut buf, Value::Number(42)), Some(&b"42"[..]));
+        assert_eq!(write_value(&mut buf, Value::Number(1_000_000_000)), None);
+        let rate_limit = Value::RateLimit {
+            name: "a",
+            remaining: 1,
+            t: 2,
+        };
+        assert_eq!(write_value(&mut buf, rate_limit), None);
         assert_eq!(
-            write_value(&mut buf, format_args!("r={}", 42)),
-            Some(&b"r=42"[..])
+            write_value(&mut [0u8; 11], rate_limit),
+            Some(&br#""a";r=1;t=2"#[..])
         );
-        assert_eq!(
-            write_value(&mut buf, format_args!("t={}", 1_000_000_000)),
-            None
-        );
+    }
+
+    #[test]
+    fn written_values_are_the_displayed_ones() {
+        let numbers = [0, 1, 9, 10, 99, 100, 1 << 53, u64::MAX / 10, u64::MAX];
+        let mut buf = [0u8; 64];
+        for n in numbers {
+            for value in [
+                Value::Number(n),
+                Value::RateLimit {
+                    name: "api-1h",
+                    remaining: n,
+                    t: n,
+                },
+            ] {
+                let written = write_value(&mut buf, value).expect("fits");
+                assert_eq!(written, value.to_string().as_bytes(), "{value:?}");
+            }
+        }
     }
 }

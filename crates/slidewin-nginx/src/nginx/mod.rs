@@ -14,11 +14,12 @@ use ngx::core::{Status as NgxStatus, NGX_CONF_ERROR, NGX_CONF_OK};
 use ngx::ffi::{
     ngx_array_push, ngx_command_t, ngx_conf_t, ngx_hash_key_t, ngx_http_add_variable,
     ngx_http_compile_complex_value, ngx_http_compile_complex_value_t, ngx_http_complex_value_t,
-    ngx_http_handler_pt, ngx_http_module_t, ngx_http_phases_NGX_HTTP_PREACCESS_PHASE,
-    ngx_http_variable_t, ngx_int_t, ngx_module_t, ngx_pnalloc, ngx_shared_memory_add,
-    ngx_shm_zone_t, ngx_slab_pool_t, ngx_str_t, ngx_uint_t, NGX_CONF_2MORE, NGX_CONF_NOARGS,
-    NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET,
-    NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF, NGX_HTTP_VAR_NOCACHEABLE, NGX_LOG_EMERG, NGX_LOG_NOTICE,
+    ngx_http_get_variable_index, ngx_http_handler_pt, ngx_http_module_t,
+    ngx_http_phases_NGX_HTTP_PREACCESS_PHASE, ngx_http_variable_t, ngx_int_t, ngx_module_t,
+    ngx_pnalloc, ngx_shared_memory_add, ngx_shm_zone_t, ngx_slab_pool_t, ngx_str_t, ngx_uint_t,
+    NGX_CONF_2MORE, NGX_CONF_NOARGS, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET,
+    NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF,
+    NGX_HTTP_VAR_NOCACHEABLE, NGX_LOG_EMERG, NGX_LOG_NOTICE,
 };
 use ngx::http::{
     HttpModule, HttpModuleLocationConf, HttpModuleMainConf, Merge, MergeConfigError,
@@ -118,6 +119,8 @@ struct MainConf {
 struct Limit {
     zone: *const ZoneState,
     key: *mut ngx_http_complex_value_t,
+    /// The index of the key's one variable, when it is one alone (`$binary_remote_addr`).
+    key_index: Option<ngx_uint_t>,
     cost: *mut ngx_http_complex_value_t,
     status: usize,
     dry_run: bool,
@@ -359,6 +362,22 @@ fn compile(cf: *mut ngx_conf_t, value: &[u8]) -> Result<*mut ngx_http_complex_va
     }
 }
 
+/// The index of variable `name`, which a request reads without nginx's script engine.
+fn variable_index(cf: *mut ngx_conf_t, name: &[u8]) -> Result<ngx_uint_t, String> {
+    let mut text = ngx_str_t {
+        len: name.len(),
+        data: name.as_ptr() as *mut u8,
+    };
+    // SAFETY: cf is valid during the directive; nginx copies the name into its pool.
+    let index = unsafe { ngx_http_get_variable_index(cf, &mut text) };
+    ngx_uint_t::try_from(index).map_err(|_| {
+        format!(
+            "slidewin_limit: variable \"{}\" could not be indexed",
+            String::from_utf8_lossy(name)
+        )
+    })
+}
+
 extern "C" fn set_limit(
     cf: *mut ngx_conf_t,
     _: *mut ngx_command_t,
@@ -380,6 +399,10 @@ extern "C" fn set_limit(
                 )
             })?;
         let key = compile(cf, spec.key)?;
+        let key_index = match config::lone_variable(spec.key) {
+            Some(name) => Some(variable_index(cf, name)?),
+            None => None,
+        };
         let cost = match spec.cost {
             Some(cost) => compile(cf, cost)?,
             None => ptr::null_mut(),
@@ -410,6 +433,7 @@ extern "C" fn set_limit(
         loc.limits.push(Limit {
             zone,
             key,
+            key_index,
             cost,
             status: spec.status,
             dry_run: spec.dry_run,

@@ -6,15 +6,15 @@ use core::ptr;
 
 use ngx::core::Status as NgxStatus;
 use ngx::ffi::{
-    ngx_chain_t, ngx_http_complex_value, ngx_http_complex_value_t, ngx_http_output_filter,
-    ngx_http_request_t, ngx_http_send_header, ngx_http_variable_value_t, ngx_int_t, ngx_list_push,
-    ngx_pnalloc, ngx_str_t, ngx_table_elt_t, NGX_LOG_ERR,
+    ngx_chain_t, ngx_http_complex_value, ngx_http_complex_value_t, ngx_http_get_flushed_variable,
+    ngx_http_output_filter, ngx_http_request_t, ngx_http_send_header, ngx_http_variable_value_t,
+    ngx_int_t, ngx_list_push, ngx_pnalloc, ngx_str_t, ngx_table_elt_t, NGX_LOG_ERR,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::ngx_log_error;
 use slidewin::shared::ZoneExport;
 
-use super::{guarded, Module};
+use super::{guarded, Limit, Module};
 use crate::limit::{self, Call, Status};
 use crate::metrics;
 
@@ -37,6 +37,30 @@ unsafe fn value<'r>(
         // SAFETY: nginx wrote `len` bytes at `data`, in the request's pool.
         unsafe { core::slice::from_raw_parts(out.data, out.len) }
     })
+}
+
+/// The key of `limit`: its one variable as nginx holds it, or its complex value.
+///
+/// # Safety
+/// `r` is a live request and `limit` was compiled for this configuration.
+unsafe fn key<'r>(r: *mut ngx_http_request_t, limit: &Limit) -> Option<&'r [u8]> {
+    let Some(index) = limit.key_index else {
+        // SAFETY: the caller's contract.
+        return unsafe { value(r, limit.key) };
+    };
+    // SAFETY: the caller's contract; nginx gave the index for this configuration.
+    let v = unsafe { ngx_http_get_flushed_variable(r, index) };
+    if v.is_null() {
+        return None;
+    }
+    // SAFETY: a value nginx filled: `len` bytes at `data`, valid while the request lives; a
+    // variable not found is empty, as in a complex value.
+    unsafe {
+        if (*v).not_found() != 0 || (*v).len() == 0 {
+            return Some(&[]);
+        }
+        Some(core::slice::from_raw_parts((*v).data, (*v).len() as usize))
+    }
 }
 
 /// Sets `$slidewin_status` for the request (a static string, so no allocation).
@@ -68,7 +92,7 @@ pub(super) extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
         }
         let calls = loc.limits.iter().filter_map(|l| {
             // SAFETY: the limit's zone and values live as long as the configuration.
-            let key = unsafe { value(r, l.key) }?;
+            let key = unsafe { key(r, l) }?;
             if key.is_empty() {
                 return None; // like limit_req: an empty key is not limited
             }

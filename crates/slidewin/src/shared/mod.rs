@@ -408,12 +408,26 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
 
     /// Decide for `key` at `now_ms` under the live limits and record `cost` when it fits.
     pub fn check_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<Decision, Error> {
-        self.decide_at(key, now_ms, cost, true, &self.limits())
+        self.decide_live(key, now_ms, cost, true)
     }
 
     /// Decide for `key` without recording anything (an unknown key is not stored).
     pub fn peek_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<Decision, Error> {
-        self.decide_at(key, now_ms, cost, false, &self.limits())
+        self.decide_live(key, now_ms, cost, false)
+    }
+
+    /// [`Zone::decide_at`] under the live limits, which are not checked again: only
+    /// [`LiveLimits`] writes them, each one checked against the rule (one atomic word, so no
+    /// crash leaves one half written), and this is every request's path.
+    fn decide_live(
+        &self,
+        key: &[u8],
+        now_ms: i64,
+        cost: u64,
+        commit: bool,
+    ) -> Result<Decision, Error> {
+        let now_ms = check_time("now_ms", now_ms)?;
+        self.decide_checked(key, now_ms, cost, commit, &self.limits())
     }
 
     /// Give back `cost` recorded for `key` (nothing for an unknown key).
@@ -485,6 +499,18 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         let now_ms = check_time("now_ms", now_ms)?;
         // Limits made for another rule would leave windows unchecked, or index past them.
         let limits = &self.rule.check_limits(limits)?;
+        self.decide_checked(key, now_ms, cost, commit, limits)
+    }
+
+    /// [`Zone::decide_at`] with `now_ms` and `limits` checked.
+    fn decide_checked(
+        &self,
+        key: &[u8],
+        now_ms: i64,
+        cost: u64,
+        commit: bool,
+        limits: &Limits,
+    ) -> Result<Decision, Error> {
         let key = self.codec.key(key);
         let set = self.lock(&key);
         let way = match self.find(&set, &key) {
