@@ -269,7 +269,7 @@ fn under_overload_goodput_stays_near_capacity_also_when_the_leader_dies() {
     let limit: f64 = stats
         .split("\"limit\":")
         .nth(1)
-        .and_then(|s| s.split(|c: char| c == ',' || c == '}').next())
+        .and_then(|s| s.split([',', '}']).next())
         .and_then(|n| n.parse().ok())
         .expect(&stats);
     assert!(
