@@ -392,6 +392,35 @@ fn a_sweep_names_the_keys_whose_ended_leases_hold_units_once_per_period() {
 }
 
 #[test]
+fn a_sweep_leaves_units_too_few_to_matter_to_the_keys_next_call() {
+    let config = LeaseConfig::new(100, None, 50).unwrap();
+    let words = region(64);
+    let (table, _) = Leases::attach(&words[..], config, 16, Threads, [3, 4]).unwrap();
+    let Spent::Fetch(f) = table.spend_at(b"k", 0, 1, &[1000]).unwrap() else {
+        panic!()
+    };
+    // 3 units unspent of a key Redis still had 900 of room for: not worth a call.
+    let grant = Grant {
+        granted: 4,
+        remaining: 900,
+        ..Grant::default()
+    };
+    assert!(table
+        .install_at(b"k", &f, 1, 1, &[1000], &grant)
+        .unwrap()
+        .is_some());
+    assert_eq!(table.sweep_at(91, 10, 100).unwrap(), vec![], "3 of 900");
+    let Spent::Fetch(next) = table.spend_at(b"k", 200, 1, &[1000]).unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        next.settle,
+        format!("{}:1:1", table.id(f.seq)),
+        "on the next call"
+    );
+}
+
+#[test]
 fn other_limits_end_the_lease_and_a_refusal_is_answered_until_its_time() {
     let config = LeaseConfig::new(100, None, 50).unwrap();
     let words = region(8);

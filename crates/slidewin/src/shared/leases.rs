@@ -89,6 +89,9 @@ const H_EVICTIONS: usize = 14;
 const S_DUE: usize = 1;
 
 // A way's words after its key.
+/// A sweep returns a key's unspent units when they are at least 1/WORTH_A_CALL of the room
+/// Redis had left at its last grant.
+const WORTH_A_CALL: u64 = 8;
 const L_SEQ: usize = 0;
 const L_UNITS: usize = 1;
 const L_SPENT: usize = 2;
@@ -547,7 +550,8 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         Ok(true)
     }
 
-    /// Leases that ended by `now_ms` with units unspent, each key's settle list as a call to
+    /// Leases that ended by `now_ms` with units unspent worth a call (at least an eighth of
+    /// the room Redis had left at the key's last grant), each key's settle list as a call to
     /// make (`want` 0), at most `max` keys; empty unless `period_ms` passed since the last
     /// sweep of any process (one process sweeps at a time). A key kept as a digest is left
     /// to its next call.
@@ -596,19 +600,25 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
                         lease.sent_ms.saturating_add(self.config.spend_ms() + 1),
                     );
                 }
-                let unspent =
-                    (0..self.entries(&set, at)).any(|i| set.get(self.entry(at, i) + E_UNSPENT) > 0);
+                let unspent: u64 = (0..self.entries(&set, at))
+                    .map(|i| set.get(self.entry(at, i) + E_UNSPENT))
+                    .sum();
+                // Units worth a call of their own: a share of the room Redis had left at the
+                // key's last grant. Fewer ride on the key's next call, or leave the windows at
+                // g + V + W (a key far from its limit: nobody is refused for want of them).
+                let worth_a_call =
+                    unspent > 0 && unspent.saturating_mul(WORTH_A_CALL) >= set.get(at + L_REMOTE);
                 let stored = self
                     .codec
                     .stored(set.stored_key(way, self.way_words, self.key_words));
                 match stored {
-                    Some(Stored::Bytes(bytes)) if unspent && out.len() < max => {
+                    Some(Stored::Bytes(bytes)) if worth_a_call && out.len() < max => {
                         out.push((bytes, self.fetch(&set, at, now_ms, 0)));
                     }
                     _ => {}
                 }
                 // Looked at again unless the calls settle them first.
-                if unspent {
+                if worth_a_call {
                     due(&set, now_ms.saturating_add(period_ms.max(1)));
                 }
             }
