@@ -341,6 +341,12 @@ local function check_cost(self, cost, method, level)
     return cost
 end
 
+-- The local fallback's decision, counted.
+local function fall_back(self, key, cost, commit)
+    self.counters:incr("fallback_decisions")
+    return self.fallback:decide(key, cost, commit)
+end
+
 -- The store failed with `err`: the local fallback's answer when the limiter has one (counted
 -- as a store error here: respond() sees no failure), else nil, err.
 local function store_failed(self, err, key, cost, commit)
@@ -350,8 +356,7 @@ local function store_failed(self, err, key, cost, commit)
     end
     self.counters:incr("store_errors")
     fallback:engage(err, now_ms())
-    self.counters:incr("fallback_decisions")
-    return fallback:decide(key, cost, commit)
+    return fall_back(self, key, cost, commit)
 end
 
 -- The store's answer (resty.slidewin.answer's buffer, header values rendered) under the call's
@@ -375,27 +380,24 @@ local function decide(self, key, cost, commit, opts, method)
     local live = self.live
     local store = self.store
     local fallback = self.fallback
-    if fallback and fallback:active(now_ms()) then
-        -- Units Redis granted before it failed are spent first; then the node's own limits.
-        if store.answer then
-            local out, decided_locally = store:answer(self.headers_block, key, cost, commit, limits or live, true)
-            if out then
-                return out, call_policy_header or self.policy_header, decided_locally
-            end
-        end
-        self.counters:incr("fallback_decisions")
-        return fallback:decide(key, cost, commit)
-    end
+    -- While the fallback decides, units Redis granted before it failed are spent first (a
+    -- store that answers from what it holds), then the node's own limits.
+    local falling_back = fallback and fallback:active(now_ms())
     if store.answer then
         -- A store that renders its own answer (redis with leases: most decided in one FFI call).
-        local out, decided_locally = store:answer(self.headers_block, key, cost, commit, limits or live)
-        if not out then
+        local out, decided_locally = store:answer(self.headers_block, key, cost, commit, limits or live,
+            falling_back)
+        if falling_back and not out then
+            return fall_back(self, key, cost, commit)
+        elseif not out then
             return store_failed(self, decided_locally, key, cost, commit)
         end
-        if fallback then
+        if fallback and not falling_back then
             fallback:release()
         end
         return out, call_policy_header or self.policy_header, decided_locally
+    elseif falling_back then
+        return fall_back(self, key, cost, commit)
     end
     local allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window =
         self.store:decide(key, cost, commit, limits or self.store.poll_limits and live)
