@@ -88,7 +88,12 @@ fn falls_back_and_returns(config: &str) {
         .collect();
     for (i, run) in runs.into_iter().enumerate() {
         let (admitted, refused) = run.join().unwrap();
-        assert_eq!(admitted.len(), 20, "node {i}: {admitted:?}");
+        // Five windows from the first admission hold 4 each; a request sent just before the
+        // run's end may open a sixth.
+        let first = admitted[0].0;
+        let in_five = admitted.iter().filter(|t| t.1 < first + 5000).count();
+        assert_eq!(in_five, 20, "node {i}: {admitted:?}");
+        assert!(admitted.len() <= 24, "node {i}: {admitted:?}");
         assert!(refused > 200, "node {i}: {refused} refused");
         // The 5th admission decided at least 1000 ms after the 1st (a window holds 4).
         for pair in admitted.windows(5) {
