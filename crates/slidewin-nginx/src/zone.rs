@@ -8,12 +8,12 @@
 use core::cell::RefCell;
 use core::sync::atomic::AtomicU64;
 
-use slidewin::headers::{render, write_value, Field, Policy, PolicyWindow, Style};
+use slidewin::headers::{render, write_value, Field, Policy, PolicyWindow, Style, Value};
 use slidewin::shared::{Attached, WindowShape, Zone, ZoneExport, ZoneStats};
-use slidewin::{Clock, Decision, SystemClock};
+use slidewin::{Clock, Decision};
 
 use crate::config::ZoneSpec;
-use crate::nginx::WorkerOwner;
+use crate::nginx::{WallClock, WorkerOwner};
 
 /// The words of a shared zone, mapped by nginx for the life of the cycle that made it.
 pub type Words = &'static [AtomicU64];
@@ -22,13 +22,42 @@ pub type Words = &'static [AtomicU64];
 pub struct ZoneState {
     pub spec: ZoneSpec,
     zone: Option<(Zone<Words, WorkerOwner>, Words)>,
+    /// The cost recorded at most: one above every window's max_limit, which can never fit
+    /// (the core answers it as refused for good) and stays far from overflowing a count.
+    max_cost: u64,
     /// This worker's policy for the live limits' version it was made for.
     policy: RefCell<(u64, Policy)>,
 }
 
-/// The longest header value but the policy's: `"<name>";r=<digits>;t=<digits>`, names at most
-/// 200 bytes.
-const VALUE_BYTES: usize = 320;
+/// A header value as the zone gives it, for nginx to write into the request's memory.
+pub enum HeaderValue<'a> {
+    /// Bytes kept by the zone (the policy).
+    Copied(&'a [u8]),
+    /// A value the core renders.
+    Rendered(Value<'a>),
+}
+
+impl HeaderValue<'_> {
+    pub fn len(&self) -> usize {
+        match self {
+            HeaderValue::Copied(bytes) => bytes.len(),
+            HeaderValue::Rendered(value) => value.len(),
+        }
+    }
+
+    /// Writes the value into the start of `out`, [`HeaderValue::len`] bytes; `None` when
+    /// `out` is shorter.
+    pub fn write<'b>(&self, out: &'b mut [u8]) -> Option<&'b [u8]> {
+        match self {
+            HeaderValue::Copied(bytes) => {
+                let out = out.get_mut(..bytes.len())?;
+                out.copy_from_slice(bytes);
+                Some(out)
+            }
+            HeaderValue::Rendered(value) => write_value(out, *value),
+        }
+    }
+}
 
 /// A decision as the headers describe it.
 #[derive(Clone, Copy)]
@@ -41,7 +70,9 @@ pub struct Answer {
 
 impl ZoneState {
     pub fn new(spec: ZoneSpec) -> Self {
+        let most = spec.rule.windows().iter().map(|w| w.max_limit()).max();
         Self {
+            max_cost: most.unwrap_or(0).saturating_add(1),
             spec,
             zone: None,
             policy: RefCell::new((u64::MAX, Policy::default())),
@@ -81,23 +112,19 @@ impl ZoneState {
     /// Decides for `key` now and records `cost` when it fits; the decision and its time.
     pub fn decide(&self, key: &[u8], cost: u64) -> Result<(Decision, i64), String> {
         let (zone, _) = self.zone.as_ref().ok_or("the zone is not mapped")?;
-        // A cost above every window's max_limit can never fit: the core answers it as refused
-        // for good, and the count it would record stays far from overflow.
-        let most = self.spec.rule.windows().iter().map(|w| w.max_limit()).max();
-        let cost = cost.min(most.unwrap_or(0).saturating_add(1));
-        let now_ms = SystemClock.now_ms();
+        let now_ms = WallClock.now_ms();
         let d = zone
-            .check_at(key, now_ms, cost)
+            .check_at(key, now_ms, cost.min(self.max_cost))
             .map_err(|e| e.to_string())?;
         Ok((d, now_ms))
     }
 
-    /// Gives `sink` each header of `d` (decided at `now_ms`) in `style`, `Retry-After` only
-    /// when `refused`; false when the sink failed.
+    /// Gives `sink` each header of `answer` in its style, `Retry-After` only when refused;
+    /// false when the sink failed.
     pub fn headers(
         &self,
         answer: Answer,
-        sink: &mut dyn FnMut(&'static str, &[u8]) -> bool,
+        mut sink: impl FnMut(&'static str, HeaderValue) -> bool,
     ) -> bool {
         let Some((zone, _)) = self.zone.as_ref() else {
             return true;
@@ -126,9 +153,11 @@ impl ZoneState {
         }
         let mut ok = true;
         if answer.style == Style::Draft {
-            ok &= sink("RateLimit-Policy", cached.1.value().as_bytes());
+            ok &= sink(
+                "RateLimit-Policy",
+                HeaderValue::Copied(cached.1.value().as_bytes()),
+            );
         }
-        let mut buf = [0u8; VALUE_BYTES];
         render(
             answer.style,
             &cached.1,
@@ -136,8 +165,7 @@ impl ZoneState {
             answer.now_ms,
             &mut |field, value| {
                 if field != Field::RetryAfter || answer.refused {
-                    let text = write_value(&mut buf, value);
-                    ok &= text.is_some_and(|text| sink(field.name(), text));
+                    ok &= sink(field.name(), HeaderValue::Rendered(value));
                 }
             },
         );

@@ -226,56 +226,83 @@ where
     }
 }
 
-/// Writes `value` (what [`render`] gives a sink) into `buf`, without allocating: the bytes a
-/// binding hands to its host, or `None` when they do not fit.
+impl Value<'_> {
+    /// Bytes [`write_value`] writes: a binding sizes the host's buffer with it.
+    pub fn len(&self) -> usize {
+        match *self {
+            Value::Number(n) => digits(n),
+            // `"` name `";r=` remaining `;t=` t
+            Value::RateLimit { name, remaining, t } => {
+                name.len() + 8 + digits(remaining) + digits(t)
+            }
+        }
+    }
+
+    /// Whether the value writes no bytes (never: a number has a digit).
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+}
+
+/// Writes `value` (what [`render`] gives a sink) into the start of `buf`, without allocating:
+/// the bytes a binding hands to its host ([`Value::len`] of them), or `None` when `buf` is
+/// shorter.
 pub fn write_value<'b>(buf: &'b mut [u8], value: Value<'_>) -> Option<&'b [u8]> {
-    let mut out = Bytes { buf, at: 0 };
+    let out = buf.get_mut(..value.len())?;
     match value {
-        Value::Number(n) => out.number(n)?,
+        Value::Number(n) => write_number(out, n),
         Value::RateLimit { name, remaining, t } => {
-            out.text(b"\"")?;
-            out.text(name.as_bytes())?;
-            out.text(b"\";r=")?;
-            out.number(remaining)?;
-            out.text(b";t=")?;
-            out.number(t)?;
+            let (quoted, rest) = out.split_at_mut(name.len() + 5);
+            quoted[0] = b'"';
+            quoted[1..=name.len()].copy_from_slice(name.as_bytes());
+            quoted[name.len() + 1..].copy_from_slice(b"\";r=");
+            let (remaining_digits, rest) = rest.split_at_mut(digits(remaining));
+            write_number(remaining_digits, remaining);
+            rest[..3].copy_from_slice(b";t=");
+            write_number(&mut rest[3..], t);
         }
     }
-    let Bytes { buf, at } = out;
-    Some(&buf[..at])
+    Some(out)
 }
 
-/// A buffer filled from its start.
-struct Bytes<'b> {
-    buf: &'b mut [u8],
-    at: usize,
+/// Decimal digits of `n`: the bit length's estimate of log10, corrected by one comparison.
+fn digits(n: u64) -> usize {
+    let bits = 64 - (n | 1).leading_zeros() as usize;
+    let estimate = (bits * 1233) >> 12; // 1233 / 4096 ~ log10(2)
+    estimate + usize::from(n | 1 >= POWERS_OF_TEN[estimate])
 }
 
-impl Bytes<'_> {
-    fn text(&mut self, bytes: &[u8]) -> Option<()> {
-        let end = self.at.checked_add(bytes.len())?;
-        self.buf.get_mut(self.at..end)?.copy_from_slice(bytes);
-        self.at = end;
-        Some(())
+/// 10^0 to 10^19: every power of ten a u64 holds.
+const POWERS_OF_TEN: [u64; 20] = {
+    let mut powers = [1u64; 20];
+    let mut i = 1;
+    while i < 20 {
+        powers[i] = powers[i - 1] * 10;
+        i += 1;
     }
+    powers
+};
 
-    /// `n` in decimal digits, written from the last, two at a time.
-    fn number(&mut self, mut n: u64) -> Option<()> {
-        let len = n.checked_ilog10().unwrap_or(0) as usize + 1;
-        let end = self.at.checked_add(len)?;
-        let digits = self.buf.get_mut(self.at..end)?;
-        let mut at = len;
-        while at >= 2 {
-            let pair = (n % 100) as usize * 2;
-            digits[at - 2..at].copy_from_slice(&PAIRS[pair..pair + 2]);
-            n /= 100;
-            at -= 2;
-        }
-        if at == 1 {
-            digits[0] = b'0' + n as u8;
-        }
-        self.at = end;
-        Some(())
+/// `n` in decimal into all of `out` (exactly its [`digits`] long), from the last digit, four
+/// at a time (one division by 10,000), then two, then one.
+fn write_number(out: &mut [u8], mut n: u64) {
+    let pair = |p: usize| [PAIRS[2 * p], PAIRS[2 * p + 1]];
+    let mut at = out.len();
+    while at >= 4 {
+        let four = (n % 10_000) as usize;
+        n /= 10_000;
+        let [a, b] = pair(four / 100);
+        let [c, d] = pair(four % 100);
+        out[at - 4..at].copy_from_slice(&[a, b, c, d]);
+        at -= 4;
+    }
+    if at >= 2 {
+        out[at - 2..at].copy_from_slice(&pair((n % 100) as usize));
+        n /= 100;
+        at -= 2;
+    }
+    if at == 1 {
+        out[0] = b'0' + n as u8;
     }
 }
 
@@ -391,7 +418,10 @@ mod tests {
 
     #[test]
     fn written_values_are_the_displayed_ones() {
-        let numbers = [0, 1, 9, 10, 99, 100, 1 << 53, u64::MAX / 10, u64::MAX];
+        // Every count of digits, at both of its ends.
+        let powers = (0..20).map(|k| 10u64.pow(k));
+        let edges = powers.flat_map(|p| [p - 1, p, p + 1]);
+        let numbers = edges.chain([1 << 53, u64::MAX / 10, u64::MAX]);
         let mut buf = [0u8; 64];
         for n in numbers {
             for value in [
@@ -404,6 +434,7 @@ mod tests {
             ] {
                 let written = write_value(&mut buf, value).expect("fits");
                 assert_eq!(written, value.to_string().as_bytes(), "{value:?}");
+                assert_eq!(value.len(), written.len(), "{value:?}");
             }
         }
     }

@@ -28,6 +28,7 @@ use ngx::http::{
 use ngx::{ngx_conf_log_error, ngx_log_error, ngx_string};
 use slidewin::headers::Style;
 use slidewin::shared::{Attached, Owner, ProcessOwner};
+use slidewin::Clock;
 
 use crate::config;
 use crate::zone::ZoneState;
@@ -219,6 +220,25 @@ impl Owner for WorkerOwner {
     }
     fn pause(&self) {
         ProcessOwner.pause();
+    }
+}
+
+/// The wall clock in milliseconds since the Unix epoch, the core's `SystemClock`'s
+/// (CLOCK_REALTIME), read without std's `Duration` arithmetic: this runs for every request.
+#[derive(Debug, Clone, Copy)]
+pub struct WallClock;
+
+impl Clock for WallClock {
+    fn now_ms(&self) -> i64 {
+        let mut now = ngx::ffi::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `now` is a valid timespec to write; CLOCK_REALTIME exists on every system
+        // nginx runs on.
+        unsafe { ngx::ffi::clock_gettime(ngx::ffi::CLOCK_REALTIME as _, &mut now) };
+        // Before 1970 tv_sec is negative and tv_nsec still counts up from it: one scale.
+        now.tv_sec * 1000 + now.tv_nsec / 1_000_000
     }
 }
 

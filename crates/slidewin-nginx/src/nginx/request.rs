@@ -17,6 +17,7 @@ use slidewin::shared::ZoneExport;
 use super::{guarded, Limit, Module};
 use crate::limit::{self, Call, Status};
 use crate::metrics;
+use crate::zone::HeaderValue;
 
 /// A complex value of the request (its bytes live in the request's pool).
 ///
@@ -122,9 +123,7 @@ pub(super) extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
                 unsafe { set_status(main, outcome.status) };
                 let (zone, answer) = outcome.answer;
                 // SAFETY: r is live; each header is copied into its pool.
-                if !zone.headers(answer, &mut |name, text| unsafe {
-                    add_header(r, name, text)
-                }) {
+                if !zone.headers(answer, |name, value| unsafe { add_header(r, name, value) }) {
                     return 500;
                 }
                 match outcome.refuse_with {
@@ -140,30 +139,31 @@ pub(super) extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
     })
 }
 
-/// Adds an output header (`name` static, `text` copied into the request's pool).
+/// Adds an output header: `name` static, `value` written into the request's pool.
 ///
 /// # Safety
 /// `r` is a live request.
-unsafe fn add_header(r: *mut ngx_http_request_t, name: &'static str, text: &[u8]) -> bool {
+unsafe fn add_header(r: *mut ngx_http_request_t, name: &'static str, value: HeaderValue) -> bool {
+    let len = value.len();
     // SAFETY: the caller's contract; ngx_list_push gives an uninitialised element, zeroed
-    // here (so `next`, in nginx versions that have it, is null).
+    // here (so `next`, in nginx versions that have it, is null); ngx_pnalloc gives `len`
+    // writable bytes of the pool, which outlives the headers.
     unsafe {
         let h = ngx_list_push(&mut (*r).headers_out.headers) as *mut ngx_table_elt_t;
-        let data = ngx_pnalloc((*r).pool, text.len()) as *mut u8;
+        let data = ngx_pnalloc((*r).pool, len) as *mut u8;
         if h.is_null() || data.is_null() {
             return false;
         }
         ptr::write_bytes(h, 0, 1);
-        ptr::copy_nonoverlapping(text.as_ptr(), data, text.len());
+        if value.write(core::slice::from_raw_parts_mut(data, len)).is_none() {
+            return false;
+        }
         (*h).hash = 1;
         (*h).key = ngx_str_t {
             len: name.len(),
             data: name.as_ptr() as *mut u8,
         };
-        (*h).value = ngx_str_t {
-            len: text.len(),
-            data,
-        };
+        (*h).value = ngx_str_t { len, data };
     }
     true
 }
