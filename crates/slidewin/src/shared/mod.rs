@@ -292,8 +292,9 @@ impl<'z> Set<'z> {
     }
     /// The way holding `key`, in ways of `way_words` with room for `key_words`.
     fn find(&self, key: &Key, way_words: usize, key_words: usize) -> Option<usize> {
+        let (tag, tags) = (key.tag(), &self.words[S_TAGS..S_TAGS + WAYS]);
         (0..WAYS).find(|&way| {
-            self.get(S_TAGS + way) == key.tag()
+            tags[way].load(Ordering::Relaxed) == tag
                 && key.matches(self.stored_key(way, way_words, key_words))
         })
     }
