@@ -154,9 +154,35 @@ local function follow(self)
     end
 end
 
+-- The store module `name` names (resty.slidewin.store.<name>), or nil, err.
+local function store_module(name)
+    if type(name) ~= "string" or not name:find("^[%w_]+$") then
+        return nil, "store must be a store module name, got " .. show(name)
+    end
+    local ok, module = pcall(require, "resty.slidewin.store." .. name)
+    if not ok then
+        return nil, "store must be a resty.slidewin.store module, got " .. show(name) .. ": " .. tostring(module)
+    end
+    return module
+end
+_M.store_module = store_module
+
+-- `opts` with the windows of a store whose rule is declared elsewhere (store "nginx": its
+-- slidewin_zone in nginx.conf), which a config does not repeat; other configs as they are.
+local function with_declared_rule(opts)
+    local module = type(opts) == "table" and store_module(opts.store)
+    if not (module and module.declared_rule) then
+        return opts
+    end
+    return module.declared_rule(opts)
+end
+
 -- A limiter from a config table, or nil, err (bad config, unknown store, missing dict).
 function _M.new(opts)
-    local conf, err = config.validate(opts)
+    local conf, err = with_declared_rule(opts)
+    if conf then
+        conf, err = config.validate(conf)
+    end
     if not conf then
         return nil, err
     end
@@ -170,13 +196,13 @@ function _M.new(opts)
     if not headers then
         return nil, err
     end
-    local ok, store_module = pcall(require, "resty.slidewin.store." .. conf.store)
-    if not ok then
-        return nil, "store must be a resty.slidewin.store module, got " .. show(conf.store)
-            .. ": " .. tostring(store_module)
+    local module
+    module, err = store_module(conf.store)
+    if not module then
+        return nil, err
     end
     local store
-    store, err = store_module.new(conf)
+    store, err = module.new(conf)
     if not store then
         return nil, err
     end
