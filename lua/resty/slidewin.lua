@@ -20,9 +20,15 @@
 --            may be admitted up to N x limit per window (each worker counts what it sees).
 --   "shdict" one lua_shared_dict (conf.dict) shared by all workers of one nginx: the
 --            sliding-window counter (algorithm "counter"), atomic incr, key TTL = 2 x window.
+--   "nginx"  the zone a slidewin_zone of the native nginx module declared (conf.zone), made
+--            in a worker; its windows are nginx.conf's (the store's declared_rule gives them).
 --
 -- The store seam: a store module does I/O only; every decision's arithmetic is the core's.
 --   store_module.new(conf) -> store | nil, err        conf: the validated table below
+--   store_module.declared_rule(opts) -> opts with windows | nil, err: optional, for a store
+--   whose rule is declared elsewhere (nginx), which a config does not repeat
+--   store_module.in_worker: true for a store that exists only in the workers (nginx); a
+--   registry made in init_by_lua* makes its limiters in resty.slidewin.init_worker()
 -- A store in this node's memory (local, shm, zone) holds a slidewin.limiter object, `store.lim`,
 -- over one of the core's stores (slidewin::store::Store): the layer decides through it in one
 -- FFI call that also renders the headers (resty.slidewin.answer); lim:set_limit / lim:limits
