@@ -43,9 +43,10 @@ end
 -- nil, err.
 function _M.declared_rule(opts)
     for _, field in ipairs { "windows", "limit", "window_ms", "algorithm" } do
-        if opts[field] ~= nil then
+        local v = opts[field]
+        if v ~= nil then
             return nil, field .. ' is nginx.conf\'s: store "nginx" takes the windows of its slidewin_zone, got '
-                .. field .. " = " .. config.show(opts[field])
+                .. field .. " = " .. (type(v) == "table" and "a table" or config.show(v))
         end
     end
     local lim, err = zone_of(opts)
