@@ -1,15 +1,16 @@
 //! One region, two doors (nginx/doors.conf): the zone nginx.conf's `slidewin_zone api`
 //! declares, in resty.slidewin's registry as limiter "native" (store "nginx"), is listed and
 //! changed by the admin location, named by its top keys, counted in /metrics and /stats.json,
-//! and a limit set there holds for the native `slidewin_limit` in every worker; a config that
-//! names no zone of nginx.conf, or repeats its windows, is an error naming it.
+//! and a limit set there holds for the native `slidewin_limit` in every worker, also after a
+//! reload; a config that names no zone of nginx.conf, or repeats its windows, is an error
+//! naming it.
 
 use std::collections::BTreeSet;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use slidewin_tests::http;
-use slidewin_tests::load::worker_pids;
+use slidewin_tests::load::{reload, worker_pids};
 use slidewin_tests::metrics::{promtool_check, sample};
 use slidewin_tests::nginx::{native_module, Nginx, Prefix};
 
@@ -262,4 +263,32 @@ fn a_registry_of_init_by_lua_makes_its_nginx_zones_in_each_worker_or_says_why_no
     );
     assert_eq!(nginx.get("/lua-native?user=a").status, 500);
     assert!(!read(&nginx, "/slidewin/limits").contains("native"));
+}
+
+#[test]
+fn a_limit_set_through_the_admin_location_outlives_a_reload_of_the_same_nginx_conf() {
+    let nginx = start(2);
+    let set = http::admin_post(
+        nginx.port(),
+        "/slidewin/limits?limiter=native&limit=8&window=api-10s",
+    );
+    assert_eq!((set.status, set.body.trim()), (200, WINDOWS_AT_8));
+    let statuses = |n| -> Vec<u16> { (0..n).map(|_| nginx.get("/native?user=r").status).collect() };
+    assert_eq!(statuses(9), [[200; 8].as_slice(), &[429]].concat());
+
+    reload(&nginx);
+    let kept = "slidewin_zone \"api\": kept with its keys";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !nginx.error_log().contains(kept) {
+        assert!(Instant::now() < deadline, "{}", nginx.error_log());
+        thread::sleep(Duration::from_millis(50));
+    }
+    thread::sleep(Duration::from_millis(500)); // the old workers drain
+                                               // nginx.conf's limit did not change, so the live one stays; the new workers' registry
+                                               // reads it, and the key keeps its window.
+    assert_has(
+        &read(&nginx, "/slidewin/limits"),
+        &format!(r#""native":{WINDOWS_AT_8}"#),
+    );
+    assert_eq!(statuses(1), [429]);
 }
