@@ -20,9 +20,15 @@
 --            may be admitted up to N x limit per window (each worker counts what it sees).
 --   "shdict" one lua_shared_dict (conf.dict) shared by all workers of one nginx: the
 --            sliding-window counter (algorithm "counter"), atomic incr, key TTL = 2 x window.
+--   "nginx"  the zone a slidewin_zone of the native nginx module declared (conf.zone), made
+--            in a worker; its windows are nginx.conf's (the store's declared_rule gives them).
 --
 -- The store seam: a store module does I/O only; every decision's arithmetic is the core's.
 --   store_module.new(conf) -> store | nil, err        conf: the validated table below
+--   store_module.declared_rule(opts) -> opts with windows | nil, err: optional, for a store
+--   whose rule is declared elsewhere (nginx), which a config does not repeat
+--   store_module.in_worker: true for a store that exists only in the workers (nginx); a
+--   registry made in init_by_lua* makes its limiters in resty.slidewin.init_worker()
 -- A store in this node's memory (local, shm, zone) holds a slidewin.limiter object, `store.lim`,
 -- over one of the core's stores (slidewin::store::Store): the layer decides through it in one
 -- FFI call that also renders the headers (resty.slidewin.answer); lim:set_limit / lim:limits
@@ -154,9 +160,35 @@ local function follow(self)
     end
 end
 
+-- The store module `name` names (resty.slidewin.store.<name>), or nil, err.
+local function store_module(name)
+    if type(name) ~= "string" or not name:find("^[%w_]+$") then
+        return nil, "store must be a store module name, got " .. show(name)
+    end
+    local ok, module = pcall(require, "resty.slidewin.store." .. name)
+    if not ok then
+        return nil, "store must be a resty.slidewin.store module, got " .. show(name) .. ": " .. tostring(module)
+    end
+    return module
+end
+_M.store_module = store_module
+
+-- `opts` with the windows of a store whose rule is declared elsewhere (store "nginx": its
+-- slidewin_zone in nginx.conf), which a config does not repeat; other configs as they are.
+local function with_declared_rule(opts)
+    local module = type(opts) == "table" and store_module(opts.store)
+    if not (module and module.declared_rule) then
+        return opts
+    end
+    return module.declared_rule(opts)
+end
+
 -- A limiter from a config table, or nil, err (bad config, unknown store, missing dict).
 function _M.new(opts)
-    local conf, err = config.validate(opts)
+    local conf, err = with_declared_rule(opts)
+    if conf then
+        conf, err = config.validate(conf)
+    end
     if not conf then
         return nil, err
     end
@@ -170,13 +202,13 @@ function _M.new(opts)
     if not headers then
         return nil, err
     end
-    local ok, store_module = pcall(require, "resty.slidewin.store." .. conf.store)
-    if not ok then
-        return nil, "store must be a resty.slidewin.store module, got " .. show(conf.store)
-            .. ": " .. tostring(store_module)
+    local module
+    module, err = store_module(conf.store)
+    if not module then
+        return nil, err
     end
     local store
-    store, err = store_module.new(conf)
+    store, err = module.new(conf)
     if not store then
         return nil, err
     end

@@ -476,6 +476,10 @@ test("new returns nil, err naming the field and the value", function()
             'key_var must be an nginx variable\'s name without the $ (e.g. "remote_addr"), got "$remote_addr"' },
         { { name = "api", limit = 1, window_ms = 10, key_var = 7 },
             'key_var must be an nginx variable\'s name without the $ (e.g. "remote_addr"), got 7' },
+        { { name = "api", store = "nginx" }, 'zone "api": the native module (ngx_http_slidewin_module) is not loaded' },
+        { { name = "api", store = "nginx", zone = "" }, 'zone must be the name of a slidewin_zone in nginx.conf, got ""' },
+        { { name = "api", store = "nginx", windows = {} },
+            'windows is nginx.conf\'s: store "nginx" takes the windows of its slidewin_zone, got windows = a table' },
     }
     for _, case in ipairs(cases) do
         local sw, err = layer.new(case[1])

@@ -51,8 +51,10 @@ pub fn new(lua: &Lua, name: Value) -> LuaResult<(Value, Option<String>)> {
     let mut export = MaybeUninit::<ZoneExport>::uninit();
     // SAFETY: name holds its bytes for the call; export is writable.
     if unsafe { find(name.as_ptr(), name.len(), export.as_mut_ptr()) } != 0 {
-        let why =
-            format!("no slidewin_zone \"{shown}\" is mapped in this worker (call it in a worker)");
+        let why = format!(
+            "no slidewin_zone \"{shown}\" in this worker's nginx.conf (nginx maps its zones \
+             after init_by_lua*: open one in a worker)"
+        );
         return Ok((Value::Nil, Some(why)));
     }
     // SAFETY: filled by the call that returned 0.

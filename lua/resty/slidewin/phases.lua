@@ -7,8 +7,9 @@
 -- log() serves, for the request ending: the refunds of limiters with refund_statuses, the
 -- counting of adaptive limits (which must come before their slots go back), and the release of
 -- every concurrency slot it holds. init_worker() starts the timers of adaptive limits (every
--- worker) and queue limits (worker 0). Each kind adds its hook here when its first object is
--- made, so a config without that kind pays nothing for it.
+-- worker) and queue limits (worker 0), and makes the registries' limiters of store "nginx".
+-- Each kind adds its hook here when its first object is made, so a config without that kind
+-- pays nothing for it.
 --
 -- The entries of each kind stay as aliases of these, for the configs that name them:
 -- resty.slidewin.adaptive.log, resty.slidewin.concurrency.log (the same log()), and

@@ -10,6 +10,12 @@
 -- A limiter whose config was rejected stays in the registry as its error: enforcing it answers
 -- 500 and logs the message, so one bad config breaks only the locations that use it.
 --
+-- A limiter whose store exists only in the workers (store "nginx": a zone of nginx.conf, which
+-- the native module maps after init_by_lua* has run) is made in every worker by
+-- resty.slidewin.init_worker(), which answers nil, err when one fails:
+--   native = { store = "nginx", zone = "api" },                     -- in registry.new's table
+--   init_worker_by_lua_block { assert(require("resty.slidewin").init_worker()) }
+--
 -- The worker's other named objects, one table per kind ("concurrency limit", "adaptive limit",
 -- "queue limit", "zone"), each made in init_by_lua* and registered by its module's new:
 --   local adaptive_limits = registry.kind("adaptive limit")
@@ -19,6 +25,7 @@
 -- The operator's pages (metrics, stats_json below) read them from here.
 
 local json = require "resty.slidewin.json"
+local phases = require "resty.slidewin.phases"
 local prometheus = require "resty.slidewin.prometheus"
 local slidewin = require "resty.slidewin"
 local top = require "resty.slidewin.top"
@@ -78,6 +85,44 @@ local function check_self(self, method)
     end
 end
 
+-- Makes limiter `name` from `conf` in `self`, or keeps its error.
+local function make(self, name, conf)
+    local sw, err = slidewin.new(conf)
+    if sw then
+        self.set:add(sw, name)
+    end
+    self.errors[name] = err
+    return sw, err
+end
+
+-- The registries made in the master with limiters left for the workers (self.in_worker).
+local awaiting_workers = {}
+
+-- In this worker, the limiters every registry left for it: true, or nil and the first error
+-- (a limiter that failed stays in its registry as its error).
+local function make_in_worker()
+    local first_err
+    for _, self in ipairs(awaiting_workers) do
+        for _, item in ipairs(self.in_worker) do
+            local _, err = make(self, item.name, item.conf)
+            if err and not first_err then
+                first_err = 'limiter "' .. item.name .. '": ' .. err
+            end
+        end
+        table.sort(self.names)
+    end
+    if first_err then
+        return nil, first_err
+    end
+    return true
+end
+
+-- Whether `conf` is made in the workers: its store exists only there, and this is the master.
+local function waits_for_worker(conf)
+    local store = type(conf) == "table" and slidewin.store_module(conf.store)
+    return store and store.in_worker and ngx.get_phase() == "init"
+end
+
 -- A registry from { name = config, ... } (each config's name defaults to its key). Its
 -- limiters are a kind of their own (two registries may both have an "api"), in the order of
 -- their names: self.names, self.limiters[name].
@@ -86,9 +131,9 @@ function _M.new(configs)
         error("registry.new: configs must be a table of limiter configs, got " .. tostring(configs), 2)
     end
     local limiters = new_kind("limiter")
-    local self = setmetatable({ set = limiters, limiters = limiters.by_name, errors = {}, names = limiters.names }, mt)
+    local self = setmetatable({ set = limiters, limiters = limiters.by_name, errors = {}, names = limiters.names,
+        in_worker = {} }, mt)
     for name, conf in pairs(configs) do
-        local sw, err
         if type(conf) == "table" and conf.name == nil then
             local named = { name = name }
             for k, v in pairs(conf) do
@@ -96,13 +141,20 @@ function _M.new(configs)
             end
             conf = named
         end
-        sw, err = slidewin.new(conf)
-        if sw then
-            limiters:add(sw, name)
+        if waits_for_worker(conf) then
+            self.in_worker[#self.in_worker + 1] = { name = name, conf = conf }
+            self.errors[name] = 'limiter "' .. tostring(name) .. '" (store "' .. conf.store .. '") is made in '
+                .. 'each worker: call require("resty.slidewin").init_worker() in init_worker_by_lua*'
+        else
+            make(self, name, conf)
         end
-        self.errors[name] = err
     end
     table.sort(self.names)
+    if self.in_worker[1] then
+        table.sort(self.in_worker, function(a, b) return tostring(a.name) < tostring(b.name) end)
+        awaiting_workers[#awaiting_workers + 1] = self
+        phases.on_init_worker("registry", make_in_worker)
+    end
     return self
 end
 
