@@ -8,7 +8,7 @@
 use core::cell::RefCell;
 use core::sync::atomic::AtomicU64;
 
-use slidewin::headers::{render, write_value, Field, Policy, PolicyWindow, Style, Value};
+use slidewin::headers::{render, write_value, Field, Policy, PolicyWindow, Style};
 use slidewin::shared::{Attached, WindowShape, Zone, ZoneExport, ZoneStats};
 use slidewin::{Clock, Decision};
 
@@ -27,36 +27,6 @@ pub struct ZoneState {
     max_cost: u64,
     /// This worker's policy for the live limits' version it was made for.
     policy: RefCell<(u64, Policy)>,
-}
-
-/// A header value as the zone gives it, for nginx to write into the request's memory.
-pub enum HeaderValue<'a> {
-    /// Bytes kept by the zone (the policy).
-    Copied(&'a [u8]),
-    /// A value the core renders.
-    Rendered(Value<'a>),
-}
-
-impl HeaderValue<'_> {
-    pub fn len(&self) -> usize {
-        match self {
-            HeaderValue::Copied(bytes) => bytes.len(),
-            HeaderValue::Rendered(value) => value.len(),
-        }
-    }
-
-    /// Writes the value into the start of `out`, [`HeaderValue::len`] bytes; `None` when
-    /// `out` is shorter.
-    pub fn write<'b>(&self, out: &'b mut [u8]) -> Option<&'b [u8]> {
-        match self {
-            HeaderValue::Copied(bytes) => {
-                let out = out.get_mut(..bytes.len())?;
-                out.copy_from_slice(bytes);
-                Some(out)
-            }
-            HeaderValue::Rendered(value) => write_value(out, *value),
-        }
-    }
 }
 
 /// A decision as the headers describe it.
@@ -119,12 +89,14 @@ impl ZoneState {
         Ok((d, now_ms))
     }
 
-    /// Gives `sink` each header of `answer` in its style, `Retry-After` only when refused;
-    /// false when the sink failed.
-    pub fn headers(
+    /// Writes the header values of `answer` in its style (`Retry-After` only when refused)
+    /// into the bytes `alloc` gives for the most they can take, and gives `push` each header
+    /// with its value there; false when `alloc` or `push` failed.
+    pub fn headers<'b>(
         &self,
         answer: Answer,
-        mut sink: impl FnMut(&'static str, HeaderValue) -> bool,
+        alloc: impl FnOnce(usize) -> Option<&'b mut [u8]>,
+        mut push: impl FnMut(&'static str, &'b mut [u8]) -> bool,
     ) -> bool {
         let Some((zone, _)) = self.zone.as_ref() else {
             return true;
@@ -151,21 +123,42 @@ impl ZoneState {
                 .collect();
             *cached = (version, Policy::new(&windows));
         }
+        let policy = &cached.1;
+        let name = policy.name(answer.decision.window);
+        // The policy, RateLimit's quoted name and ";r=;t=" (8 bytes), and four numbers of at
+        // most 20 digits: RateLimit's two and Retry-After, or x-ratelimit's three.
+        let most = policy.value().len() + name.len() + 8 + 4 * 20;
+        let Some(mut free) = alloc(most) else {
+            return false;
+        };
         let mut ok = true;
+        let mut put = |header: &'static str, write: &dyn Fn(&mut [u8]) -> Option<usize>| {
+            let rest = core::mem::take(&mut free);
+            let Some(len) = write(rest) else {
+                ok = false;
+                return;
+            };
+            let (value, rest) = rest.split_at_mut(len);
+            free = rest;
+            ok &= push(header, value);
+        };
         if answer.style == Style::Draft {
-            ok &= sink(
-                "RateLimit-Policy",
-                HeaderValue::Copied(cached.1.value().as_bytes()),
-            );
+            let bytes = policy.value().as_bytes();
+            put("RateLimit-Policy", &|out: &mut [u8]| {
+                out.get_mut(..bytes.len())?.copy_from_slice(bytes);
+                Some(bytes.len())
+            });
         }
         render(
             answer.style,
-            &cached.1,
+            policy,
             &answer.decision,
             answer.now_ms,
             &mut |field, value| {
                 if field != Field::RetryAfter || answer.refused {
-                    ok &= sink(field.name(), HeaderValue::Rendered(value));
+                    put(field.name(), &|out: &mut [u8]| {
+                        write_value(out, value).map(<[u8]>::len)
+                    });
                 }
             },
         );

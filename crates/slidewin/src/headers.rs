@@ -199,9 +199,14 @@ impl fmt::Display for Value<'_> {
 /// Hands `sink` each header value `decision` is answered with in `style` (`policy`: the rule's
 /// windows under the limits decided with; `now_ms`: the clock the decision was made at, for
 /// `X-RateLimit-Reset`). `Retry-After` comes only with a refusal that can be admitted later.
-pub fn render<S>(style: Style, policy: &Policy, decision: &Decision, now_ms: i64, sink: &mut S)
-where
-    S: FnMut(Field, Value<'_>),
+pub fn render<'p, S>(
+    style: Style,
+    policy: &'p Policy,
+    decision: &Decision,
+    now_ms: i64,
+    sink: &mut S,
+) where
+    S: FnMut(Field, Value<'p>),
 {
     let t_ms = until_ms(decision);
     match style {

@@ -17,7 +17,6 @@ use slidewin::shared::ZoneExport;
 use super::{guarded, Limit, Module};
 use crate::limit::{self, Call, Status};
 use crate::metrics;
-use crate::zone::HeaderValue;
 
 /// A complex value of the request (its bytes live in the request's pool).
 ///
@@ -122,8 +121,13 @@ pub(super) extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
                 // SAFETY: r is live; set on the main request, which every phase of it reads.
                 unsafe { set_status(main, outcome.status) };
                 let (zone, answer) = outcome.answer;
-                // SAFETY: r is live; each header is copied into its pool.
-                if !zone.headers(answer, |name, value| unsafe { add_header(r, name, value) }) {
+                // SAFETY: r is live; the values are written into its pool.
+                let headers = zone.headers(
+                    answer,
+                    |len| unsafe { pool_bytes(r, len) },
+                    |name, value| unsafe { add_header(r, name, value) },
+                );
+                if !headers {
                     return 500;
                 }
                 match outcome.refuse_with {
@@ -139,31 +143,39 @@ pub(super) extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
     })
 }
 
-/// Adds an output header: `name` static, `value` written into the request's pool.
+/// `len` bytes of the request's pool, for header values.
 ///
 /// # Safety
-/// `r` is a live request.
-unsafe fn add_header(r: *mut ngx_http_request_t, name: &'static str, value: HeaderValue) -> bool {
-    let len = value.len();
+/// `r` is a live request; the bytes live as long as its pool.
+unsafe fn pool_bytes<'r>(r: *mut ngx_http_request_t, len: usize) -> Option<&'r mut [u8]> {
+    // SAFETY: the caller's contract; ngx_pnalloc gives `len` writable bytes or null.
+    let data = unsafe { ngx_pnalloc((*r).pool, len) } as *mut u8;
+    // SAFETY: as above, `len` bytes at a non-null `data`, nothing else refers to them.
+    (!data.is_null()).then(|| unsafe { core::slice::from_raw_parts_mut(data, len) })
+}
+
+/// Adds an output header: `name` static, `value` in the request's pool.
+///
+/// # Safety
+/// `r` is a live request and `value` lives as long as its pool.
+unsafe fn add_header(r: *mut ngx_http_request_t, name: &'static str, value: &mut [u8]) -> bool {
     // SAFETY: the caller's contract; ngx_list_push gives an uninitialised element, zeroed
-    // here (so `next`, in nginx versions that have it, is null); ngx_pnalloc gives `len`
-    // writable bytes of the pool, which outlives the headers.
+    // here (so `next`, in nginx versions that have it, is null).
     unsafe {
         let h = ngx_list_push(&mut (*r).headers_out.headers) as *mut ngx_table_elt_t;
-        let data = ngx_pnalloc((*r).pool, len) as *mut u8;
-        if h.is_null() || data.is_null() {
+        if h.is_null() {
             return false;
         }
         ptr::write_bytes(h, 0, 1);
-        if value.write(core::slice::from_raw_parts_mut(data, len)).is_none() {
-            return false;
-        }
         (*h).hash = 1;
         (*h).key = ngx_str_t {
             len: name.len(),
             data: name.as_ptr() as *mut u8,
         };
-        (*h).value = ngx_str_t { len, data };
+        (*h).value = ngx_str_t {
+            len: value.len(),
+            data: value.as_mut_ptr(),
+        };
     }
     true
 }
