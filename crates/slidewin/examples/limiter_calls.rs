@@ -12,11 +12,21 @@
 //!
 //! The difference of the two counts over 10^6 is the instructions a call costs (warm-up and
 //! start-up cancel out). Cases: `log`, `log-large` (100,000 per 10 s), `buckets` (10 ms
-//! buckets), `counter`.
+//! buckets), `counter`, and rules: `rule-one` (the log as a rule of one window), `rule-two`
+//! (the log and 10,000 per 10 s, both logs).
 
 use std::hint::black_box;
 
-use slidewin::{BucketWindow, Limiter, SlidingCounter, SlidingLog};
+use slidewin::rule::{Rule, RuleLimiter, RuleWindow};
+use slidewin::{BucketWindow, Limiter, Quota, SlidingCounter, SlidingLog};
+
+/// A rule of log windows, (limit, window_ms) each.
+fn rule(windows: &[(u64, i64)]) -> RuleLimiter {
+    let windows = windows
+        .iter()
+        .map(|&(limit, window_ms)| RuleWindow::log(Quota::new(limit, window_ms).unwrap()));
+    RuleLimiter::from_config(Rule::new(windows).unwrap())
+}
 
 /// Runs `calls` calls after two windows of warm-up, reading each decision in place.
 fn run(mut limiter: impl Limiter, window_ms: i64, calls: u64) {
@@ -43,8 +53,13 @@ fn main() {
         "log-large" => run(SlidingLog::new(100_000, 10_000).unwrap(), 10_000, calls),
         "buckets" => run(BucketWindow::new(1_000, 1_000, 10).unwrap(), 1_000, calls),
         "counter" => run(SlidingCounter::new(1_000, 1_000).unwrap(), 1_000, calls),
+        "rule-one" => run(rule(&[(1_000, 1_000)]), 1_000, calls),
+        "rule-two" => run(rule(&[(1_000, 1_000), (10_000, 10_000)]), 10_000, calls),
         _ => {
-            eprintln!("usage: limiter_calls log|log-large|buckets|counter [calls], got {case:?}");
+            eprintln!(
+                "usage: limiter_calls log|log-large|buckets|counter|rule-one|rule-two [calls], \
+                 got {case:?}"
+            );
             std::process::exit(2);
         }
     }

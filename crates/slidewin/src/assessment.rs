@@ -13,14 +13,18 @@ pub(crate) struct Assessment {
     pub(crate) room: u64,
     /// As [`Decision::retry_after_ms`].
     pub(crate) retry_after_ms: Option<u64>,
-    /// As [`Decision::reset_after_ms`], once what the call records is recorded.
-    pub(crate) reset_after_ms: u64,
 }
 
 impl Assessment {
     /// The answer to a call of `cost` that this assessment describes, as window `window`.
     #[inline]
-    pub(crate) fn decision(self, cost: u64, limit: u64, window: usize) -> Decision {
+    pub(crate) fn decision(
+        self,
+        cost: u64,
+        limit: u64,
+        reset_after_ms: u64,
+        window: usize,
+    ) -> Decision {
         Decision {
             allowed: self.allowed,
             limit,
@@ -31,7 +35,7 @@ impl Assessment {
                 self.room
             },
             retry_after_ms: self.retry_after_ms,
-            reset_after_ms: self.reset_after_ms,
+            reset_after_ms,
             window,
         }
     }
@@ -58,17 +62,14 @@ pub(crate) fn fold(
     cost: u64,
     commit: bool,
 ) -> Decision {
-    // One window records as it assesses, and its assessment is the rule's.
-    if let [limit] = *limits {
-        let found = states.assess(0, now_ms, cost, limit, commit);
-        return found.decision(cost, limit, 0);
-    }
     let mut allowed = true;
     let (mut least_room, mut least_room_window) = (u64::MAX, 0);
     // The refusing window that waits longest (`None`: never fits) and its wait.
     let (mut longest, mut longest_window) = (Some(0), 0);
+    // One window records as it assesses: its admission is the rule's.
+    let alone = limits.len() == 1;
     for (w, &limit) in limits.iter().enumerate() {
-        let found = states.assess(w, now_ms, cost, limit, false);
+        let found = states.assess(w, now_ms, cost, limit, commit && alone);
         if found.room < least_room {
             (least_room, least_room_window) = (found.room, w);
         }
@@ -84,7 +85,7 @@ pub(crate) fn fold(
             allowed = false;
         }
     }
-    if allowed && commit {
+    if allowed && commit && !alone {
         for w in 0..limits.len() {
             states.record(w, cost);
         }
@@ -98,8 +99,6 @@ pub(crate) fn fold(
         allowed,
         room: least_room,
         retry_after_ms: longest,
-        // The windows recorded after their assessments.
-        reset_after_ms: states.reset_after_ms(window),
     };
-    found.decision(cost, limits[window], window)
+    found.decision(cost, limits[window], states.reset_after_ms(window), window)
 }

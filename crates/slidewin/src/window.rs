@@ -88,7 +88,6 @@ pub(crate) fn assess<W: Window>(
         allowed,
         room,
         retry_after_ms,
-        reset_after_ms: state.reset_after_ms(config),
     }
 }
 
@@ -119,7 +118,7 @@ pub(crate) fn decide<W: Window>(
     let now_ms = check_time("now_ms", now_ms)?;
     let limit = W::limit(config);
     let found = assess(config, state, now_ms, cost, limit, commit);
-    Ok(found.decision(cost, limit, 0))
+    Ok(found.decision(cost, limit, state.reset_after_ms(config), 0))
 }
 
 /// [`crate::Limiter::refund`] for every limiter.
