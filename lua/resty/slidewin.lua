@@ -144,7 +144,7 @@ local function hold(self, version)
     for i, w in ipairs(rule.windows) do
         local configured = conf.windows[i]
         w.name = configured and configured.window_ms == w.window_ms and configured.name
-            or config.default_name(conf.name, i, w.window_ms)
+            or slidewin.default_window_name(conf.name, i, w.window_ms)
         windows[i], limits[i] = w, w.limit
     end
     hold_windows(self, windows, limits, rule.version)

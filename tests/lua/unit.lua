@@ -423,6 +423,14 @@ test("the core's formulas: values, and errors naming the argument and the value"
     eq(slidewin.peek_used(true, 4, 10, 2), 4)
     eq(slidewin.peek_used(false, 1, 10, 2), 9)
     eq(raised(slidewin.peek_used, 1, 1, 10, 2), "slidewin.peek_used: allowed must be a boolean, got 1")
+    -- A window's name when its config gives none: the rule's, then the rule's with the length.
+    eq(slidewin.default_window_name("api", 1, 1000), "api")
+    eq(slidewin.default_window_name("api", 2, 3600000), "api-1h")
+    eq(slidewin.default_window_name("api", 3, 1500), "api-1500ms")
+    eq(raised(slidewin.default_window_name, "api", 0, 1000),
+        "slidewin.default_window_name: i must be a positive integer, got 0")
+    eq(raised(slidewin.default_window_name, 5, 1, 1000),
+        "slidewin.default_window_name: name must be a UTF-8 string, got 5")
     -- A rule's windows, checked as slidewin.limiter checks them.
     eq(slidewin.check_rule { limit = 1, window_ms = 1000 }, true)
     eq(select(2, slidewin.check_rule { windows = { { limit = 1, window_ms = 1000 }, { limit = 0, window_ms = 10 } } }),

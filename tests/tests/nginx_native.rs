@@ -1,8 +1,9 @@
 //! The native module (`ngx_http_slidewin_module.so`) in Debian's nginx: without Lua
 //! (nginx/native.conf) exact across workers, through SIGKILLed workers and reloads, with the
 //! decisions read from the server's own access log; beside resty.slidewin in one nginx
-//! (nginx/doors.conf), the same headers for the same trace; and bad directives refused by
-//! `nginx -t` naming the directive.
+//! (nginx/doors.conf), the same headers for the same trace; `slidewin_metrics`'s window usage,
+//! walked in steps that let the worker serve others; and bad directives refused by `nginx -t`
+//! naming the directive.
 
 use std::process::Command;
 use std::thread;
@@ -250,11 +251,28 @@ fn a_reload_that_changes_only_a_limit_keeps_every_window() {
     );
 }
 
-#[test]
-fn every_option_answers_as_documented() {
+/// nginx/native.conf with one worker, `http` (zones, formats) before its zone "kept" and
+/// `locations` before its /metrics, as `name`.
+fn start_with(name: &str, http: &str, locations: &str) -> Nginx {
     native_module();
     let prefix = Prefix::temporary(1);
     let conf = std::fs::read_to_string(prefix.dir.join("conf/native.conf")).unwrap();
+    let text = conf
+        .replace(
+            "    slidewin_zone kept",
+            &format!("    {http}\n    slidewin_zone kept"),
+        )
+        .replace(
+            "        location = /metrics {",
+            &format!("        {locations}\n        location = /metrics {{"),
+        )
+        .replace("{{prefix}}", &prefix.dir.display().to_string());
+    std::fs::write(prefix.dir.join("conf").join(name), text).unwrap();
+    Nginx::start_in(prefix, name, &[])
+}
+
+#[test]
+fn every_option_answers_as_documented() {
     let zone = "slidewin_zone all size=1m max_key_bytes=32 log 2/1s name=per-second \
                 buckets 100/1h bucket=1m max_limit=200 counter 5/10s;";
     let locations = r#"location = /dry {
@@ -269,16 +287,8 @@ fn every_option_answers_as_documented() {
         location = /pair {
             slidewin_limit all key=$arg_user.$arg_team;
             empty_gif;
-        }
-        location = /metrics {"#;
-    let text = conf
-        .replace(
-            "    slidewin_zone kept",
-            &format!("    {zone}\n    slidewin_zone kept"),
-        )
-        .replace("location = /metrics {", locations);
-    std::fs::write(prefix.dir.join("conf/all.conf"), text).unwrap();
-    let nginx = Nginx::start_in(prefix, "all.conf", &[]);
+        }"#;
+    let nginx = start_with("all.conf", zone, locations);
     let dry: Vec<(u16, String)> = (0..3)
         .map(|_| {
             let r = nginx.get("/dry?user=d");
@@ -332,6 +342,122 @@ fn every_option_answers_as_documented() {
         "a key of two variables"
     );
     assert_eq!(pair("user=a&team=y"), 200, "another team, another key");
+}
+
+/// The lines of the usage histogram of zone `zone` in `metrics`.
+fn usage_histogram<'m>(metrics: &'m str, zone: &str) -> Vec<&'m str> {
+    let limiter = format!("limiter=\"{zone}\"");
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("slidewin_window_usage_ratio_") && l.contains(&limiter))
+        .collect()
+}
+
+#[test]
+fn metrics_count_every_key_in_the_usage_bucket_of_its_window_nearest_the_limit() {
+    let zones = "slidewin_zone usage size=64k log 4/1m;\n    \
+                 slidewin_zone near size=64k log 10/1m log 4/1h;";
+    let locations =
+        "location = /usage { slidewin_limit usage key=$arg_user; empty_gif; }\n        \
+                     location = /near { slidewin_limit near key=$arg_user; empty_gif; }";
+    let nginx = start_with("usage.conf", zones, locations);
+    // Keys at 1, 2, 3 and 4 of 4, and one refused once at 4 of 4.
+    for (key, requests) in [("a", 1), ("b", 2), ("c", 3), ("d", 4), ("e", 5)] {
+        for _ in 0..requests {
+            nginx.get(&format!("/usage?user={key}"));
+        }
+    }
+    // 3 of 10 a minute, 3 of 4 an hour: the hour's window is the nearest.
+    for _ in 0..3 {
+        nginx.get("/near?user=x");
+    }
+    let metrics = nginx.get("/metrics").body;
+    promtool_check(&metrics);
+    let bucket = |zone: &str, le: &str, n: u32| {
+        format!("slidewin_window_usage_ratio_bucket{{limiter=\"{zone}\",le=\"{le}\"}} {n}")
+    };
+    let histogram = |zone: &str, counts: [u32; 6], sum: &str| {
+        let les = ["0.25", "0.5", "0.75", "0.9", "1", "+Inf"];
+        let mut lines: Vec<String> = les
+            .iter()
+            .zip(counts)
+            .map(|(le, n)| bucket(zone, le, n))
+            .collect();
+        lines.push(format!(
+            "slidewin_window_usage_ratio_sum{{limiter=\"{zone}\"}} {sum}"
+        ));
+        lines.push(format!(
+            "slidewin_window_usage_ratio_count{{limiter=\"{zone}\"}} {}",
+            counts[5]
+        ));
+        lines
+    };
+    assert_eq!(
+        usage_histogram(&metrics, "usage"),
+        histogram("usage", [1, 2, 3, 3, 5, 5], "3.5")
+    );
+    assert_eq!(
+        usage_histogram(&metrics, "near"),
+        histogram("near", [0, 0, 1, 1, 1, 1], "0.75")
+    );
+    assert_eq!(
+        usage_histogram(&metrics, "kept"),
+        histogram("kept", [0; 6], "0"),
+        "no key"
+    );
+    for (zone, n) in [("usage", 2), ("near", 0)] {
+        let line = format!("slidewin_window_keys_at_limit{{limiter=\"{zone}\"}} {n}\n");
+        assert!(metrics.contains(&line), "{line} in {metrics}");
+    }
+    let counted = "slidewin_requests_total{limiter=\"usage\",outcome=\"allowed\"} 14\n\
+                   slidewin_requests_total{limiter=\"usage\",outcome=\"rejected\"} 1\n";
+    assert!(metrics.contains(counted), "{metrics}");
+}
+
+/// The `(uri, start, end)` of each request of nginx's own `timing` log, in ms.
+fn timings(nginx: &Nginx) -> Vec<(String, f64, f64)> {
+    let log = std::fs::read_to_string(nginx.prefix.dir.join("logs/timing.log")).unwrap();
+    let ms = |s: &str| s.parse::<f64>().unwrap() * 1000.0;
+    log.lines()
+        .map(|l| {
+            let [uri, end, took] = l.split(' ').collect::<Vec<_>>()[..] else {
+                panic!("{l}")
+            };
+            (uri.to_string(), ms(end) - ms(took), ms(end))
+        })
+        .collect()
+}
+
+#[test]
+fn a_scrape_of_a_big_zone_lets_the_worker_serve_others_between_its_steps() {
+    let http = "slidewin_zone big size=1g log 10/1s;\n    \
+                log_format timing '$uri $msec $request_time';";
+    let locations = "location = /plain { empty_gif; access_log {{prefix}}/logs/timing.log timing; }\n        \
+                     location = /scrape { slidewin_metrics; access_log {{prefix}}/logs/timing.log timing; }";
+    let nginx = start_with("big.conf", http, locations);
+    let port = nginx.port();
+    let scrape = thread::spawn(move || slidewin_tests::http::get(port, "/scrape").body);
+    while !scrape.is_finished() {
+        assert_eq!(nginx.get("/plain").status, 200);
+    }
+    let metrics = scrape.join().unwrap();
+    assert!(
+        metrics.contains("slidewin_window_usage_ratio_count{limiter=\"big\"} 0\n"),
+        "{metrics}"
+    );
+    // One worker, so what it answered while the scrape was under way (by its own clock), it
+    // answered between two of the scrape's steps.
+    let timings = timings(&nginx);
+    let (_, start, end) = timings.iter().find(|t| t.0 == "/scrape").unwrap().clone();
+    let between = timings
+        .iter()
+        .filter(|(uri, _, at)| uri == "/plain" && *at > start && *at < end)
+        .count();
+    assert!(
+        between >= 5,
+        "{between} requests answered during a scrape of {} ms: {timings:?}",
+        end - start
+    );
 }
 
 /// A line that must be refused: a directive with at least one bad argument among good ones.

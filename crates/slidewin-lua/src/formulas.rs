@@ -14,6 +14,7 @@
 //! slidewin.loss_ratio(8, 1, 1), slidewin.goodput_rps(8, 2000)   -- 0.2, 4
 //! slidewin.peek_used(true, 4, 10, 2)                            -- 4 (what a peek found counted)
 //! slidewin.seconds_up(1001)                                     -- 2 (a header's seconds)
+//! slidewin.default_window_name("api", 2, 3600000)               -- "api-1h" (window 2's name)
 //! slidewin.check_rule{ windows = { { limit = 0, window_ms = 10 } } }
 //!                                                   -- nil, "windows[1].limit must be ..."
 //! slidewin.check_limits({ { max_limit = 5 } }, { 6 }, "limits")
@@ -46,6 +47,10 @@ pub fn register(lua: &Lua, module: &Table) -> LuaResult<()> {
     module.set("goodput_rps", lua.create_function(goodput_rps)?)?;
     module.set("peek_used", lua.create_function(peek_used)?)?;
     module.set("seconds_up", lua.create_function(seconds_up)?)?;
+    module.set(
+        "default_window_name",
+        lua.create_function(default_window_name)?,
+    )?;
     module.set("check_rule", lua.create_function(check_rule)?)?;
     module.set("check_limits", lua.create_function(check_limits)?)?;
     Ok(())
@@ -256,6 +261,29 @@ fn seconds_up(_: &Lua, ms: Value) -> LuaResult<u64> {
         "ms",
         &ms,
     )?))
+}
+
+/// `default_window_name(name, i, window_ms)`: the name of window `i` (1-based) of the rule
+/// `name` when its config gives none ([`slidewin::window_name::default_name`]).
+fn default_window_name(_: &Lua, (name, i, window_ms): (Value, Value, Value)) -> LuaResult<String> {
+    const F: &str = "slidewin.default_window_name";
+    let text = match &name {
+        Value::String(s) => s.to_str().ok(),
+        _ => None,
+    };
+    let Some(text) = text else {
+        return Err(error(
+            F,
+            format_args!("name must be a UTF-8 string, got {}", describe(&name)),
+        ));
+    };
+    let i = args::positive(F, "i", &i)?;
+    let window_ms = args::positive(F, "window_ms", &window_ms)?;
+    Ok(slidewin::window_name::default_name(
+        &text,
+        (i - 1) as usize,
+        window_ms as i64,
+    ))
 }
 
 /// `peek_used(allowed, remaining, limit, cost)`: [`Decision::used`] of a peek's answer.

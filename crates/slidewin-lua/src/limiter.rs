@@ -12,7 +12,7 @@
 
 use std::ffi::CStr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mlua::ffi;
 use mlua::ffi::lua_State;
@@ -33,8 +33,6 @@ use crate::stack::raise;
 type Key = Vec<u8>;
 
 const DEFAULT_MAX_KEYS: u64 = 100_000;
-/// Sets walked between two looks at the clock: tens of microseconds.
-const WALK_SLICE_SETS: usize = 16;
 /// Longer keys are kept as a 16-byte digest (in shared memory: a 128-bit keyed digest), so a
 /// store's key text is bounded by its keys x this, whatever the clients send.
 const DEFAULT_MAX_KEY_BYTES: u64 = 64;
@@ -111,16 +109,10 @@ impl LuaLimiter {
         Some(over.map(|_| walk.finish().0.unwrap_or_default()))
     }
 
-    /// Walks `walk` for about `budget` (whole slices of [`WALK_SLICE_SETS`] sets, at least
-    /// one): true once over, `None` for a store that cannot list its keys.
+    /// See [`Store::walk_for`], at the module's clock: `None` for a store that cannot list
+    /// its keys.
     pub fn walk_for(&self, walk: &mut Walk, budget: Duration) -> Option<Result<bool, Error>> {
-        let started = Instant::now();
-        loop {
-            match self.store.walk_step(walk, now_ms(), WALK_SLICE_SETS) {
-                Some(Ok(false)) if started.elapsed() < budget => continue,
-                over => return over,
-            }
-        }
+        self.store.walk_for(walk, now_ms(), budget)
     }
 
     /// `key`'s windows as the next call of `cost` finds them, and whether the store counts

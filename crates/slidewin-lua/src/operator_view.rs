@@ -115,8 +115,8 @@ unsafe fn push_scan(state: *mut lua_State, scan: &Scan) {
     ffi::lua_setfield(state, -2, c"usage_sum".as_ptr());
     ffi::lua_createtable(state, USAGE_BOUNDS.len() as c_int, 0);
     ffi::lua_createtable(state, USAGE_BOUNDS.len() as c_int, 0);
-    for (i, (&(num, den), &n)) in USAGE_BOUNDS.iter().zip(&scan.usage).enumerate() {
-        ffi::lua_pushnumber(state, num as f64 / den as f64);
+    for (i, (bound, n)) in scan.buckets().enumerate() {
+        ffi::lua_pushnumber(state, bound);
         ffi::lua_rawseti(state, -3, i as ffi::lua_Integer + 1);
         ffi::lua_pushnumber(state, n as f64);
         ffi::lua_rawseti(state, -2, i as ffi::lua_Integer + 1);

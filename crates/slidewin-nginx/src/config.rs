@@ -15,6 +15,7 @@ use slidewin::buckets::BucketQuota;
 use slidewin::headers::Style;
 use slidewin::rule::{Rule, RuleWindow, MAX_WINDOWS};
 use slidewin::shared::{ProcessOwner, Zone};
+use slidewin::window_name;
 use slidewin::Quota;
 
 /// The smallest zone: nginx's slab header takes its first pages.
@@ -109,21 +110,6 @@ fn span_ms(s: &str) -> Option<i64> {
         .ok()?
         .checked_mul(unit)
         .filter(|&ms| ms > 0)
-}
-
-/// A window's length as a name suffix: 1h, 10s, 1500ms (`resty.slidewin`'s default names).
-fn span_name(ms: i64) -> String {
-    for (unit, suffix) in [
-        (86_400_000, "d"),
-        (3_600_000, "h"),
-        (60_000, "m"),
-        (1_000, "s"),
-    ] {
-        if ms % unit == 0 {
-            return format!("{}{suffix}", ms / unit);
-        }
-    }
-    format!("{ms}ms")
 }
 
 /// One window being read.
@@ -236,10 +222,10 @@ pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
         let window = window
             .with_max_limit(w.max_limit.unwrap_or(w.limit))
             .map_err(core)?;
-        let window_name = w.name.clone().unwrap_or_else(|| match i {
-            0 => name.clone(),
-            _ => format!("{name}-{}", span_name(w.window_ms)),
-        });
+        let window_name = w
+            .name
+            .clone()
+            .unwrap_or_else(|| window_name::default_name(&name, i, w.window_ms));
         if window_names.contains(&window_name) {
             return Err(invalid(
                 D,

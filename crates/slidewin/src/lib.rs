@@ -64,6 +64,7 @@ pub mod storage;
 pub mod store;
 pub mod stream;
 mod window;
+pub mod window_name;
 
 pub use buckets::{BucketQuota, BucketState, BucketWindow};
 #[cfg(feature = "std")]

@@ -46,6 +46,10 @@ use crate::rule::{Limits, Rule};
 use crate::shared::{KeyWindow, Owner, Usage, Walk, Zone, ZoneStats};
 use crate::{Decision, Error};
 
+/// Sets a walk takes between two looks at the clock ([`Store::walk_for`]): tens of
+/// microseconds.
+pub const WALK_SLICE_SETS: usize = 16;
+
 /// A rule's decisions over keys. Keys are byte strings; times are `now_ms` of one clock.
 pub trait Store {
     /// Decide `cost` for `key` at `now_ms` under a caller's `limits` (checked against the
@@ -88,6 +92,24 @@ pub trait Store {
         _sets: usize,
     ) -> Option<Result<bool, Error>> {
         None
+    }
+    /// Walks `walk` on at `now_ms` for about `budget`, [`WALK_SLICE_SETS`] sets at a time (one
+    /// slice at least): what [`Store::walk_step`] answered last. A host that serves others on
+    /// its thread (an nginx worker) serves them between two calls.
+    #[cfg(feature = "std")]
+    fn walk_for(
+        &self,
+        walk: &mut Walk,
+        now_ms: i64,
+        budget: core::time::Duration,
+    ) -> Option<Result<bool, Error>> {
+        let started = std::time::Instant::now();
+        loop {
+            match self.walk_step(walk, now_ms, WALK_SLICE_SETS) {
+                Some(Ok(false)) if started.elapsed() < budget => continue,
+                over => return over,
+            }
+        }
     }
     /// Whether [`KeyWindow::refused`] is counted (per key, in a region) or always 0.
     fn counts_refusals(&self) -> bool {

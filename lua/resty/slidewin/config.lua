@@ -7,6 +7,8 @@ local slidewin = require "slidewin"
 
 local format = string.format
 local check_rule = slidewin.check_rule
+-- The name of a window its config does not name ("api", "api-1h").
+local default_window_name = slidewin.default_window_name
 
 local _M = {}
 
@@ -46,26 +48,6 @@ function _M.bytes(size)
     return nil
 end
 
--- A window's length as a policy name suffix: 1h, 10s, 1500ms.
-local function span(ms)
-    for _, unit in ipairs { { 86400000, "d" }, { 3600000, "h" }, { 60000, "m" }, { 1000, "s" } } do
-        if ms % unit[1] == 0 then
-            return format("%d%s", ms / unit[1], unit[2])
-        end
-    end
-    return format("%dms", ms)
-end
-
--- The name of window `i` of limiter `name` when its config gives none: the limiter's for the
--- first window, with the window's length after it for the others ("api-1h").
-local function default_name(name, i, window_ms)
-    if i == 1 then
-        return name
-    end
-    return name .. "-" .. span(window_ms)
-end
-_M.default_name = default_name
-
 -- Window `i` of `conf` (its table `w`, which the core found valid) with defaults, or nil, err
 -- for its name; `at` names it in errors.
 local function window_of(conf, w, i, at)
@@ -75,7 +57,7 @@ local function window_of(conf, w, i, at)
         window_ms = w.window_ms,
         bucket_ms = w.bucket_ms,
         max_limit = w.max_limit or w.limit,
-        name = w.name or default_name(conf.name, i, w.window_ms),
+        name = w.name or default_window_name(conf.name, i, w.window_ms),
     }
     if type(window.name) ~= "string" or not window.name:find("^[%w_.-]+$") then
         return invalid(at .. "name", "a string of letters, digits, _ . -", window.name)

@@ -1,9 +1,10 @@
 //! Everything that touches nginx's C structures: the module's tables, the directives and the
-//! shared zone here; the request's side (the phase handler, the variable, the metrics handler,
-//! the zone export) in [`request`]. Each callback runs its body under `catch_unwind`: a panic
+//! shared zone here; the request's side (the phase handler, the variable, the zone export) in
+//! [`request`], the metrics handler in [`scrape`]. Each callback runs its body under `catch_unwind`: a panic
 //! becomes an error (config) or a 500 (request), never an unwind into nginx.
 
 mod request;
+mod scrape;
 
 use core::ffi::{c_char, c_void};
 use core::ptr;
@@ -32,7 +33,8 @@ use slidewin::Clock;
 
 use crate::config;
 use crate::zone::ZoneState;
-use request::{metrics_handler, preaccess, status_variable};
+use request::{preaccess, status_variable};
+use scrape::metrics_handler;
 
 struct Module;
 

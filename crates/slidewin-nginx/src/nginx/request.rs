@@ -1,14 +1,14 @@
-//! The request's side: the preaccess handler, `$slidewin_status`, `slidewin_metrics` and the
-//! export of a zone to the Lua module.
+//! The request's side: the preaccess handler, `$slidewin_status` and the export of a zone to
+//! the Lua module.
 
 use core::ffi::{c_int, c_void};
 use core::ptr;
 
 use ngx::core::Status as NgxStatus;
 use ngx::ffi::{
-    ngx_chain_t, ngx_http_complex_value, ngx_http_complex_value_t, ngx_http_get_flushed_variable,
-    ngx_http_output_filter, ngx_http_request_t, ngx_http_send_header, ngx_http_variable_value_t,
-    ngx_int_t, ngx_list_push, ngx_pnalloc, ngx_str_t, ngx_table_elt_t, NGX_LOG_ERR,
+    ngx_http_complex_value, ngx_http_complex_value_t, ngx_http_get_flushed_variable,
+    ngx_http_request_t, ngx_http_variable_value_t, ngx_int_t, ngx_list_push, ngx_pnalloc,
+    ngx_str_t, ngx_table_elt_t, NGX_LOG_ERR,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::ngx_log_error;
@@ -16,7 +16,6 @@ use slidewin::shared::ZoneExport;
 
 use super::{guarded, Limit, Module};
 use crate::limit::{self, Call, Status};
-use crate::metrics;
 
 /// A complex value of the request (its bytes live in the request's pool).
 ///
@@ -208,56 +207,6 @@ pub(super) extern "C" fn status_variable(
         }
         NgxStatus::NGX_OK.into()
     })
-}
-
-pub(super) extern "C" fn metrics_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
-    guarded(500, || {
-        // SAFETY: r is live; the main conf outlives it.
-        let Some(main) = Module::main_conf(unsafe { &*r }) else {
-            return 500;
-        };
-        let text = metrics::text(main.zones.iter().map(|z| &**z));
-        // SAFETY: r is live; the body is copied into its pool and sent as one last buffer.
-        unsafe { send(r, "text/plain; version=0.0.4", text.as_bytes()) }
-    })
-}
-
-/// Sends a 200 with `body`.
-///
-/// # Safety
-/// `r` is a live request in its content phase.
-unsafe fn send(r: *mut ngx_http_request_t, content_type: &'static str, body: &[u8]) -> ngx_int_t {
-    // SAFETY: the caller's contract; the buffer and chain are allocated in the request pool.
-    unsafe {
-        let r = &mut *r;
-        r.headers_out.status = 200;
-        r.headers_out.content_length_n = body.len() as _;
-        r.headers_out.content_type = ngx_str_t {
-            len: content_type.len(),
-            data: content_type.as_ptr() as *mut u8,
-        };
-        r.headers_out.content_type_len = content_type.len();
-        let rc = ngx_http_send_header(r);
-        if rc == NgxStatus::NGX_ERROR.into()
-            || rc > NgxStatus::NGX_OK.into()
-            || r.header_only() != 0
-        {
-            return rc;
-        }
-        let buf = ngx::ffi::ngx_create_temp_buf(r.pool, body.len().max(1));
-        if buf.is_null() {
-            return 500;
-        }
-        ptr::copy_nonoverlapping(body.as_ptr(), (*buf).pos, body.len());
-        (*buf).last = (*buf).pos.add(body.len());
-        (*buf).set_last_buf(1);
-        (*buf).set_last_in_chain(1);
-        let mut out = ngx_chain_t {
-            buf,
-            next: ptr::null_mut(),
-        };
-        ngx_http_output_filter(r, &mut out)
-    }
 }
 
 /// The zone `name` (`len` bytes) of the configuration the calling worker runs, for the Lua

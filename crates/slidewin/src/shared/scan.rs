@@ -82,6 +82,17 @@ pub struct Scan {
     pub admitted: Vec<HeavyHitter>,
 }
 
+impl Scan {
+    /// The usage histogram's buckets: each bound of [`USAGE_BOUNDS`] as a number (a
+    /// Prometheus `le`) with its cumulative count; `+Inf` is [`Scan::live`].
+    pub fn buckets(&self) -> impl Iterator<Item = (f64, u64)> + '_ {
+        let bounds = USAGE_BOUNDS
+            .iter()
+            .map(|&(num, den)| num as f64 / den as f64);
+        bounds.zip(self.usage.iter().copied())
+    }
+}
+
 /// One walk over a region's sets, done a slice at a time by [`Zone::walk_step`]: what
 /// [`Zone::scan_at`] answers and the counters of [`Zone::stats`], or the counters alone.
 pub struct Walk {
