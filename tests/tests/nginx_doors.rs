@@ -158,6 +158,28 @@ fn the_admin_location_reads_and_sets_a_zone_of_nginx_conf_in_every_worker() {
     );
 }
 
+#[test]
+fn both_doors_send_the_window_names_nginx_conf_gives() {
+    let nginx = start(1);
+    let native = nginx.get("/native-named?user=a");
+    let policy = r#""per-second";q=5;w=1, "named-1m";q=20;w=60"#;
+    assert_eq!(
+        (native.status, native.header("RateLimit-Policy")),
+        (200, Some(policy))
+    );
+    // The Lua door reads the names from the module (slidewin.nginx_zone's third value), and
+    // its limiter of store "nginx" renders the same policy.
+    assert_eq!(
+        eval(
+            &nginx,
+            r#"local _, _, names = require("slidewin").nginx_zone("named")
+               local sw = assert(require("resty.slidewin").new{ name = "named", store = "nginx" })
+               return table.concat(names, ",") .. " " .. sw.policy_header"#
+        ),
+        format!("per-second,named-1m {policy}")
+    );
+}
+
 /// `lua` run in a worker through /eval: its output, asserting 200.
 fn eval(nginx: &Nginx, lua: &str) -> String {
     let r = nginx.eval(lua);

@@ -4,8 +4,9 @@
 //! `slidewin_limit` uses: one region, two doors.
 //!
 //! ```lua
-//! local lim = assert(require("slidewin").nginx_zone("api"))   -- in a worker, not init_by_lua
-//! local top = lim:top(10)                                     -- the keys nginx.conf's limit refused
+//! local lim, err, names = require("slidewin").nginx_zone("api")  -- in a worker, not init_by_lua
+//! local top = lim:top(10)                     -- the keys nginx.conf's limit refused
+//! -- names: the windows' names in RateLimit-Policy, as nginx.conf gives them ({"api", "api-10s"})
 //! ```
 //!
 //! The native module maps its zones after the config is read, so the call belongs in a worker
@@ -26,9 +27,18 @@ use crate::region::Region;
 const NGINX_ZONE: &str = "slidewin.nginx_zone";
 
 type FindZone = unsafe extern "C" fn(*const u8, usize, *mut ZoneExport) -> c_int;
+type WindowName =
+    unsafe extern "C" fn(*const u8, usize, usize, *mut *const u8, *mut usize) -> c_int;
 
-/// `slidewin.nginx_zone(name)`: the limiter, or nil and why not.
-pub fn new(lua: &Lua, name: Value) -> LuaResult<(Value, Option<String>)> {
+/// The module's function `symbol` (NUL-terminated), or null when no loaded module has it.
+fn module_symbol(symbol: &std::ffi::CStr) -> *mut libc::c_void {
+    // SAFETY: dlsym on the process's global scope with a NUL-terminated name.
+    unsafe { libc::dlsym(libc::RTLD_DEFAULT, symbol.as_ptr()) }
+}
+
+/// `slidewin.nginx_zone(name)`: the limiter, nil and the names of its windows (as nginx.conf
+/// gives them); or nil and why not.
+pub fn new(lua: &Lua, name: Value) -> LuaResult<(Value, Option<String>, Value)> {
     let Value::String(name) = name else {
         let got = args::describe(&name);
         return Err(error(
@@ -38,12 +48,12 @@ pub fn new(lua: &Lua, name: Value) -> LuaResult<(Value, Option<String>)> {
     };
     let name = name.as_bytes().to_vec();
     let shown = String::from_utf8_lossy(&name).into_owned();
-    // SAFETY: dlsym on the process's global scope with a NUL-terminated name.
-    let symbol = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"slidewin_nginx_zone".as_ptr()) };
+    let symbol = module_symbol(c"slidewin_nginx_zone");
     if symbol.is_null() {
         return Ok((
             Value::Nil,
             Some("the native module (ngx_http_slidewin_module) is not loaded".into()),
+            Value::Nil,
         ));
     }
     // SAFETY: the symbol is the native module's function of this very signature.
@@ -55,7 +65,7 @@ pub fn new(lua: &Lua, name: Value) -> LuaResult<(Value, Option<String>)> {
             "no slidewin_zone \"{shown}\" in this worker's nginx.conf (nginx maps its zones \
              after init_by_lua*: open one in a worker)"
         );
-        return Ok((Value::Nil, Some(why)));
+        return Ok((Value::Nil, Some(why), Value::Nil));
     }
     // SAFETY: filled by the call that returned 0.
     let export = unsafe { export.assume_init() };
@@ -65,5 +75,30 @@ pub fn new(lua: &Lua, name: Value) -> LuaResult<(Value, Option<String>)> {
     let region = Region::of_nginx_zone(&export);
     let zone = Zone::open(region, rule, export.max_key_bytes, WorkerOwner::new())
         .map_err(args::core(NGINX_ZONE))?;
-    Ok((push(lua, LuaLimiter::new(Box::new(zone)))?, None))
+    let names = window_names(lua, &name, export.n_windows)?;
+    Ok((push(lua, LuaLimiter::new(Box::new(zone)))?, None, names))
+}
+
+/// The names of the zone's `n` windows, read from the module; nil from a module without the
+/// function (one built before it: the layer then derives the default names).
+fn window_names(lua: &Lua, zone: &[u8], n: usize) -> LuaResult<Value> {
+    let symbol = module_symbol(c"slidewin_nginx_zone_window_name");
+    if symbol.is_null() {
+        return Ok(Value::Nil);
+    }
+    // SAFETY: the symbol is the native module's function of this very signature.
+    let name_of = unsafe { std::mem::transmute::<*mut libc::c_void, WindowName>(symbol) };
+    let names = lua.create_table()?;
+    for window in 0..n {
+        let (mut data, mut len) = (std::ptr::null(), 0);
+        // SAFETY: zone holds its bytes for the call; data and len are writable.
+        if unsafe { name_of(zone.as_ptr(), zone.len(), window, &mut data, &mut len) } != 0 {
+            return Ok(Value::Nil);
+        }
+        // SAFETY: the module gave `len` bytes at `data`, living as long as its configuration,
+        // which runs this worker; they are copied into Lua at once.
+        let bytes = unsafe { std::slice::from_raw_parts(data, len) };
+        names.raw_push(lua.create_string(bytes)?)?;
+    }
+    Ok(Value::Table(names))
 }

@@ -9,7 +9,7 @@ use core::cell::RefCell;
 use core::sync::atomic::AtomicU64;
 
 use slidewin::headers::{render, write_value, Field, Policy, PolicyWindow, Style};
-use slidewin::shared::{Attached, WindowShape, Zone, ZoneExport, ZoneStats};
+use slidewin::shared::{Attached, WindowShape, Zone, ZoneExport};
 use slidewin::{Clock, Decision};
 
 use crate::config::ZoneSpec;
@@ -163,10 +163,6 @@ impl ZoneState {
             },
         );
         ok
-    }
-
-    pub fn stats(&self) -> Option<ZoneStats> {
-        self.zone.as_ref().map(|(z, _)| z.stats())
     }
 
     /// The zone's words and layout, for the Lua module of the same worker.

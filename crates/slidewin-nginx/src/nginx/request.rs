@@ -16,6 +16,7 @@ use slidewin::shared::ZoneExport;
 
 use super::{guarded, Limit, Module};
 use crate::limit::{self, Call, Status};
+use crate::zone::ZoneState;
 
 /// A complex value of the request (its bytes live in the request's pool).
 ///
@@ -209,6 +210,19 @@ pub(super) extern "C" fn status_variable(
     })
 }
 
+/// The zone named by the `len` bytes at `name` in the configuration the calling worker runs.
+///
+/// # Safety
+/// `name` points to `len` readable bytes; called in an nginx worker, on its one thread.
+unsafe fn zone_named<'c>(name: *const u8, len: usize) -> Option<&'c ZoneState> {
+    // SAFETY: the caller's contract.
+    let name = unsafe { core::slice::from_raw_parts(name, len) };
+    // SAFETY: ngx_cycle is the worker's running cycle; its http main conf holds our MainConf.
+    let main = Module::main_conf(unsafe { &*ngx::ffi::ngx_cycle })?;
+    let zone = main.zones.iter().find(|z| z.spec.name.as_bytes() == name)?;
+    Some(&**zone)
+}
+
 /// The zone `name` (`len` bytes) of the configuration the calling worker runs, for the Lua
 /// module's `slidewin.nginx_zone(name)` (nginx loads modules with `RTLD_GLOBAL`, so it finds
 /// this symbol): 0 with `out` filled, 1 when no such zone is mapped.
@@ -224,16 +238,41 @@ pub unsafe extern "C" fn slidewin_nginx_zone(
 ) -> c_int {
     guarded(1, || {
         // SAFETY: the caller's contract.
-        let name = unsafe { core::slice::from_raw_parts(name, len) };
-        // SAFETY: ngx_cycle is the worker's running cycle; its http main conf holds our MainConf.
-        let Some(main) = Module::main_conf(unsafe { &*ngx::ffi::ngx_cycle }) else {
-            return 1;
-        };
-        let zone = main.zones.iter().find(|z| z.spec.name.as_bytes() == name);
-        match zone.and_then(|z| z.export()) {
+        match unsafe { zone_named(name, len) }.and_then(|z| z.export()) {
             Some(export) => {
                 // SAFETY: the caller's contract.
                 unsafe { out.write(export) };
+                0
+            }
+            None => 1,
+        }
+    })
+}
+
+/// The name `RateLimit-Policy` gives window `window` (0-based) of the zone `name` (`len`
+/// bytes), for the Lua module's door to send the same headers: 0 with `out`/`out_len` set to
+/// bytes that live as long as the configuration, 1 when there is no such zone or window.
+///
+/// # Safety
+/// As [`slidewin_nginx_zone`]; `out` and `out_len` are writable.
+#[no_mangle]
+pub unsafe extern "C" fn slidewin_nginx_zone_window_name(
+    name: *const u8,
+    len: usize,
+    window: usize,
+    out: *mut *const u8,
+    out_len: *mut usize,
+) -> c_int {
+    guarded(1, || {
+        // SAFETY: the caller's contract.
+        let zone = unsafe { zone_named(name, len) };
+        match zone.and_then(|z| z.spec.window_names.get(window)) {
+            Some(window_name) => {
+                // SAFETY: the caller's contract; the name lives in the configuration.
+                unsafe {
+                    out.write(window_name.as_ptr());
+                    out_len.write(window_name.len());
+                }
                 0
             }
             None => 1,

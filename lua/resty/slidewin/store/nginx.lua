@@ -4,18 +4,20 @@
 -- on the very words slidewin_limit decides with in every worker, like store "shm".
 --
 -- nginx.conf holds the rule: a config gives no windows; each window is named as the module
--- names it by default (the zone's name, then "<zone>-<span>"). The module maps its zones after
+-- names it (its name=, else the zone's name, then "<zone>-<span>"). The module maps its zones after
 -- init_by_lua* has run, so the store is made in a worker: a registry made in init_by_lua* makes
 -- its limiters of this store in every worker's resty.slidewin.init_worker().
 
 local base = require "resty.slidewin.store.local"
 local config = require "resty.slidewin.config"
-local nginx_zone = require("slidewin").nginx_zone
+local slidewin = require "slidewin"
+local nginx_zone = slidewin.nginx_zone
 
 local _M = { in_worker = true }
 
--- The zones this worker opened, by name: one limiter object over each zone's words.
-local opened = {}
+-- The zones this worker opened, by name: one limiter object over each zone's words, and the
+-- names nginx.conf gives its windows.
+local opened, window_names = {}, {}
 
 -- The zone `conf` names, opened, or nil, err.
 local function zone_of(conf)
@@ -30,12 +32,12 @@ local function zone_of(conf)
     if lim then
         return lim
     end
-    local err
-    lim, err = nginx_zone(name)
+    local err, names
+    lim, err, names = nginx_zone(name)
     if not lim then
         return nil, "zone " .. config.show(name) .. ": " .. err
     end
-    opened[name] = lim
+    opened[name], window_names[name] = lim, names
     return lim
 end
 
@@ -54,9 +56,9 @@ function _M.declared_rule(opts)
         return nil, err
     end
     local zone = opts.zone or opts.name
-    local windows = lim:rule().windows
+    local windows, names = lim:rule().windows, window_names[zone] or {}
     for i, w in ipairs(windows) do
-        w.name = config.default_name(zone, i, w.window_ms)
+        w.name = names[i] or slidewin.default_window_name(zone, i, w.window_ms)
     end
     local conf = {}
     for k, v in pairs(opts) do
