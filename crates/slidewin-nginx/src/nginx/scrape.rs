@@ -1,15 +1,18 @@
 //! `slidewin_metrics`'s content handler. A scrape walks every zone [`metrics::STEP`] at a
 //! time; while it is not over, the request stays open (one more reference on it) and an event
 //! posted to the event loop's next round walks the next step, so the worker serves the
-//! connections that are ready in between, as nginx's own modules do with work in parts.
+//! connections that are ready in between, as nginx's own modules do with work in parts. The
+//! pending scrape lives in the request's pool with a cleanup, so a request nginx ends before
+//! the walk does (terminated) takes its posted event and its walk with it.
 
+use core::ffi::c_void;
 use core::ptr;
 
 use ngx::core::Status as NgxStatus;
 use ngx::ffi::{
     ngx_chain_t, ngx_event_t, ngx_http_finalize_request, ngx_http_output_filter,
     ngx_http_request_t, ngx_http_run_posted_requests, ngx_http_send_header, ngx_int_t,
-    ngx_post_event, ngx_posted_next_events, ngx_str_t, NGX_LOG_ERR,
+    ngx_pool_cleanup_add, ngx_post_event, ngx_posted_next_events, ngx_str_t, NGX_LOG_ERR,
 };
 use ngx::http::HttpModuleMainConf;
 use ngx::ngx_log_error;
@@ -66,13 +69,24 @@ pub(super) extern "C" fn metrics_handler(r: *mut ngx_http_request_t) -> ngx_int_
             event.data = (*r).connection.cast();
             event.log = (*(*r).connection).log;
         }
-        let pending = Box::into_raw(Box::new(Pending {
-            event,
-            r,
-            scrape: Some(scrape),
-        }));
-        // SAFETY: the pending scrape lives until `step` takes it back; the main request is
-        // kept by one more reference until `step` finalizes it.
+        // SAFETY: r is live; the cleanup's data is `size_of::<Pending>()` bytes of its pool,
+        // aligned for pointers (all Pending holds), freed with the request.
+        let pending = unsafe {
+            let cleanup = ngx_pool_cleanup_add((*r).pool, size_of::<Pending>());
+            if cleanup.is_null() {
+                return 500;
+            }
+            let pending = (*cleanup).data.cast::<Pending>();
+            pending.write(Pending {
+                event,
+                r,
+                scrape: Some(scrape),
+            });
+            (*cleanup).handler = Some(forget);
+            pending
+        };
+        // SAFETY: the pending scrape lives as long as the request; the main request is kept
+        // by one more reference until `step` finalizes it.
         unsafe {
             let main = (*r).main;
             (*main).set_count((*main).count() + 1);
@@ -88,8 +102,8 @@ pub(super) extern "C" fn metrics_handler(r: *mut ngx_http_request_t) -> ngx_int_
 /// The posted event: walks a step, then posts itself again or answers.
 extern "C" fn step(ev: *mut ngx_event_t) {
     let pending = ev.cast::<Pending>();
-    // SAFETY: `ev` is the event of the Pending metrics_handler posted, alive until taken back
-    // below; its request is kept open by the reference metrics_handler added.
+    // SAFETY: `ev` is the event of the Pending metrics_handler posted, in its request's pool;
+    // the request is kept open by the reference metrics_handler added.
     let r = unsafe { (*pending).r };
     let rc = guarded(Some(500), || {
         // SAFETY: as above; nothing else reaches the scrape.
@@ -104,18 +118,37 @@ extern "C" fn step(ev: *mut ngx_event_t) {
             None => Some(500),
         }
     });
-    // SAFETY: `ev` and `r` as above: a step to come keeps both; the answer takes the
-    // scrape back, and the finalization drops the reference metrics_handler added.
+    // SAFETY: `ev` and `r` as above: a step to come keeps both; the finalization drops the
+    // reference metrics_handler added (the pool's cleanup drops what the scrape still holds).
     unsafe {
         let Some(rc) = rc else {
             ngx_post_event(ev, ptr::addr_of_mut!(ngx_posted_next_events));
             return;
         };
-        drop(Box::from_raw(pending));
         let c = (*r).connection;
         ngx_http_finalize_request(r, rc);
         ngx_http_run_posted_requests(c);
     }
+}
+
+/// The request pool's cleanup: a scrape still posted leaves the event queue, and what it
+/// holds is dropped.
+extern "C" fn forget(data: *mut c_void) {
+    let pending = data.cast::<Pending>();
+    guarded((), || {
+        // SAFETY: `data` is the Pending metrics_handler wrote, in the pool being destroyed;
+        // a posted event is in nginx's queue, taken out as ngx_delete_posted_event does.
+        unsafe {
+            let event = &mut (*pending).event;
+            if event.posted() != 0 {
+                event.set_posted(0);
+                let queue = &mut event.queue;
+                (*queue.next).prev = queue.prev;
+                (*queue.prev).next = queue.next;
+            }
+            ptr::drop_in_place(pending);
+        }
+    });
 }
 
 /// Logs `message` and answers 500.
