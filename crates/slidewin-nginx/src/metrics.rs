@@ -15,7 +15,7 @@ use slidewin::shared::{Scan, Walk, Zone, ZoneExport, ZoneStats};
 use slidewin::store::Store;
 use slidewin::{Clock, SystemClock};
 
-use crate::nginx::WorkerOwner;
+use crate::nginx::process::WorkerOwner;
 use crate::zone::Words;
 
 /// How long a scrape walks before the worker serves its other events.

@@ -13,7 +13,7 @@ use slidewin::shared::{Attached, WindowShape, Zone, ZoneExport};
 use slidewin::{Clock, Decision};
 
 use crate::config::ZoneSpec;
-use crate::nginx::{WallClock, WorkerOwner};
+use crate::nginx::process::{WallClock, WorkerOwner};
 
 /// The words of a shared zone, mapped by nginx for the life of the cycle that made it.
 pub type Words = &'static [AtomicU64];

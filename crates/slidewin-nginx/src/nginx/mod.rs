@@ -1,8 +1,10 @@
 //! Everything that touches nginx's C structures: the module's tables, the directives and the
 //! shared zone here; the request's side (the phase handler, the variable, the zone export) in
-//! [`request`], the metrics handler in [`scrape`]. Each callback runs its body under `catch_unwind`: a panic
-//! becomes an error (config) or a 500 (request), never an unwind into nginx.
+//! [`request`], the metrics handler in [`scrape`], the worker as a lock owner and its clock in
+//! [`process`]. Each callback runs its body under `catch_unwind`: a panic becomes an error
+//! (config) or a 500 (request), never an unwind into nginx.
 
+pub mod process;
 mod request;
 mod scrape;
 
@@ -28,8 +30,7 @@ use ngx::http::{
 };
 use ngx::{ngx_conf_log_error, ngx_log_error, ngx_string};
 use slidewin::headers::Style;
-use slidewin::shared::{Attached, Owner, ProcessOwner};
-use slidewin::Clock;
+use slidewin::shared::Attached;
 
 use crate::config;
 use crate::zone::ZoneState;
@@ -206,43 +207,6 @@ pub static mut ngx_http_slidewin_module: ngx_module_t = ngx_module_t {
     type_: NGX_HTTP_MODULE as _,
     ..ngx_module_t::default()
 };
-
-/// Worker processes as the zone's lock owners, by nginx's own `ngx_pid` (set in each process
-/// as it starts): `getpid` would be a system call on every lock.
-#[derive(Debug, Clone, Copy)]
-pub struct WorkerOwner;
-
-impl Owner for WorkerOwner {
-    fn id(&self) -> u64 {
-        // SAFETY: nginx writes ngx_pid once in each process before any request or zone init.
-        u64::from(unsafe { ngx::ffi::ngx_pid }.unsigned_abs())
-    }
-    fn is_alive(&self, id: u64) -> bool {
-        ProcessOwner.is_alive(id)
-    }
-    fn pause(&self) {
-        ProcessOwner.pause();
-    }
-}
-
-/// The wall clock in milliseconds since the Unix epoch, the core's `SystemClock`'s
-/// (CLOCK_REALTIME), read without std's `Duration` arithmetic: this runs for every request.
-#[derive(Debug, Clone, Copy)]
-pub struct WallClock;
-
-impl Clock for WallClock {
-    fn now_ms(&self) -> i64 {
-        let mut now = ngx::ffi::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `now` is a valid timespec to write; CLOCK_REALTIME exists on every system
-        // nginx runs on.
-        unsafe { ngx::ffi::clock_gettime(ngx::ffi::CLOCK_REALTIME as _, &mut now) };
-        // Before 1970 tv_sec is negative and tv_nsec still counts up from it: one scale.
-        now.tv_sec * 1000 + now.tv_nsec / 1_000_000
-    }
-}
 
 /// Runs `f`, answering `on_panic` if it panics.
 fn guarded<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
