@@ -279,7 +279,8 @@ impl Nginx {
             process: Owned::new("nginx", child),
             prefix,
         };
-        wait_for_port(nginx.prefix.port, Duration::from_secs(10));
+        // A zone of a gigabyte is laid out before nginx listens: seconds on a loaded machine.
+        wait_for_port(nginx.prefix.port, Duration::from_secs(30));
         nginx
     }
 
