@@ -414,6 +414,41 @@ fn metrics_count_every_key_in_the_usage_bucket_of_its_window_nearest_the_limit()
     assert!(metrics.contains(counted), "{metrics}");
 }
 
+#[test]
+fn a_zone_only_dry_runs_use_counts_its_refusals_as_would_reject() {
+    let zones = "slidewin_zone trial size=64k log 2/1m;\n    \
+                 slidewin_zone mixed size=64k log 2/1m;";
+    let locations =
+        "location = /trial { slidewin_limit trial key=$arg_user dry_run; empty_gif; }\n        \
+         location = /mixed { slidewin_limit mixed key=$arg_user; empty_gif; }\n        \
+         location = /mixed-trial { slidewin_limit mixed key=$arg_user dry_run; empty_gif; }";
+    let nginx = start_with("trial.conf", zones, locations);
+    let statuses = |uri: &str| -> Vec<u16> { (0..3).map(|_| nginx.get(uri).status).collect() };
+    assert_eq!(statuses("/trial?user=a"), [200, 200, 200]);
+    assert_eq!(statuses("/mixed?user=a"), [200, 200, 429]);
+    assert_eq!(statuses("/mixed-trial?user=b"), [200, 200, 200]);
+    let metrics = nginx.get("/metrics").body;
+    promtool_check(&metrics);
+    let requests: Vec<&str> = metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("slidewin_requests_total{limiter=\"trial\"")
+                || l.starts_with("slidewin_requests_total{limiter=\"mixed\"")
+        })
+        .collect();
+    assert_eq!(
+        requests,
+        [
+            "slidewin_requests_total{limiter=\"trial\",outcome=\"allowed\"} 2",
+            "slidewin_requests_total{limiter=\"trial\",outcome=\"rejected\"} 0",
+            "slidewin_requests_total{limiter=\"trial\",outcome=\"would_reject\"} 1",
+            "slidewin_requests_total{limiter=\"mixed\",outcome=\"allowed\"} 4",
+            "slidewin_requests_total{limiter=\"mixed\",outcome=\"rejected\"} 2",
+        ],
+        "a zone some limit enforces counts every refusal of it as rejected (documented)"
+    );
+}
+
 /// The `(uri, start, end)` of each request of nginx's own `timing` log, in ms.
 fn timings(nginx: &Nginx) -> Vec<(String, f64, f64)> {
     let log = std::fs::read_to_string(nginx.prefix.dir.join("logs/timing.log")).unwrap();

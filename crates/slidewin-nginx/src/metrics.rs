@@ -30,21 +30,25 @@ pub struct Scrape {
 
 struct Walking {
     name: String,
+    /// Its refusals are all a dry run's: counted as `would_reject`, as the Lua layer does.
+    dry_run_only: bool,
     zone: Zone<Words, WorkerOwner>,
     walk: Walk,
 }
 
 impl Scrape {
-    /// A scrape of `zones`: each zone's name, its export and its words (the export's).
+    /// A scrape of `zones`: each zone's name, whether only dry runs use it, its export and its
+    /// words (the export's).
     pub fn new<'a>(
-        zones: impl Iterator<Item = (&'a str, ZoneExport, Words)>,
+        zones: impl Iterator<Item = (&'a str, bool, ZoneExport, Words)>,
     ) -> Result<Self, String> {
-        let zones = zones.map(|(name, export, words)| {
+        let zones = zones.map(|(name, dry_run_only, export, words)| {
             let opened = export
                 .rule()
                 .and_then(|rule| Zone::open(words, rule, export.max_key_bytes, WorkerOwner));
             Ok(Walking {
                 name: name.to_string(),
+                dry_run_only,
                 zone: opened.map_err(|e| format!("slidewin_metrics: zone \"{name}\": {e}"))?,
                 // The usage alone: no top lists.
                 walk: Walk::scan(0),
@@ -78,12 +82,17 @@ impl Scrape {
 
     /// The text of what the walks saw.
     pub fn text(self) -> String {
-        let seen: Vec<(String, Scan, ZoneStats)> = self
+        let seen: Vec<Seen> = self
             .zones
             .into_iter()
             .map(|z| {
                 let (scan, stats) = z.walk.finish();
-                (z.name, scan.unwrap_or_default(), stats)
+                Seen {
+                    name: z.name,
+                    dry_run_only: z.dry_run_only,
+                    scan: scan.unwrap_or_default(),
+                    stats,
+                }
             })
             .collect();
         text(&seen)
@@ -119,19 +128,28 @@ const FAMILIES: [(&str, &str, &str); 5] = [
     ),
 ];
 
+/// What the walk of one zone saw.
+struct Seen {
+    name: String,
+    dry_run_only: bool,
+    scan: Scan,
+    stats: ZoneStats,
+}
+
 /// Every family of every zone, family by family.
-fn text(zones: &[(String, Scan, ZoneStats)]) -> String {
+fn text(zones: &[Seen]) -> String {
     let mut out = String::new();
     for (i, (family, kind, help)) in FAMILIES.iter().enumerate() {
         let _ = writeln!(out, "# HELP {family} {help}\n# TYPE {family} {kind}");
-        for (name, scan, stats) in zones {
+        for Seen {
+            name,
+            dry_run_only,
+            scan,
+            stats,
+        } in zones
+        {
             let _ = match i {
-                0 => writeln!(
-                    out,
-                    "{family}{{limiter=\"{name}\",outcome=\"allowed\"}} {}\n\
-                     {family}{{limiter=\"{name}\",outcome=\"rejected\"}} {}",
-                    stats.allowed, stats.rejected
-                ),
+                0 => requests(&mut out, family, name, *dry_run_only, stats),
                 1 => writeln!(out, "{family}{{limiter=\"{name}\"}} {}", stats.keys),
                 2 => writeln!(out, "{family}{{limiter=\"{name}\"}} {}", stats.evictions),
                 3 => writeln!(out, "{family}{{limiter=\"{name}\"}} {}", scan.at_limit),
@@ -140,6 +158,29 @@ fn text(zones: &[(String, Scan, ZoneStats)]) -> String {
         }
     }
     out
+}
+
+/// The decisions of zone `name` by outcome: a zone only dry runs use refused nobody, its
+/// refusals are `would_reject` (as a Lua limiter's with `dry_run`).
+fn requests(
+    out: &mut String,
+    family: &str,
+    name: &str,
+    dry_run_only: bool,
+    stats: &ZoneStats,
+) -> core::fmt::Result {
+    let line = |out: &mut String, outcome: &str, n: u64| {
+        writeln!(
+            out,
+            "{family}{{limiter=\"{name}\",outcome=\"{outcome}\"}} {n}"
+        )
+    };
+    line(out, "allowed", stats.allowed)?;
+    if dry_run_only {
+        line(out, "rejected", 0)?;
+        return line(out, "would_reject", stats.rejected);
+    }
+    line(out, "rejected", stats.rejected)
 }
 
 /// The usage histogram of zone `name`, as `resty.slidewin.window_metrics` writes it.

@@ -27,6 +27,22 @@ pub struct ZoneState {
     max_cost: u64,
     /// This worker's policy for the live limits' version it was made for.
     policy: RefCell<(u64, Policy)>,
+    /// How the configuration's `slidewin_limit`s use the zone.
+    pub uses: Uses,
+}
+
+/// Whether some `slidewin_limit` of the zone refuses, and whether some only dry-runs.
+#[derive(Clone, Copy, Default)]
+pub struct Uses {
+    pub enforcing: bool,
+    pub dry_run: bool,
+}
+
+impl Uses {
+    /// The zone's refusals are all would-be ones (a dry run's, which let the request through).
+    pub fn dry_run_only(self) -> bool {
+        self.dry_run && !self.enforcing
+    }
 }
 
 /// A decision as the headers describe it.
@@ -46,6 +62,7 @@ impl ZoneState {
             spec,
             zone: None,
             policy: RefCell::new((u64::MAX, Policy::default())),
+            uses: Uses::default(),
         }
     }
 

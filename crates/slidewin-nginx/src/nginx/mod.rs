@@ -374,9 +374,9 @@ extern "C" fn set_limit(
         // SAFETY: cf is inside the http block (the directive's context says so); nothing else
         // holds the main conf while a directive is read.
         let main = Module::main_conf_mut(unsafe { &*cf }).ok_or("slidewin_limit: outside http")?;
-        let zone: *const ZoneState = &**main
+        let zone = main
             .zones
-            .iter()
+            .iter_mut()
             .find(|z| z.spec.name == spec.zone)
             .ok_or_else(|| {
                 format!(
@@ -384,6 +384,11 @@ extern "C" fn set_limit(
                     spec.zone
                 )
             })?;
+        match spec.dry_run {
+            true => zone.uses.dry_run = true,
+            false => zone.uses.enforcing = true,
+        }
+        let zone: *const ZoneState = &**zone;
         let key = compile(cf, spec.key)?;
         let key_index = match config::lone_variable(spec.key) {
             Some(name) => Some(variable_index(cf, name)?),
