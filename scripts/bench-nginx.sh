@@ -8,6 +8,10 @@
 #     than req/s on a shared machine), and each one's CPU over /plain/. LOCATIONS="/plain/ ..."
 #     picks others: a path ending in -users/ is driven over 10000 keys (?user=); /conc/ and
 #     /limit_conn/ (concurrency limits) need LIMIT_TRAFFIC_DIR, a lua-resty-limit-traffic checkout.
+#  A location written host:NAME is `/` of bench.conf's server NAME (its last servers: one
+#  limiter each, so finding the location costs each the same); BASE names the location the
+#  others are counted over (default /plain/), e.g.
+#  BASE=host:plain-nginx LOCATIONS="host:limit-req-1 host:native-both" REFERENCE=host:limit-req-1
 #  Before and after a change, in the same run: BEFORE=DIR (a checkout of the earlier commit,
 #  e.g. `git worktree add /tmp/before HEAD~3`) starts that checkout's nginx beside this one's,
 #  and a location written before:/shm-key-var/ is driven there (its build is made first).
@@ -15,7 +19,8 @@
 #  still differ by a few hundred ns a request with the same code: run BEFORE=. (an A/A run) to
 #  see the spread before reading a difference.
 # usage: scripts/bench-nginx.sh [RUNS=5] [DURATION=5s]
-#   (env: PORT, WORKERS, CONNECTIONS, THREADS, LOCATIONS, REFERENCE, LIMIT_TRAFFIC_DIR, BEFORE)
+#   (env: PORT, WORKERS, CONNECTIONS, THREADS, LOCATIONS, BASE, REFERENCE, LIMIT_TRAFFIC_DIR,
+#    BEFORE)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-5}
@@ -52,9 +57,12 @@ rps() {
     port=$((PORT + 1)) path=${path#before:} pids=$before_workers
   fi
   before=$(cpu_ticks "$pids")
-  local users=()
-  [[ $path == *-users/ ]] && users=(-s scripts/wrk-random-user.lua)
-  out=$("${WRK[@]}" -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" "${users[@]}" "${@:2}" "http://127.0.0.1:$port$path")
+  local extra=()
+  [[ $path == *-users/ ]] && extra=(-s scripts/wrk-random-user.lua)
+  if [[ $path == host:* ]]; then
+    extra=(-H "Host: ${path#host:}") path=/
+  fi
+  out=$("${WRK[@]}" -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" "${extra[@]}" "${@:2}" "http://127.0.0.1:$port$path")
   after=$(cpu_ticks "$pids")
   awk -v b="$before" -v a="$after" -v hz="$(getconf CLK_TCK)" '
     /requests in/ {n = $1} /Requests\/sec/ {r = $2}
@@ -63,11 +71,13 @@ rps() {
 median() { sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 # The access phase's cost, side by side: every location in each run, runs alternating.
 read -r -a LOCATIONS <<<"${LOCATIONS:-/plain/ /limit_req/ /native/ /count/ /api/ /shm/}"
-[[ " ${LOCATIONS[*]} " == *" /plain/ "* ]] || LOCATIONS=(/plain/ "${LOCATIONS[@]}")
+# Each location's added CPU is counted over this one's.
+BASE=${BASE:-/plain/}
+[[ " ${LOCATIONS[*]} " == *" $BASE "* ]] || LOCATIONS=("$BASE" "${LOCATIONS[@]}")
 # Each location's added CPU is also printed over this one's (when it runs).
 REFERENCE=${REFERENCE:-/limit_req/}
 echo "== wrk -t$THREADS -c$CONNECTIONS -d$DURATION, $WORKERS worker(s), $RUNS runs each, alternating"
-rps /plain/ >/dev/null # warm-up
+rps "$BASE" >/dev/null # warm-up
 declare -A rates cpus
 for run in $(seq "$RUNS"); do
   line="run $run:"
@@ -78,14 +88,14 @@ for run in $(seq "$RUNS"); do
   done
   echo "$line"
 done
-plain_cpu=$(tr ' ' '\n' <<<"${cpus[/plain/]}" | grep . | median)
+base_cpu=$(tr ' ' '\n' <<<"${cpus[$BASE]}" | grep . | median)
 ref_cpu=$(tr ' ' '\n' <<<"${cpus[$REFERENCE]:-}" | { grep . || echo 0; } | median)
 for loc in "${LOCATIONS[@]}"; do
   r=$(tr ' ' '\n' <<<"${rates[$loc]}" | grep . | median)
   c=$(tr ' ' '\n' <<<"${cpus[$loc]}" | grep . | median)
-  awk -v loc="$loc" -v r="$r" -v c="$c" -v p="$plain_cpu" -v l="$ref_cpu" -v ref="$REFERENCE" 'BEGIN {
+  awk -v loc="$loc" -v r="$r" -v c="$c" -v p="$base_cpu" -v l="$ref_cpu" -v ref="$REFERENCE" -v base="$BASE" 'BEGIN {
     added = c - p; lr = l - p
-    printf "median %-18s %7.0f req/s  %6.0f ns worker CPU/req  +%5.0f ns over /plain/", loc, r, c, added
+    printf "median %-18s %7.0f req/s  %6.0f ns worker CPU/req  +%5.0f ns over %s", loc, r, c, added, base
     if (lr > 0) printf "  (%.2fx %s'"'"'s)", added / lr, ref
     printf "\n"
   }'
