@@ -356,10 +356,12 @@ fn usage_histogram<'m>(metrics: &'m str, zone: &str) -> Vec<&'m str> {
 #[test]
 fn metrics_count_every_key_in_the_usage_bucket_of_its_window_nearest_the_limit() {
     let zones = "slidewin_zone usage size=64k log 4/1m;\n    \
-                 slidewin_zone near size=64k log 10/1m log 4/1h;";
+                 slidewin_zone near size=64k log 10/1m log 4/1h;\n    \
+                 slidewin_zone thirds size=64k log 3/1m;";
     let locations =
         "location = /usage { slidewin_limit usage key=$arg_user; empty_gif; }\n        \
-                     location = /near { slidewin_limit near key=$arg_user; empty_gif; }";
+                     location = /near { slidewin_limit near key=$arg_user; empty_gif; }\n        \
+                     location = /thirds { slidewin_limit thirds key=$arg_user; empty_gif; }";
     let nginx = start_with("usage.conf", zones, locations);
     // Keys at 1, 2, 3 and 4 of 4, and one refused once at 4 of 4.
     for (key, requests) in [("a", 1), ("b", 2), ("c", 3), ("d", 4), ("e", 5)] {
@@ -370,6 +372,10 @@ fn metrics_count_every_key_in_the_usage_bucket_of_its_window_nearest_the_limit()
     // 3 of 10 a minute, 3 of 4 an hour: the hour's window is the nearest.
     for _ in 0..3 {
         nginx.get("/near?user=x");
+    }
+    // Two keys at 1 of 3: a sum of 2/3, written as the Lua layer writes it (%.9g).
+    for user in ["p", "q"] {
+        nginx.get(&format!("/thirds?user={user}"));
     }
     let metrics = nginx.get("/metrics").body;
     promtool_check(&metrics);
@@ -399,6 +405,10 @@ fn metrics_count_every_key_in_the_usage_bucket_of_its_window_nearest_the_limit()
     assert_eq!(
         usage_histogram(&metrics, "near"),
         histogram("near", [0, 0, 1, 1, 1, 1], "0.75")
+    );
+    assert_eq!(
+        usage_histogram(&metrics, "thirds"),
+        histogram("thirds", [0, 2, 2, 2, 2, 2], "0.666666667")
     );
     assert_eq!(
         usage_histogram(&metrics, "kept"),

@@ -192,6 +192,34 @@ fn histogram(out: &mut String, family: &str, name: &str, scan: &Scan) -> core::f
         out.push_str(&series(&bound, n));
     }
     out.push_str(&series(&"+Inf", scan.live));
-    writeln!(out, "{family}_sum{{limiter=\"{name}\"}} {}", scan.usage_sum)?;
+    let sum = significant_9(scan.usage_sum);
+    writeln!(out, "{family}_sum{{limiter=\"{name}\"}} {sum}")?;
     writeln!(out, "{family}_count{{limiter=\"{name}\"}} {}", scan.live)
+}
+
+/// `x` as C's `%.9g` writes it, the text the Lua layer's `/metrics` gives the same sum (nine
+/// significant digits hide the float's last bits): fixed for exponents -4 to 8, else
+/// `d.ddde+XX`, trailing zeros dropped either way.
+fn significant_9(x: f64) -> String {
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    // Nine significant digits, rounded as printf rounds: `d.dddddddde<exp>`.
+    let scientific = format!("{x:.8e}");
+    let (mantissa, exp) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |digits: String| match digits.contains('.') {
+        true => digits
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string(),
+        false => digits,
+    };
+    if (-4..9).contains(&exp) {
+        let decimals = (8 - exp) as usize;
+        trim(format!("{x:.decimals$}"))
+    } else {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa.to_string()), exp.abs())
+    }
 }
