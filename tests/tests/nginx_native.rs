@@ -459,6 +459,82 @@ fn a_zone_only_dry_runs_use_counts_its_refusals_as_would_reject() {
     );
 }
 
+#[test]
+fn a_refusal_is_logged_at_the_level_slidewin_limit_log_level_sets() {
+    let zones = "slidewin_zone logged size=64k log 1/1h name=per-hour;";
+    let locations = "location = /warned { slidewin_limit_log_level warn; \
+                       slidewin_limit logged key=$arg_user cost=$arg_cost; empty_gif; }\n        \
+         location = /trial { slidewin_limit logged key=$arg_user dry_run; empty_gif; }\n        \
+         location = /quiet { slidewin_limit_log_level info; \
+                       slidewin_limit logged key=$arg_user; empty_gif; }";
+    let nginx = start_with("logged.conf", zones, locations);
+    let status = |uri: &str| nginx.get(uri).status;
+    assert_eq!(status("/warned?user=a&cost=1"), 200);
+    assert_eq!(status("/warned?user=a&cost=1"), 429);
+    assert_eq!(status("/warned?user=b&cost=2"), 429, "never fits");
+    assert_eq!(status("/trial?user=a"), 200, "a dry run lets it through");
+    assert_eq!(status("/quiet?user=a"), 429);
+    // error.log is at notice: the info line is left out. nginx appends the client and request.
+    let log = nginx.error_log();
+    let refusals: Vec<String> = log
+        .lines()
+        .filter_map(|l| {
+            let level = &l[l.find('[')?..=l.find(']')?];
+            let from = l.find("limiting requests")?;
+            let to = l[from..].find(", server:")? + from;
+            Some(format!("{level} {}", &l[from..to]))
+        })
+        .collect();
+    let full = |dry_run: &str| {
+        format!(
+            "limiting requests{dry_run} by zone \"logged\": window \"per-hour\" full, \
+             retry after 3600 s, client: 127.0.0.1"
+        )
+    };
+    assert_eq!(
+        refusals,
+        [
+            format!("[warn] {}", full("")),
+            "[warn] limiting requests by zone \"logged\": cost 2 never fits window \"per-hour\", \
+             client: 127.0.0.1"
+                .to_string(),
+            format!("[error] {}", full(", dry run,")),
+        ],
+        "{log}"
+    );
+}
+
+#[test]
+fn a_bad_or_repeated_log_level_is_an_error_naming_the_directive() {
+    native_module();
+    let prefix = Prefix::temporary(1);
+    let conf = std::fs::read_to_string(prefix.dir.join("conf/native.conf")).unwrap();
+    for (lines, said) in [
+        (
+            "slidewin_limit_log_level debug;",
+            "slidewin_limit_log_level: the level must be one of info, notice, warn, error, got \"debug\"",
+        ),
+        (
+            "slidewin_limit_log_level warn error;",
+            "invalid number of arguments in \"slidewin_limit_log_level\" directive",
+        ),
+        (
+            "slidewin_limit_log_level warn; slidewin_limit_log_level info;",
+            "slidewin_limit_log_level: is duplicate",
+        ),
+    ] {
+        let text = conf.replace(
+            "            slidewin_metrics;",
+            &format!("            {lines}\n            slidewin_metrics;"),
+        );
+        std::fs::write(prefix.dir.join("conf/bad.conf"), &text).unwrap();
+        let out = prefix.command("bad.conf").arg("-t").output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{lines}: accepted");
+        assert!(stderr.contains(said), "{lines}: {stderr}");
+    }
+}
+
 /// The `(uri, start, end)` of each request of nginx's own `timing` log, in ms.
 fn timings(nginx: &Nginx) -> Vec<(String, f64, f64)> {
     let log = std::fs::read_to_string(nginx.prefix.dir.join("logs/timing.log")).unwrap();

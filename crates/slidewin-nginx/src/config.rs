@@ -5,6 +5,7 @@
 //! slidewin_zone  api size=10m log 10/1s log 50/10s max_limit=100;
 //! slidewin_zone  hourly size=1m buckets 1000/1h bucket=1m max_key_bytes=32;
 //! slidewin_limit api key=$binary_remote_addr cost=$arg_cost status=429 dry_run headers=draft;
+//! slidewin_limit_log_level warn;
 //! ```
 //!
 //! A window starts with its algorithm (`log`, `buckets`, `counter`) and `LIMIT/SPAN`; the
@@ -372,6 +373,34 @@ pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
         return Err(invalid(D, "key", "given (key=$binary_remote_addr)", b""));
     }
     Ok(spec)
+}
+
+/// The error.log level of a refusal (`slidewin_limit_log_level`, as `limit_req_log_level`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    Info,
+    Notice,
+    Warn,
+    Error,
+}
+
+/// `slidewin_limit_log_level info | notice | warn | error`.
+pub fn log_level(args: &[&[u8]]) -> Result<LogLevel, String> {
+    let level = match args {
+        [b"info"] => LogLevel::Info,
+        [b"notice"] => LogLevel::Notice,
+        [b"warn"] => LogLevel::Warn,
+        [b"error"] => LogLevel::Error,
+        _ => {
+            return Err(invalid(
+                "slidewin_limit_log_level",
+                "the level",
+                "one of info, notice, warn, error",
+                &args.join(&b' '),
+            ))
+        }
+    };
+    Ok(level)
 }
 
 /// The variable `value` is made of alone (`$name`, `${name}`; not a regex capture), read

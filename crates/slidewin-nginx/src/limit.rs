@@ -2,7 +2,9 @@
 //! the first refusal answers (a `dry_run` one is only noted), and the headers describe the
 //! last decision made.
 
-use slidewin::headers::Style;
+use core::fmt;
+
+use slidewin::headers::{seconds_up, Style};
 
 use crate::zone::{Answer, ZoneState};
 
@@ -43,15 +45,56 @@ pub struct Outcome<'a> {
     pub answer: (&'a ZoneState, Answer),
 }
 
-/// Decides `calls` in order (an error: the message for error.log, the request gets a 500).
+/// A refusal as error.log tells it (nginx appends the client, server and request):
+/// `limiting requests[, dry run,] by zone "api": window "api-10s" full, retry after 3 s`.
+#[derive(Clone, Copy)]
+pub struct Refusal<'a> {
+    pub zone: &'a ZoneState,
+    /// The window that refused, and when it admits the cost (never: `None`).
+    pub window: usize,
+    pub retry_after_ms: Option<u64>,
+    pub cost: u64,
+    pub dry_run: bool,
+}
+
+impl fmt::Display for Refusal<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let spec = &self.zone.spec;
+        let dry_run = if self.dry_run { ", dry run," } else { "" };
+        let window = spec.window_names.get(self.window);
+        let window = window.map_or("", String::as_str);
+        write!(f, "limiting requests{dry_run} by zone \"{}\": ", spec.name)?;
+        match self.retry_after_ms {
+            Some(wait_ms) => write!(
+                f,
+                "window \"{window}\" full, retry after {} s",
+                seconds_up(wait_ms)
+            ),
+            None => write!(f, "cost {} never fits window \"{window}\"", self.cost),
+        }
+    }
+}
+
+/// Decides `calls` in order (an error: the message for error.log, the request gets a 500),
+/// handing `on_refusal` each refusal, a dry run's too.
 pub fn decide<'a>(
     calls: impl Iterator<Item = Result<Call<'a>, String>>,
+    mut on_refusal: impl FnMut(Refusal<'a>),
 ) -> Result<Option<Outcome<'a>>, String> {
     let mut outcome: Option<Outcome> = None;
     for call in calls {
         let call = call?;
         let (d, now_ms) = call.zone.decide(call.key, call.cost)?;
         let refused = !d.allowed && !call.dry_run;
+        if !d.allowed {
+            on_refusal(Refusal {
+                zone: call.zone,
+                window: d.window,
+                retry_after_ms: d.retry_after_ms,
+                cost: call.cost,
+                dry_run: call.dry_run,
+            });
+        }
         let status = match (d.allowed, call.dry_run) {
             (true, _) => Status::Passed,
             (false, false) => Status::Rejected,

@@ -20,9 +20,10 @@ use ngx::ffi::{
     ngx_http_get_variable_index, ngx_http_handler_pt, ngx_http_module_t,
     ngx_http_phases_NGX_HTTP_PREACCESS_PHASE, ngx_http_variable_t, ngx_int_t, ngx_module_t,
     ngx_pnalloc, ngx_shared_memory_add, ngx_shm_zone_t, ngx_slab_pool_t, ngx_str_t, ngx_uint_t,
-    NGX_CONF_2MORE, NGX_CONF_NOARGS, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET,
+    NGX_CONF_2MORE, NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET,
     NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF,
-    NGX_HTTP_VAR_NOCACHEABLE, NGX_LOG_EMERG, NGX_LOG_NOTICE,
+    NGX_HTTP_VAR_NOCACHEABLE, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_INFO, NGX_LOG_NOTICE,
+    NGX_LOG_WARN,
 };
 use ngx::http::{
     HttpModule, HttpModuleLocationConf, HttpModuleMainConf, Merge, MergeConfigError,
@@ -32,7 +33,7 @@ use ngx::{ngx_conf_log_error, ngx_log_error, ngx_string};
 use slidewin::headers::Style;
 use slidewin::shared::Attached;
 
-use crate::config;
+use crate::config::{self, LogLevel};
 use crate::zone::ZoneState;
 use request::{preaccess, status_variable};
 use scrape::metrics_handler;
@@ -134,6 +135,21 @@ struct Limit {
 #[derive(Default)]
 struct LocConf {
     limits: Vec<Limit>,
+    /// `slidewin_limit_log_level`, when this level or one above sets it.
+    log_level: Option<LogLevel>,
+}
+
+impl LocConf {
+    /// The error.log level of a refusal: `error` unless set.
+    fn refusal_log_level(&self) -> ngx_uint_t {
+        let level = match self.log_level.unwrap_or(LogLevel::Error) {
+            LogLevel::Info => NGX_LOG_INFO,
+            LogLevel::Notice => NGX_LOG_NOTICE,
+            LogLevel::Warn => NGX_LOG_WARN,
+            LogLevel::Error => NGX_LOG_ERR,
+        };
+        level as ngx_uint_t
+    }
 }
 
 impl Merge for LocConf {
@@ -142,6 +158,7 @@ impl Merge for LocConf {
         if self.limits.is_empty() {
             self.limits = prev.limits.clone();
         }
+        self.log_level = self.log_level.or(prev.log_level);
         Ok(())
     }
 }
@@ -156,7 +173,7 @@ unsafe impl HttpModuleLocationConf for Module {
     type LocationConf = LocConf;
 }
 
-static mut COMMANDS: [ngx_command_t; 4] = [
+static mut COMMANDS: [ngx_command_t; 5] = [
     ngx_command_t {
         name: ngx_string!("slidewin_zone"),
         type_: (NGX_HTTP_MAIN_CONF | NGX_CONF_2MORE) as ngx_uint_t,
@@ -170,6 +187,15 @@ static mut COMMANDS: [ngx_command_t; 4] = [
         type_: (NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_2MORE)
             as ngx_uint_t,
         set: Some(set_limit),
+        conf: NGX_HTTP_LOC_CONF_OFFSET,
+        offset: 0,
+        post: ptr::null_mut(),
+    },
+    ngx_command_t {
+        name: ngx_string!("slidewin_limit_log_level"),
+        type_: (NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1)
+            as ngx_uint_t,
+        set: Some(set_log_level),
         conf: NGX_HTTP_LOC_CONF_OFFSET,
         offset: 0,
         post: ptr::null_mut(),
@@ -430,6 +456,22 @@ extern "C" fn set_limit(
             dry_run: spec.dry_run,
             style: spec.style,
         });
+        Ok(())
+    })
+}
+
+extern "C" fn set_log_level(
+    cf: *mut ngx_conf_t,
+    _: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    directive(cf, |args| {
+        // SAFETY: conf is this module's location conf for the level being read.
+        let loc = unsafe { &mut *(conf as *mut LocConf) };
+        if loc.log_level.is_some() {
+            return Err("slidewin_limit_log_level: is duplicate".to_string());
+        }
+        loc.log_level = Some(config::log_level(args)?);
         Ok(())
     })
 }

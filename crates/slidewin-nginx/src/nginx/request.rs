@@ -15,7 +15,7 @@ use ngx::ngx_log_error;
 use slidewin::shared::ZoneExport;
 
 use super::{guarded, Limit, Module};
-use crate::limit::{self, Call, Status};
+use crate::limit::{self, Call, Refusal, Status};
 use crate::zone::ZoneState;
 
 /// A complex value of the request (its bytes live in the request's pool).
@@ -115,7 +115,10 @@ pub(super) extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
         });
         // SAFETY: the connection's log, valid while the request lives.
         let log = unsafe { (*(*r).connection).log };
-        match limit::decide(calls) {
+        let logged = |refusal: Refusal| {
+            ngx_log_error!(loc.refusal_log_level(), log, "{refusal}");
+        };
+        match limit::decide(calls, logged) {
             Ok(None) => NgxStatus::NGX_DECLINED.into(),
             Ok(Some(outcome)) => {
                 // SAFETY: r is live; set on the main request, which every phase of it reads.
