@@ -173,41 +173,52 @@ unsafe impl HttpModuleLocationConf for Module {
     type LocationConf = LocConf;
 }
 
+/// Where a directive may stand: http, server and location.
+const ANY_LEVEL: u32 = NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF;
+
+/// A directive of the table: its name (`ngx_string!`: nginx compares it NUL-terminated),
+/// contexts and arguments, handler and conf slot.
+const fn command(
+    name: ngx_str_t,
+    type_: u32,
+    set: extern "C" fn(*mut ngx_conf_t, *mut ngx_command_t, *mut c_void) -> *mut c_char,
+    conf: ngx_uint_t,
+) -> ngx_command_t {
+    ngx_command_t {
+        name,
+        type_: type_ as ngx_uint_t,
+        set: Some(set),
+        conf,
+        offset: 0,
+        post: ptr::null_mut(),
+    }
+}
+
 static mut COMMANDS: [ngx_command_t; 5] = [
-    ngx_command_t {
-        name: ngx_string!("slidewin_zone"),
-        type_: (NGX_HTTP_MAIN_CONF | NGX_CONF_2MORE) as ngx_uint_t,
-        set: Some(set_zone),
-        conf: NGX_HTTP_MAIN_CONF_OFFSET,
-        offset: 0,
-        post: ptr::null_mut(),
-    },
-    ngx_command_t {
-        name: ngx_string!("slidewin_limit"),
-        type_: (NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_2MORE)
-            as ngx_uint_t,
-        set: Some(set_limit),
-        conf: NGX_HTTP_LOC_CONF_OFFSET,
-        offset: 0,
-        post: ptr::null_mut(),
-    },
-    ngx_command_t {
-        name: ngx_string!("slidewin_limit_log_level"),
-        type_: (NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1)
-            as ngx_uint_t,
-        set: Some(set_log_level),
-        conf: NGX_HTTP_LOC_CONF_OFFSET,
-        offset: 0,
-        post: ptr::null_mut(),
-    },
-    ngx_command_t {
-        name: ngx_string!("slidewin_metrics"),
-        type_: (NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS) as ngx_uint_t,
-        set: Some(set_metrics),
-        conf: NGX_HTTP_LOC_CONF_OFFSET,
-        offset: 0,
-        post: ptr::null_mut(),
-    },
+    command(
+        ngx_string!("slidewin_zone"),
+        NGX_HTTP_MAIN_CONF | NGX_CONF_2MORE,
+        set_zone,
+        NGX_HTTP_MAIN_CONF_OFFSET,
+    ),
+    command(
+        ngx_string!("slidewin_limit"),
+        ANY_LEVEL | NGX_CONF_2MORE,
+        set_limit,
+        NGX_HTTP_LOC_CONF_OFFSET,
+    ),
+    command(
+        ngx_string!("slidewin_limit_log_level"),
+        ANY_LEVEL | NGX_CONF_TAKE1,
+        set_log_level,
+        NGX_HTTP_LOC_CONF_OFFSET,
+    ),
+    command(
+        ngx_string!("slidewin_metrics"),
+        NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
+        set_metrics,
+        NGX_HTTP_LOC_CONF_OFFSET,
+    ),
     ngx_command_t::empty(),
 ];
 
