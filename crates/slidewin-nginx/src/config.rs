@@ -403,17 +403,33 @@ pub fn log_level(args: &[&[u8]]) -> Result<LogLevel, String> {
     Ok(level)
 }
 
+/// The variable named right after a `$` at the start of `rest` (`name` or `{name}`: letters,
+/// digits and `_`, lowercased by nginx; none for a regex capture `$1` or an unclosed brace),
+/// and the bytes it takes.
+fn variable_after_dollar(rest: &[u8]) -> (Option<&[u8]>, usize) {
+    let braced = rest.first() == Some(&b'{');
+    let at = usize::from(braced);
+    let len = rest[at..]
+        .iter()
+        .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
+        .count();
+    let name = &rest[at..at + len];
+    let closed = !braced || rest.get(at + len) == Some(&b'}');
+    let named = closed && !name.is_empty() && !name.iter().all(u8::is_ascii_digit);
+    (
+        named.then_some(name),
+        at + len + usize::from(braced && closed),
+    )
+}
+
 /// The variable `value` is made of alone (`$name`, `${name}`; not a regex capture), read
 /// without nginx's script engine.
 pub fn lone_variable(value: &[u8]) -> Option<&[u8]> {
-    let name = value.strip_prefix(b"$")?;
-    let name = match name.strip_prefix(b"{") {
-        Some(braced) => braced.strip_suffix(b"}")?,
-        None => name,
-    };
-    let word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
-    (!name.is_empty() && name.iter().all(word) && !name.iter().all(u8::is_ascii_digit))
-        .then_some(name)
+    let rest = value.strip_prefix(b"$")?;
+    match variable_after_dollar(rest) {
+        (Some(name), used) if used == rest.len() => Some(name),
+        _ => None,
+    }
 }
 
 /// The variables `value` reads (`$name`, `${name}`), lowercased as nginx looks them up;
@@ -422,18 +438,9 @@ pub fn variables(value: &[u8]) -> Vec<String> {
     let mut names = Vec::new();
     let mut rest = value;
     while let Some(at) = rest.iter().position(|&b| b == b'$') {
-        rest = &rest[at + 1..];
-        let braced = rest.first() == Some(&b'{');
-        let name_at = usize::from(braced);
-        let len = rest[name_at..]
-            .iter()
-            .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
-            .count();
-        let name = &rest[name_at..name_at + len];
-        if !name.is_empty() && !name.iter().all(u8::is_ascii_digit) {
-            names.push(String::from_utf8_lossy(name).to_ascii_lowercase());
-        }
-        rest = &rest[name_at + len..];
+        let (name, used) = variable_after_dollar(&rest[at + 1..]);
+        names.extend(name.map(|n| String::from_utf8_lossy(n).to_ascii_lowercase()));
+        rest = &rest[at + 1 + used..];
     }
     names
 }
