@@ -51,6 +51,8 @@ pub(crate) trait States {
     fn record(&mut self, w: usize, cost: u64);
     /// Milliseconds until window `w` holds nothing.
     fn reset_after_ms(&self, w: usize) -> u64;
+    /// The decision of window 0 when it is the only one ([`crate::window::decide_alone`]).
+    fn decide_alone(&mut self, now_ms: i64, cost: u64, limit: u64, commit: bool) -> Decision;
 }
 
 /// The one decision of every limiter and rule: all windows admit `cost`, or none records it.
@@ -62,14 +64,16 @@ pub(crate) fn fold(
     cost: u64,
     commit: bool,
 ) -> Decision {
+    // One window decides as a limiter does: its admission is the rule's.
+    if let [limit] = *limits {
+        return states.decide_alone(now_ms, cost, limit, commit);
+    }
     let mut allowed = true;
     let (mut least_room, mut least_room_window) = (u64::MAX, 0);
     // The refusing window that waits longest (`None`: never fits) and its wait.
     let (mut longest, mut longest_window) = (Some(0), 0);
-    // One window records as it assesses: its admission is the rule's.
-    let alone = limits.len() == 1;
     for (w, &limit) in limits.iter().enumerate() {
-        let found = states.assess(w, now_ms, cost, limit, commit && alone);
+        let found = states.assess(w, now_ms, cost, limit, false);
         if found.room < least_room {
             (least_room, least_room_window) = (found.room, w);
         }
@@ -85,7 +89,7 @@ pub(crate) fn fold(
             allowed = false;
         }
     }
-    if allowed && commit && !alone {
+    if allowed && commit {
         for w in 0..limits.len() {
             states.record(w, cost);
         }

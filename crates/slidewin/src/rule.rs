@@ -300,6 +300,12 @@ impl States for Heap<'_> {
     fn reset_after_ms(&self, w: usize) -> u64 {
         on_window!(self.0, &self.1.windows[w], w, |c, s| s.reset_after_ms(c))
     }
+    #[inline]
+    fn decide_alone(&mut self, now_ms: i64, cost: u64, limit: u64, commit: bool) -> Decision {
+        on_window!(self.0, &mut self.1.windows[0], 0, |c, s| {
+            window::decide_alone(c, s, now_ms, cost, limit, commit)
+        })
+    }
 }
 
 /// A rule over one key, in process: the [`Limiter`] whose config is a [`Rule`] (decided with

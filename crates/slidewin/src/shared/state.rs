@@ -9,7 +9,7 @@ use crate::clock::check_time;
 use crate::rule::{RuleWindow, WindowConfig};
 use crate::storage::{Cells, Entries, Ring, SharedCells};
 use crate::window::{self, Window, NEVER};
-use crate::{BucketQuota, BucketState, CounterState, Error, LogState, Quota};
+use crate::{BucketQuota, BucketState, CounterState, Decision, Error, LogState, Quota};
 
 /// A state read from words: loaded before a call, stored after it.
 trait View<'a>: Window + Sized {
@@ -76,6 +76,20 @@ fn assess_of<'a, V: View<'a>>(
     found
 }
 
+fn decide_alone_of<'a, V: View<'a>>(
+    config: &V::Config,
+    words: &'a [AtomicU64],
+    now_ms: i64,
+    cost: u64,
+    limit: u64,
+    commit: bool,
+) -> Decision {
+    let mut view = V::load(config, words);
+    let decision = window::decide_alone(config, &mut view, now_ms, cost, limit, commit);
+    view.store(words);
+    decision
+}
+
 fn record_of<'a, V: View<'a>>(config: &V::Config, words: &'a [AtomicU64], cost: u64) {
     let mut view = V::load(config, words);
     window::record(config, &mut view, cost);
@@ -127,6 +141,7 @@ pub(crate) struct Way<'a> {
 }
 
 impl<'a> Way<'a> {
+    #[inline]
     fn of(&self, w: usize) -> &'a [AtomicU64] {
         &self.words[self.offsets[w]..self.offsets[w + 1]]
     }
@@ -188,6 +203,13 @@ impl States for Way<'_> {
     fn reset_after_ms(&self, w: usize) -> u64 {
         on_view!(self.windows[w], reset_after_of(self.of(w)))
     }
+    #[inline]
+    fn decide_alone(&mut self, now_ms: i64, cost: u64, limit: u64, commit: bool) -> Decision {
+        on_view!(
+            self.windows[0],
+            decide_alone_of(self.of(0), now_ms, cost, limit, commit)
+        )
+    }
 }
 
 /// A `newest_ms` word that a call can have written: [`NEVER`] or a valid time.
@@ -203,6 +225,7 @@ impl<'a> View<'a> for CounterState {
     fn fingerprint(quota: &Quota, max_limit: u64) -> [u64; 4] {
         [1, max_limit, quota.window_ms() as u64, 0]
     }
+    #[inline]
     fn load(_: &Quota, words: &'a [AtomicU64]) -> Self {
         Self {
             newest_ms: get(words, 0) as i64,
@@ -210,6 +233,7 @@ impl<'a> View<'a> for CounterState {
             current: get(words, 2),
         }
     }
+    #[inline]
     fn store(&self, words: &'a [AtomicU64]) {
         set(words, 0, self.newest_ms as u64);
         set(words, 1, self.previous);
@@ -244,6 +268,7 @@ impl<'a> View<'a> for SharedLog<'a> {
     fn fingerprint(quota: &Quota, max_limit: u64) -> [u64; 4] {
         [2, max_limit, quota.window_ms() as u64, 0]
     }
+    #[inline]
     fn load(_: &Quota, words: &'a [AtomicU64]) -> Self {
         LogState {
             entries: Ring {
@@ -255,6 +280,7 @@ impl<'a> View<'a> for SharedLog<'a> {
             newest_ms: get(words, 0) as i64,
         }
     }
+    #[inline]
     fn store(&self, words: &'a [AtomicU64]) {
         set(words, 0, self.newest_ms as u64);
         set(words, 1, self.expired);
@@ -298,6 +324,7 @@ impl<'a> View<'a> for SharedBuckets<'a> {
         let window_ms = config.window_ms() as u64;
         [3, max_limit, window_ms, config.bucket_ms() as u64]
     }
+    #[inline]
     fn load(_: &BucketQuota, words: &'a [AtomicU64]) -> Self {
         BucketState {
             counts: SharedCells(&words[BUCKETS_HEADER..]),
@@ -308,6 +335,7 @@ impl<'a> View<'a> for SharedBuckets<'a> {
             newest_ms: get(words, 0) as i64,
         }
     }
+    #[inline]
     fn store(&self, words: &'a [AtomicU64]) {
         set(words, 0, self.newest_ms as u64);
         set(words, 1, self.head_start_ms as u64);
