@@ -97,6 +97,23 @@ impl KeyCodec {
     }
 }
 
+/// Up to 7 bytes as a little-endian word, zero-padded, without a copy of variable length
+/// (every request's key goes through here): 4 to 7 bytes as two overlapping 4-byte reads,
+/// whose shared bytes are equal, so or-ing them is exact.
+fn short_word(bytes: &[u8]) -> u64 {
+    let read4 = |at: usize| {
+        let four: [u8; 4] = bytes[at..at + 4].try_into().unwrap_or_default();
+        u64::from(u32::from_le_bytes(four))
+    };
+    match bytes.len() {
+        len @ 4.. => read4(0) | read4(len - 4) << (8 * (len - 4)),
+        _ => bytes
+            .iter()
+            .rev()
+            .fold(0, |word, &b| word << 8 | u64::from(b)),
+    }
+}
+
 /// A key read back from a way: its bytes, or the digest a long key is kept as.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Stored {
@@ -124,10 +141,10 @@ impl Key<'_> {
         match &self.form {
             Form::Bytes(bytes) => {
                 let chunk = bytes.get(i * 8..).unwrap_or(&[]);
-                let mut word = [0u8; 8];
-                let n = chunk.len().min(8);
-                word[..n].copy_from_slice(&chunk[..n]);
-                u64::from_le_bytes(word)
+                match chunk.first_chunk::<8>() {
+                    Some(word) => u64::from_le_bytes(*word),
+                    None => short_word(chunk),
+                }
             }
             Form::Digest(digest) => digest.get(i).copied().unwrap_or(0),
         }
@@ -144,8 +161,21 @@ impl Key<'_> {
     /// Whether `stored` (length word, then key words) holds this key.
     pub(crate) fn matches(&self, stored: &[AtomicU64]) -> bool {
         let key = &stored[super::W_KEY..];
-        stored[super::W_LEN].load(Relaxed) == self.length_word()
-            && (0..self.words()).all(|i| key[i].load(Relaxed) == self.word(i))
+        if stored[super::W_LEN].load(Relaxed) != self.length_word() {
+            return false;
+        }
+        let Form::Bytes(bytes) = self.form else {
+            return (0..2).all(|i| key[i].load(Relaxed) == self.word(i));
+        };
+        // Whole words, then the short last one: no word is put together a byte at a time.
+        let mut chunks = bytes.chunks_exact(8);
+        let whole = |(chunk, word): (&[u8], &AtomicU64)| {
+            let chunk: [u8; 8] = chunk.try_into().unwrap_or_default();
+            word.load(Relaxed) == u64::from_le_bytes(chunk)
+        };
+        let rest = chunks.remainder();
+        chunks.by_ref().zip(key).all(whole)
+            && (rest.is_empty() || key[bytes.len() / 8].load(Relaxed) == short_word(rest))
     }
 
     /// Writes the key into `stored`.
@@ -154,6 +184,25 @@ impl Key<'_> {
         let key = &stored[super::W_KEY..];
         for (i, word) in key.iter().enumerate() {
             word.store(if i < self.words() { self.word(i) } else { 0 }, Relaxed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_word;
+
+    #[test]
+    fn a_short_word_is_the_bytes_zero_padded() {
+        let bytes = [0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77];
+        for len in 0..=7 {
+            let mut padded = [0u8; 8];
+            padded[..len].copy_from_slice(&bytes[..len]);
+            assert_eq!(
+                short_word(&bytes[..len]),
+                u64::from_le_bytes(padded),
+                "{len} bytes"
+            );
         }
     }
 }
