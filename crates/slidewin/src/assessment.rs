@@ -1,7 +1,7 @@
 //! One window's answer to a call, and the fold of every window's answer into the one
 //! [`Decision`] of a rule. A limiter of one window and a rule of several, on the heap or in
-//! shared memory, all answer through here, so a one-window rule decides exactly as its limiter
-//! alone.
+//! shared memory, all answer through here; a rule of one window takes its limiter's own path
+//! ([`crate::window::decide_alone`]), so it decides exactly as its limiter alone.
 
 use crate::Decision;
 
