@@ -55,11 +55,13 @@ unsafe fn key<'r>(r: *mut ngx_http_request_t, limit: &Limit) -> Option<&'r [u8]>
     }
     // SAFETY: a value nginx filled: `len` bytes at `data`, valid while the request lives; a
     // variable not found is empty, as in a complex value.
+    // (Its bit fields read once: each read is a loop over the bits in the bindings.)
     unsafe {
-        if (*v).not_found() != 0 || (*v).len() == 0 {
+        let len = (*v).len() as usize;
+        if len == 0 || (*v).not_found() != 0 {
             return Some(&[]);
         }
-        Some(core::slice::from_raw_parts((*v).data, (*v).len() as usize))
+        Some(core::slice::from_raw_parts((*v).data, len))
     }
 }
 
