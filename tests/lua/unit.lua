@@ -446,6 +446,9 @@ test("the core's formulas: values, and errors naming the argument and the value"
         "limits[2] must be a positive integer at most max_limit (50), got 51")
     eq(select(2, slidewin.check_limits(windows, { 5 }, "tiers.gold")),
         "tiers.gold must be a list of 2 limit(s), one per window, got table")
+    -- A name with a line break stays on the message's one line.
+    eq(select(2, slidewin.check_limits(windows, { 5 }, "\nodd")),
+        "\\nodd must be a list of 2 limit(s), one per window, got table")
 end)
 
 -- resty.slidewin without nginx: config validation and the shdict store on a fake dict and clock.

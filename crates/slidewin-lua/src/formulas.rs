@@ -342,7 +342,8 @@ fn check_limits(
             ),
         ));
     };
-    let field = field.to_string_lossy();
+    // The caller's name for the limits, on one line whatever bytes it holds.
+    let field = field.to_string_lossy().escape_debug().to_string();
     let n = windows.raw_len();
     let invalid = |message: String| Ok((None, Some(message)));
     let list = match &given {
