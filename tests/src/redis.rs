@@ -199,8 +199,11 @@ impl RedisServer {
         let mut process = Owned::new("redis-server", child);
         let deadline = Instant::now() + Duration::from_secs(10);
         let info = loop {
-            if let Ok(mut c) = Resp::connect(self.port) {
-                break c.cmd(&["INFO", "server"]).text();
+            // A listener that resets the connection (the port's last owner going away, or
+            // not a redis) is waited out like one not there yet.
+            let reply = Resp::connect(self.port).and_then(|mut c| c.call(&["INFO", "server"]));
+            if let Ok(Reply::Bulk(Some(info))) = reply {
+                break String::from_utf8_lossy(&info).into_owned();
             }
             let exited = process
                 .child
