@@ -44,9 +44,9 @@ impl Assessment {
 /// The windows' states of one key, as [`fold`] reads them: a rule's states on the heap,
 /// or a way of a shared region.
 pub(crate) trait States {
-    /// Move window `w` to `now_ms` (checked) and tell whether `cost` fits under `limit`;
-    /// record it when it fits and `record`.
-    fn assess(&mut self, w: usize, now_ms: i64, cost: u64, limit: u64, record: bool) -> Assessment;
+    /// Move window `w` to `now_ms` (checked) and tell whether `cost` fits under `limit`,
+    /// recording nothing.
+    fn assess(&mut self, w: usize, now_ms: i64, cost: u64, limit: u64) -> Assessment;
     /// Record `cost` in window `w`.
     fn record(&mut self, w: usize, cost: u64);
     /// Milliseconds until window `w` holds nothing.
@@ -73,7 +73,7 @@ pub(crate) fn fold(
     // The refusing window that waits longest (`None`: never fits) and its wait.
     let (mut longest, mut longest_window) = (Some(0), 0);
     for (w, &limit) in limits.iter().enumerate() {
-        let found = states.assess(w, now_ms, cost, limit, false);
+        let found = states.assess(w, now_ms, cost, limit);
         if found.room < least_room {
             (least_room, least_room_window) = (found.room, w);
         }

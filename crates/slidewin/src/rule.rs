@@ -285,9 +285,9 @@ struct Heap<'a>(&'a Rule, &'a mut RuleState);
 
 impl States for Heap<'_> {
     #[inline]
-    fn assess(&mut self, w: usize, now_ms: i64, cost: u64, limit: u64, record: bool) -> Assessment {
+    fn assess(&mut self, w: usize, now_ms: i64, cost: u64, limit: u64) -> Assessment {
         on_window!(self.0, &mut self.1.windows[w], w, |c, s| window::assess(
-            c, s, now_ms, cost, limit, record
+            c, s, now_ms, cost, limit, false
         ))
     }
     #[inline]

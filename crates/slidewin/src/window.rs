@@ -61,9 +61,9 @@ fn advance_checked<W: Window>(config: &W::Config, state: &mut W, now_ms: i64) {
 }
 
 /// Move `state` to `now_ms` (already checked) and tell whether `cost` fits under `limit`;
-/// record it when it fits and `record_if_fits` (a rule of one window, whose answer is this
-/// window's). Recording here, before the wait of a refusal is looked for, keeps the one-window
-/// call as short as the limiter alone: asked after, the state is read again.
+/// record it when it fits and `record_if_fits` (a window alone, [`decide_alone`]: its answer
+/// is the call's). Recording here, before the wait of a refusal is looked for, keeps the call
+/// short: asked after, the state is read again.
 // Always inlined: with two callers (a window alone, the fold of several), the fold's loop
 // would otherwise call it out of line, ~50 instructions more for a rule of two windows.
 #[inline(always)]

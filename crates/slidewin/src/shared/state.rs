@@ -62,18 +62,29 @@ fn repair_of<'a, V: View<'a>>(config: &V::Config, max_limit: u64, words: &'a [At
     V::repair(config, max_limit, words)
 }
 
+/// Runs `f` on the window state in `words`, then writes the state back.
+#[inline]
+fn updated<'a, V: View<'a>, T>(
+    config: &V::Config,
+    words: &'a [AtomicU64],
+    f: impl FnOnce(&mut V) -> T,
+) -> T {
+    let mut view = V::load(config, words);
+    let out = f(&mut view);
+    view.store(words);
+    out
+}
+
 fn assess_of<'a, V: View<'a>>(
     config: &V::Config,
     words: &'a [AtomicU64],
     now_ms: i64,
     cost: u64,
     limit: u64,
-    record: bool,
 ) -> Assessment {
-    let mut view = V::load(config, words);
-    let found = window::assess(config, &mut view, now_ms, cost, limit, record);
-    view.store(words);
-    found
+    updated(config, words, |view: &mut V| {
+        window::assess(config, view, now_ms, cost, limit, false)
+    })
 }
 
 fn decide_alone_of<'a, V: View<'a>>(
@@ -84,16 +95,15 @@ fn decide_alone_of<'a, V: View<'a>>(
     limit: u64,
     commit: bool,
 ) -> Decision {
-    let mut view = V::load(config, words);
-    let decision = window::decide_alone(config, &mut view, now_ms, cost, limit, commit);
-    view.store(words);
-    decision
+    updated(config, words, |view: &mut V| {
+        window::decide_alone(config, view, now_ms, cost, limit, commit)
+    })
 }
 
 fn record_of<'a, V: View<'a>>(config: &V::Config, words: &'a [AtomicU64], cost: u64) {
-    let mut view = V::load(config, words);
-    window::record(config, &mut view, cost);
-    view.store(words);
+    updated(config, words, |view: &mut V| {
+        window::record(config, view, cost)
+    })
 }
 
 fn reset_after_of<'a, V: View<'a>>(config: &V::Config, words: &'a [AtomicU64]) -> u64 {
@@ -106,17 +116,16 @@ fn refund_of<'a, V: View<'a>>(
     now_ms: i64,
     cost: u64,
 ) -> Result<(), Error> {
-    let mut view = V::load(config, words);
-    window::refund(config, &mut view, now_ms, cost)?;
-    view.store(words);
-    Ok(())
+    // A refused time changes nothing, so storing the state back then is harmless.
+    updated(config, words, |view: &mut V| {
+        window::refund(config, view, now_ms, cost)
+    })
 }
 
 fn used_of<'a, V: View<'a>>(config: &V::Config, words: &'a [AtomicU64], now_ms: i64) -> u64 {
-    let mut view = V::load(config, words);
-    let used = window::used_at(config, &mut view, now_ms);
-    view.store(words);
-    used
+    updated(config, words, |view: &mut V| {
+        window::used_at(config, view, now_ms)
+    })
 }
 
 fn idle_of<'a, V: View<'a>>(config: &V::Config, words: &'a [AtomicU64], now_ms: i64) -> bool {
@@ -189,11 +198,8 @@ impl<'a> Way<'a> {
 
 impl States for Way<'_> {
     #[inline]
-    fn assess(&mut self, w: usize, now_ms: i64, cost: u64, limit: u64, record: bool) -> Assessment {
-        on_view!(
-            self.windows[w],
-            assess_of(self.of(w), now_ms, cost, limit, record)
-        )
+    fn assess(&mut self, w: usize, now_ms: i64, cost: u64, limit: u64) -> Assessment {
+        on_view!(self.windows[w], assess_of(self.of(w), now_ms, cost, limit))
     }
     #[inline]
     fn record(&mut self, w: usize, cost: u64) {
