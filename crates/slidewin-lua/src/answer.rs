@@ -18,7 +18,7 @@ use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use mlua::{Lua, Result as LuaResult, Table, UserData, UserDataMethods, Value};
-use slidewin::headers::{render, write_value, Field, Policy, PolicyWindow, Style};
+use slidewin::headers::{write_values, Field, Policy, PolicyWindow, Style};
 use slidewin::rule::MAX_WINDOWS;
 use slidewin::{arg, Decision};
 
@@ -283,7 +283,7 @@ pub unsafe extern "C" fn slidewin_render(headers: *const Headers, out: *mut Answ
     // SAFETY: the caller's contract above.
     let (headers, out) = unsafe { (&*headers, &mut *out) };
     let d = decision_of(out);
-    write_values(out, headers, &d);
+    fill_values(out, headers, &d);
     0
 }
 
@@ -325,7 +325,7 @@ pub(crate) fn render_into(out: &mut Answer, headers: &Headers) {
         return;
     }
     let d = decision_of(out);
-    write_values(out, headers, &d);
+    fill_values(out, headers, &d);
 }
 
 /// The decision `out` holds.
@@ -353,29 +353,28 @@ pub(crate) fn fill(out: &mut Answer, d: &Decision, version: f64) {
 
 /// The values of `d` in `headers`' style, into `out.text`. They always fit: names are bounded
 /// by [`MAX_NAME_BYTES`] and numbers by 20 digits.
-fn write_values(out: &mut Answer, headers: &Headers, d: &Decision) {
+fn fill_values(out: &mut Answer, headers: &Headers, d: &Decision) {
     out.len = [0; 5];
     let Answer {
         text, start, len, ..
     } = out;
-    let mut at = 0usize;
+    let mut at = 0;
     let written = catch_unwind(AssertUnwindSafe(|| {
-        render(
+        write_values(
             headers.style,
             &headers.policy,
             d,
             now_ms(),
-            &mut |field, value| {
+            &mut text[..],
+            |field, value: &mut [u8]| {
                 let i = Field::ALL.iter().position(|&f| f == field).unwrap_or(0);
-                if let Some(written) = write_value(&mut text[at..], value).map(<[u8]>::len) {
-                    start[i] = at as c_int;
-                    len[i] = written as c_int;
-                    at += written;
-                }
+                start[i] = at as c_int;
+                len[i] = value.len() as c_int;
+                at += value.len();
             },
         )
     }));
-    out.rendered = written.is_ok() as c_int;
+    out.rendered = matches!(written, Ok(true)) as c_int;
 }
 
 pub(crate) fn fail(out: &mut Answer, message: &str) -> c_int {

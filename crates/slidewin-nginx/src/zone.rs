@@ -8,7 +8,7 @@
 use core::cell::RefCell;
 use core::sync::atomic::AtomicU64;
 
-use slidewin::headers::{render, write_value, Field, Policy, PolicyWindow, Style};
+use slidewin::headers::{write_values, Field, Policy, PolicyWindow, Style};
 use slidewin::shared::{Attached, WindowShape, Zone, ZoneExport};
 use slidewin::{Clock, Decision};
 
@@ -141,45 +141,36 @@ impl ZoneState {
             *cached = (version, Policy::new(&windows));
         }
         let policy = &cached.1;
-        let name = policy.name(answer.decision.window);
-        // The policy, RateLimit's quoted name and ";r=;t=" (8 bytes), and four numbers of at
-        // most 20 digits: RateLimit's two and Retry-After, or x-ratelimit's three.
-        let most = policy.value().len() + name.len() + 8 + 4 * 20;
-        let Some(mut free) = alloc(most) else {
+        let sends_policy = answer.style == Style::Draft;
+        let policy_bytes = if sends_policy {
+            policy.value().len()
+        } else {
+            0
+        };
+        let most = policy_bytes + policy.values_bytes();
+        let Some(free) = alloc(most) else {
             return false;
         };
-        let mut ok = true;
-        let mut put = |header: &'static str, write: &dyn Fn(&mut [u8]) -> Option<usize>| {
-            let rest = core::mem::take(&mut free);
-            let Some(len) = write(rest) else {
-                ok = false;
-                return;
-            };
-            let (value, rest) = rest.split_at_mut(len);
-            free = rest;
-            ok &= push(header, value);
-        };
-        if answer.style == Style::Draft {
-            let bytes = policy.value().as_bytes();
-            put("RateLimit-Policy", &|out: &mut [u8]| {
-                out.get_mut(..bytes.len())?.copy_from_slice(bytes);
-                Some(bytes.len())
-            });
+        let (policy_value, free) = free.split_at_mut(policy_bytes);
+        policy_value.copy_from_slice(&policy.value().as_bytes()[..policy_bytes]);
+        if sends_policy && !push("RateLimit-Policy", policy_value) {
+            return false;
         }
-        render(
+        let mut pushed = true;
+        let fit = write_values(
             answer.style,
             policy,
             &answer.decision,
             answer.now_ms,
-            &mut |field, value| {
+            free,
+            |field, value| {
+                // A dry run's refusal lets the request through: no wait to tell.
                 if field != Field::RetryAfter || answer.refused {
-                    put(field.name(), &|out: &mut [u8]| {
-                        write_value(out, value).map(<[u8]>::len)
-                    });
+                    pushed &= push(field.name(), value);
                 }
             },
         );
-        ok
+        fit && pushed
     }
 
     /// The zone's words and layout, for the Lua module of the same worker.

@@ -123,10 +123,19 @@ pub struct PolicyWindow<'a> {
 
 /// A rule's windows under one set of limits: the `RateLimit-Policy` value, made once per
 /// version of the limits, and each window's name for `RateLimit`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Policy {
     value: String,
     names: Vec<String>,
+    /// [`Policy::values_bytes`], for the longest name.
+    values_bytes: usize,
+}
+
+impl Default for Policy {
+    /// No window: room for the values of a window whose name is empty.
+    fn default() -> Self {
+        Policy::new(&[])
+    }
 }
 
 impl Policy {
@@ -147,12 +156,20 @@ impl Policy {
         Policy {
             value,
             names: windows.iter().map(|w| String::from(w.name)).collect(),
+            values_bytes: windows.iter().map(|w| w.name.len()).max().unwrap_or(0) + 8 + 4 * 20,
         }
     }
 
     /// The `RateLimit-Policy` value.
     pub fn value(&self) -> &str {
         &self.value
+    }
+
+    /// The most bytes [`write_values`] writes for one decision: `RateLimit`'s quoted name and
+    /// `";r=;t="` (8 bytes), and four numbers of at most 20 digits (`RateLimit`'s two and
+    /// `Retry-After`, or x-ratelimit's three and `Retry-After`).
+    pub fn values_bytes(&self) -> usize {
+        self.values_bytes
     }
 
     /// The name of window `window` (0-based), or `""` past the rule's windows.
@@ -268,6 +285,54 @@ pub fn write_value<'b>(buf: &'b mut [u8], value: Value<'_>) -> Option<&'b [u8]> 
         }
     }
     Some(out)
+}
+
+/// The values [`render`] gives for one decision, written one after another into `buf` by
+/// [`write_value`]: `sink` gets each field with its bytes, in order. False when `buf` is
+/// shorter than [`Policy::values_bytes`] and a value did not fit (`sink` got those before).
+///
+/// ```
+/// use slidewin::headers::{write_values, Field, Policy, PolicyWindow, Style};
+/// use slidewin::Decision;
+///
+/// let policy = Policy::new(&[PolicyWindow { name: "api", limit: 10, window_ms: 1_000 }]);
+/// let refused = Decision {
+///     allowed: false, limit: 10, remaining: 0, retry_after_ms: Some(400),
+///     reset_after_ms: 1_000, window: 0,
+/// };
+/// let mut buf = vec![0; policy.values_bytes()];
+/// let mut values = Vec::new();
+/// let fit = write_values(Style::Draft, &policy, &refused, 0, &mut buf, |field, value| {
+///     values.push((field, value.to_vec()))
+/// });
+/// assert!(fit);
+/// assert_eq!(values, [
+///     (Field::RateLimit, br#""api";r=0;t=1"#.to_vec()),
+///     (Field::RetryAfter, b"1".to_vec()),
+/// ]);
+/// ```
+#[inline]
+pub fn write_values<'b>(
+    style: Style,
+    policy: &Policy,
+    decision: &Decision,
+    now_ms: i64,
+    buf: &'b mut [u8],
+    mut sink: impl FnMut(Field, &'b mut [u8]),
+) -> bool {
+    let mut free = buf;
+    let mut fit = true;
+    render(style, policy, decision, now_ms, &mut |field, value| {
+        let rest = core::mem::take(&mut free);
+        let Some(len) = write_value(rest, value).map(<[u8]>::len) else {
+            fit = false;
+            return;
+        };
+        let (written, rest) = rest.split_at_mut(len);
+        free = rest;
+        sink(field, written);
+    });
+    fit
 }
 
 /// Decimal digits of `n`: the bit length's estimate of log10, corrected by one comparison.
@@ -419,6 +484,57 @@ mod tests {
             write_value(&mut [0u8; 11], rate_limit),
             Some(&br#""a";r=1;t=2"#[..])
         );
+    }
+
+    #[test]
+    fn values_written_together_are_the_rendered_ones_or_none_fit_past_the_buffer() {
+        let policy = Policy::new(&[
+            PolicyWindow {
+                name: "api",
+                limit: 10,
+                window_ms: 1_500,
+            },
+            PolicyWindow {
+                name: "api-1h-with-a-long-name",
+                limit: u64::MAX,
+                window_ms: 3_600_000,
+            },
+        ]);
+        let refused = Decision {
+            allowed: false,
+            limit: u64::MAX,
+            remaining: u64::MAX,
+            retry_after_ms: Some(u64::MAX),
+            reset_after_ms: u64::MAX,
+            window: 1,
+        };
+        for style in [Style::Draft, Style::XRateLimit, Style::None] {
+            for d in [ADMITTED, refused] {
+                let mut expected = Vec::new();
+                render(style, &policy, &d, i64::MAX, &mut |f, v: Value| {
+                    expected.push((f, v.to_string()))
+                });
+                let mut buf = vec![0; policy.values_bytes()];
+                let mut got = Vec::new();
+                let fit = write_values(style, &policy, &d, i64::MAX, &mut buf, |f, v| {
+                    got.push((f, String::from_utf8(v.to_vec()).unwrap()))
+                });
+                assert!(fit, "{style:?} {d:?}");
+                assert_eq!(got, expected, "{style:?} {d:?}");
+                if expected.is_empty() {
+                    continue;
+                }
+                // One byte short of all of them: the last one does not fit.
+                let total: usize = expected.iter().map(|(_, v)| v.len()).sum();
+                let mut short = vec![0; total - 1];
+                let mut before_last = 0;
+                let fit = write_values(style, &policy, &d, i64::MAX, &mut short, |_, _| {
+                    before_last += 1
+                });
+                assert!(!fit, "{style:?} {d:?}");
+                assert_eq!(before_last, expected.len() - 1, "{style:?} {d:?}");
+            }
+        }
     }
 
     #[test]
