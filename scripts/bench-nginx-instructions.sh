@@ -49,7 +49,7 @@ count() {
   echo $((total / N))
 }
 
-read -r -a SERVERS <<<"${SERVERS:-plain-nginx limit-req-1 limit-req-h native-both native-bare shm-key-var}"
+read -r -a SERVERS <<<"${SERVERS:-plain-nginx limit-req-1 limit-req-h limit-req-s native-both native-bare shm-key-var}"
 echo "== callgrind, $N requests per server, an nginx each ($(date -u +%FT%TZ))"
 printf "%-12s %22s %22s\n" server "request (+ over plain)" "phases (+ over plain)"
 for server in "${SERVERS[@]}"; do
