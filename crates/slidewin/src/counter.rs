@@ -78,7 +78,7 @@ impl CounterState {
 /// `commit`, the decision is the one of a call that records `cost` when it fits (its
 /// `reset_after_ms` counts it), which the caller does in its own count.
 ///
-/// This is [`SlidingCounter`]'s own decision (both go through the same [`Window`] code), so a
+/// This is [`SlidingCounter`]'s own decision (both go through the same `Window` code), so a
 /// store that keeps only the counts answers exactly as the limiter would.
 ///
 /// ```

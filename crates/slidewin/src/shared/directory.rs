@@ -1,40 +1,4 @@
-//! Rules made, changed and removed while the processes run, in one region of a fixed size: a
-//! gateway adds a rule from any worker, and every worker finds it by name.
-//!
-//! The region holds a header, a table of `max_rules` entries (each a rule's name, windows,
-//! key length and where its pages are) and pages of [`PAGE_BYTES`]. A rule's keys live in a
-//! [`Zone`] over its own run of pages; removing a rule frees them for later rules (after
-//! [`GRACE_MS`], so a process still deciding on the old rule never writes into its successor).
-//! A rule that does not fit is an error that names the bytes it needs. Changes take the
-//! table's lock word, which names its owner like a set's lock, so a process killed while it
-//! changes the table leaves it to the next one. Putting a rule again with other limits only
-//! keeps its keys' windows and makes the new limits its live ones.
-//!
-//! ```
-//! use core::sync::atomic::AtomicU64;
-//! use slidewin::rule::{Rule, RuleWindow};
-//! use slidewin::shared::{Directory, Owner};
-//! use slidewin::Quota;
-//!
-//! #[derive(Clone)]
-//! struct OneProcess;
-//! impl Owner for OneProcess {
-//!     fn id(&self) -> u64 { 1 }
-//!     fn is_alive(&self, _: u64) -> bool { true }
-//! }
-//!
-//! let words: Vec<AtomicU64> = (0..(1 << 17)).map(|_| AtomicU64::new(0)).collect();
-//! let rules = Directory::attach(&words[..], 16, OneProcess, [1, 2])?;
-//! let rule = Rule::one(RuleWindow::log(Quota::new(2, 1_000)?));
-//! let found = rules.put(b"api", &rule, 64, 64 << 10, 0)?;
-//! let zone = rules.zone(&found, OneProcess)?;
-//! assert!(zone.check_at(b"alice", 0, 1)?.allowed);
-//! assert_eq!(rules.find(b"api").map(|f| f.rule), Some(rule));
-//! rules.remove(b"api", 10);
-//! assert!(rules.find(b"api").is_none());
-//! assert!(!rules.is_current(&found));
-//! # Ok::<(), slidewin::Error>(())
-//! ```
+//! Rules made, changed and removed while the processes run: [`Directory`].
 
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -111,7 +75,43 @@ impl<R: AsRef<[AtomicU64]>> AsRef<[AtomicU64]> for Part<R> {
     }
 }
 
-/// Rules by name in one region; see the [module docs](self).
+/// Rules made, changed and removed while the processes run, in one region of a fixed size: a
+/// gateway adds a rule from any worker, and every worker finds it by name.
+///
+/// The region holds a header, a table of `max_rules` entries (each a rule's name, windows,
+/// key length and where its pages are) and pages of [`PAGE_BYTES`]. A rule's keys live in a
+/// [`Zone`] over its own run of pages; removing a rule frees them for later rules (after
+/// [`GRACE_MS`], so a process still deciding on the old rule never writes into its successor).
+/// A rule that does not fit is an error that names the bytes it needs. Changes take the
+/// table's lock word, which names its owner like a set's lock, so a process killed while it
+/// changes the table leaves it to the next one. Putting a rule again with other limits only
+/// keeps its keys' windows and makes the new limits its live ones.
+///
+/// ```
+/// use core::sync::atomic::AtomicU64;
+/// use slidewin::rule::{Rule, RuleWindow};
+/// use slidewin::shared::{Directory, Owner};
+/// use slidewin::Quota;
+///
+/// #[derive(Clone)]
+/// struct OneProcess;
+/// impl Owner for OneProcess {
+///     fn id(&self) -> u64 { 1 }
+///     fn is_alive(&self, _: u64) -> bool { true }
+/// }
+///
+/// let words: Vec<AtomicU64> = (0..(1 << 17)).map(|_| AtomicU64::new(0)).collect();
+/// let rules = Directory::attach(&words[..], 16, OneProcess, [1, 2])?;
+/// let rule = Rule::one(RuleWindow::log(Quota::new(2, 1_000)?));
+/// let found = rules.put(b"api", &rule, 64, 64 << 10, 0)?;
+/// let zone = rules.zone(&found, OneProcess)?;
+/// assert!(zone.check_at(b"alice", 0, 1)?.allowed);
+/// assert_eq!(rules.find(b"api").map(|f| f.rule), Some(rule));
+/// rules.remove(b"api", 10);
+/// assert!(rules.find(b"api").is_none());
+/// assert!(!rules.is_current(&found));
+/// # Ok::<(), slidewin::Error>(())
+/// ```
 pub struct Directory<R, O: Owner> {
     region: R,
     entries: usize,

@@ -1,46 +1,4 @@
-//! Concurrency limits over a shared region: at most `limit` calls of a key in flight across
-//! every process that maps it (the workers of one nginx), crash safe.
-//!
-//! Each held slot is a record of its owner ([`Owner`], a process id) and its lease deadline
-//! (`now + max_hold_ms`). A slot is given back by [`Inflight::leave_at`]; one whose leave
-//! never comes is freed once its lease ends, and one whose owner died (SIGKILL: no cleanup
-//! runs) as soon as a caller needs the room: when a key is full, its records are swept,
-//! expired ones always, those of dead owners at most every [`LIVENESS_CHECK_MS`] (asking
-//! whether a process lives costs a system call). The counts ([`Inflight::inflight_at`],
-//! [`Inflight::stats_at`]) sweep what they count first, asking about every owner, so they
-//! leave out dead owners and ended leases at any time, not only once the key is entered again.
-//!
-//! The region is cut like [`super::Zone`]'s: `sets` of [`WAYS`] keys, each set behind a lock
-//! word naming its owner (a process killed holding it is found dead and the set repaired:
-//! records recounted, half-written keys dropped). A key's way holds its count, when its
-//! owners were last checked, and room for `max_limit` records (the held ones first), so the
-//! live limit can move anywhere up to `max_limit` ([`Inflight::set_limit`]) without a new
-//! layout. A key whose way has no record is idle and gives its way to a new key; a new key
-//! whose set has no idle way is refused (counted in [`InflightStats::full`]): a way with
-//! slots in flight is never evicted, or its count would be lost and over-admit.
-//!
-//! ```
-//! use core::sync::atomic::AtomicU64;
-//! use slidewin::shared::{Inflight, InflightConfig, Owner};
-//!
-//! struct OneProcess;
-//! impl Owner for OneProcess {
-//!     fn id(&self) -> u64 { 1 }
-//!     fn is_alive(&self, _: u64) -> bool { true }
-//! }
-//!
-//! let words: Vec<AtomicU64> = (0..8192).map(|_| AtomicU64::new(0)).collect();
-//! let config = InflightConfig::new(2, 10, 30_000)?; // 2 in flight (up to 10 live), 30 s lease
-//! let (slots, _) = Inflight::attach(&words, config, 64, OneProcess, [7, 9])?;
-//! let a = slots.enter_at(b"api", 0)?;
-//! let b = slots.enter_at(b"api", 5)?;
-//! assert!(a.admitted && b.admitted);
-//! assert!(!slots.enter_at(b"api", 6)?.admitted); // full
-//! assert!(slots.leave_at(b"api", a.token)?);
-//! assert!(slots.enter_at(b"api", 7)?.admitted);
-//! assert!(slots.enter_at(b"api", 30_005)?.admitted); // the leases of a and b ran out
-//! # Ok::<(), slidewin::Error>(())
-//! ```
+//! Concurrency limits over a shared region: [`Inflight`].
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -92,7 +50,7 @@ pub struct InflightConfig {
 }
 
 impl InflightConfig {
-    /// `limit` from 1 to `max_limit`, `max_limit` at most [`MAX_LIMIT`], `max_hold_ms` from 1
+    /// `limit` from 1 to `max_limit`, `max_limit` at most `MAX_LIMIT` (2^16), `max_hold_ms` from 1
     /// to 2^40 (35 years).
     pub fn new(limit: u64, max_limit: u64, max_hold_ms: u64) -> Result<Self, Error> {
         if !(1..=MAX_LIMIT).contains(&max_limit) {
@@ -165,7 +123,49 @@ pub struct InflightStats {
     pub repairs: u64,
 }
 
-/// Concurrency limits over a shared region; see the [module docs](self).
+/// Concurrency limits over a shared region: at most `limit` calls of a key in flight across
+/// every process that maps it (the workers of one nginx), crash safe.
+///
+/// Each held slot is a record of its owner ([`Owner`], a process id) and its lease deadline
+/// (`now + max_hold_ms`). A slot is given back by [`Inflight::leave_at`]; one whose leave
+/// never comes is freed once its lease ends, and one whose owner died (SIGKILL: no cleanup
+/// runs) as soon as a caller needs the room: when a key is full, its records are swept,
+/// expired ones always, those of dead owners at most every [`LIVENESS_CHECK_MS`] (asking
+/// whether a process lives costs a system call). The counts ([`Inflight::inflight_at`],
+/// [`Inflight::stats_at`]) sweep what they count first, asking about every owner, so they
+/// leave out dead owners and ended leases at any time, not only once the key is entered again.
+///
+/// The region is cut like [`super::Zone`]'s: `sets` of [`WAYS`] keys, each set behind a lock
+/// word naming its owner (a process killed holding it is found dead and the set repaired:
+/// records recounted, half-written keys dropped). A key's way holds its count, when its
+/// owners were last checked, and room for `max_limit` records (the held ones first), so the
+/// live limit can move anywhere up to `max_limit` ([`Inflight::set_limit`]) without a new
+/// layout. A key whose way has no record is idle and gives its way to a new key; a new key
+/// whose set has no idle way is refused (counted in [`InflightStats::full`]): a way with
+/// slots in flight is never evicted, or its count would be lost and over-admit.
+///
+/// ```
+/// use core::sync::atomic::AtomicU64;
+/// use slidewin::shared::{Inflight, InflightConfig, Owner};
+///
+/// struct OneProcess;
+/// impl Owner for OneProcess {
+///     fn id(&self) -> u64 { 1 }
+///     fn is_alive(&self, _: u64) -> bool { true }
+/// }
+///
+/// let words: Vec<AtomicU64> = (0..8192).map(|_| AtomicU64::new(0)).collect();
+/// let config = InflightConfig::new(2, 10, 30_000)?; // 2 in flight (up to 10 live), 30 s lease
+/// let (slots, _) = Inflight::attach(&words, config, 64, OneProcess, [7, 9])?;
+/// let a = slots.enter_at(b"api", 0)?;
+/// let b = slots.enter_at(b"api", 5)?;
+/// assert!(a.admitted && b.admitted);
+/// assert!(!slots.enter_at(b"api", 6)?.admitted); // full
+/// assert!(slots.leave_at(b"api", a.token)?);
+/// assert!(slots.enter_at(b"api", 7)?.admitted);
+/// assert!(slots.enter_at(b"api", 30_005)?.admitted); // the leases of a and b ran out
+/// # Ok::<(), slidewin::Error>(())
+/// ```
 pub struct Inflight<R, O: Owner> {
     region: R,
     config: InflightConfig,

@@ -1,56 +1,4 @@
-//! A node's leases over a shared region: every worker of one nginx spends the same lease of a
-//! key ([`crate::lease`]: the rules and why they keep the limit), crash safe, bounded.
-//!
-//! The region is cut like [`super::Zone`]'s: `sets` of [`WAYS`] keys, each set behind a lock
-//! word naming its owner (a worker killed holding it is found dead by the next caller, which
-//! repairs the set: torn keys dropped, impossible counts clamped). A key's way holds its
-//! lease (units, spent, when its call was sent, the last spend), the fetch one worker claimed
-//! ahead of time, the key's spend rate, a refusal Redis answered (until when), and up to
-//! [`SETTLE_SLOTS`] ended leases to settle. Nothing is lost that matters to the limit: a
-//! settlement dropped to make room, or with an evicted key, leaves Redis counting the units at
-//! the end of their validity (later is always safe), so memory stays bounded.
-//!
-//! Every answer is a step of the key's lease:
-//! - [`Leases::spend_at`]: units taken from the lease ([`Spent::Admitted`], with a
-//!   [`Fetch`] to make in the background when the lease is half used and this caller claimed
-//!   it), a refusal Redis gave that still holds ([`Spent::Refused`]), a [`Fetch`] to make now
-//!   ([`Spent::Fetch`]), or, while another caller's call of the key is in flight, a word to
-//!   ask again shortly ([`Spent::Wait`]): a key has one call in flight per node at a time.
-//! - [`Leases::install_at`] / [`Leases::fail_at`]: the lease call's answer, or its failure
-//!   (the lease, if granted, settled with nothing spent); [`Leases::install_recorded_at`]:
-//!   the answer to a check ahead (a call wanting its cost alone, which Redis records at the
-//!   end of the validity: a lease spent at once, never settled).
-//! - [`Leases::sweep_at`]: leases that ended with units unspent, to settle without waiting
-//!   for the key's next call; [`Leases::settled`] once Redis took them.
-//!
-//! ```
-//! use core::sync::atomic::AtomicU64;
-//! use slidewin::lease::{Grant, LeaseConfig};
-//! use slidewin::shared::{Leases, Owner, Spent};
-//!
-//! struct OneProcess;
-//! impl Owner for OneProcess {
-//!     fn id(&self) -> u64 { 1 }
-//!     fn is_alive(&self, _: u64) -> bool { true }
-//! }
-//!
-//! let config = LeaseConfig::new(100, None, 1_000)?;
-//! let words: Vec<AtomicU64> = (0..4096).map(|_| AtomicU64::new(0)).collect();
-//! let (table, _) = Leases::attach(&words, config, 64, OneProcess, [7, 9])?;
-//! let limits = [10];
-//! // No lease yet: the caller sends a lease call, then installs Redis's answer.
-//! let Spent::Fetch(fetch) = table.spend_at(b"alice", 0, 1, &limits)? else { panic!() };
-//! let grant = Grant { granted: 4, remaining: 6, ..Grant::default() };
-//! let admitted = table.install_at(b"alice", &fetch, 2, 1, &limits, &grant)?;
-//! assert_eq!(admitted.map(|a| a.remaining), Some(9)); // 3 of the lease + 6 in Redis
-//! // The next three are spent locally, with no call.
-//! for now in 3..6 {
-//!     assert!(matches!(table.spend_at(b"alice", now, 1, &limits)?, Spent::Admitted { .. }));
-//! }
-//! assert!(matches!(table.spend_at(b"alice", 6, 1, &limits)?, Spent::Fetch(_)));
-//! assert_eq!(table.stats().spent, 4);
-//! # Ok::<(), slidewin::Error>(())
-//! ```
+//! A node's leases over a shared region: [`Leases`].
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -203,7 +151,59 @@ pub struct LeaseStats {
     pub capacity: u64,
 }
 
-/// A node's leases over a shared region; see the [module docs](self).
+/// A node's leases over a shared region: every worker of one nginx spends the same lease of a
+/// key ([`crate::lease`]: the rules and why they keep the limit), crash safe, bounded.
+///
+/// The region is cut like [`super::Zone`]'s: `sets` of [`WAYS`] keys, each set behind a lock
+/// word naming its owner (a worker killed holding it is found dead by the next caller, which
+/// repairs the set: torn keys dropped, impossible counts clamped). A key's way holds its
+/// lease (units, spent, when its call was sent, the last spend), the fetch one worker claimed
+/// ahead of time, the key's spend rate, a refusal Redis answered (until when), and up to
+/// [`SETTLE_SLOTS`] ended leases to settle. Nothing is lost that matters to the limit: a
+/// settlement dropped to make room, or with an evicted key, leaves Redis counting the units at
+/// the end of their validity (later is always safe), so memory stays bounded.
+///
+/// Every answer is a step of the key's lease:
+/// - [`Leases::spend_at`]: units taken from the lease ([`Spent::Admitted`], with a
+///   [`Fetch`] to make in the background when the lease is half used and this caller claimed
+///   it), a refusal Redis gave that still holds ([`Spent::Refused`]), a [`Fetch`] to make now
+///   ([`Spent::Fetch`]), or, while another caller's call of the key is in flight, a word to
+///   ask again shortly ([`Spent::Wait`]): a key has one call in flight per node at a time.
+/// - [`Leases::install_at`] / [`Leases::fail_at`]: the lease call's answer, or its failure
+///   (the lease, if granted, settled with nothing spent); [`Leases::install_recorded_at`]:
+///   the answer to a check ahead (a call wanting its cost alone, which Redis records at the
+///   end of the validity: a lease spent at once, never settled).
+/// - [`Leases::sweep_at`]: leases that ended with units unspent, to settle without waiting
+///   for the key's next call; [`Leases::settled`] once Redis took them.
+///
+/// ```
+/// use core::sync::atomic::AtomicU64;
+/// use slidewin::lease::{Grant, LeaseConfig};
+/// use slidewin::shared::{Leases, Owner, Spent};
+///
+/// struct OneProcess;
+/// impl Owner for OneProcess {
+///     fn id(&self) -> u64 { 1 }
+///     fn is_alive(&self, _: u64) -> bool { true }
+/// }
+///
+/// let config = LeaseConfig::new(100, None, 1_000)?;
+/// let words: Vec<AtomicU64> = (0..4096).map(|_| AtomicU64::new(0)).collect();
+/// let (table, _) = Leases::attach(&words, config, 64, OneProcess, [7, 9])?;
+/// let limits = [10];
+/// // No lease yet: the caller sends a lease call, then installs Redis's answer.
+/// let Spent::Fetch(fetch) = table.spend_at(b"alice", 0, 1, &limits)? else { panic!() };
+/// let grant = Grant { granted: 4, remaining: 6, ..Grant::default() };
+/// let admitted = table.install_at(b"alice", &fetch, 2, 1, &limits, &grant)?;
+/// assert_eq!(admitted.map(|a| a.remaining), Some(9)); // 3 of the lease + 6 in Redis
+/// // The next three are spent locally, with no call.
+/// for now in 3..6 {
+///     assert!(matches!(table.spend_at(b"alice", now, 1, &limits)?, Spent::Admitted { .. }));
+/// }
+/// assert!(matches!(table.spend_at(b"alice", 6, 1, &limits)?, Spent::Fetch(_)));
+/// assert_eq!(table.stats().spent, 4);
+/// # Ok::<(), slidewin::Error>(())
+/// ```
 pub struct Leases<R, O: Owner> {
     region: R,
     config: LeaseConfig,
