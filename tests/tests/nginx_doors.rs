@@ -159,6 +159,37 @@ fn the_admin_location_reads_and_sets_a_zone_of_nginx_conf_in_every_worker() {
 }
 
 #[test]
+fn a_native_dry_runs_refusal_is_a_would_be_one_through_both_doors() {
+    let nginx = start(1);
+    // One a second, for every door at once: each request below after the first is refused.
+    assert_eq!(read(&nginx, "/native-zone?op=limit&n=1").trim(), "ok");
+    let statuses: Vec<u16> = ["/native", "/native-trial", "/native", "/lua-native"]
+        .iter()
+        .map(|path| nginx.get(&format!("{path}?user=trial")).status)
+        .collect();
+    assert_eq!(
+        statuses,
+        [200, 200, 429, 429],
+        "the dry run lets its request through"
+    );
+    let native = read(&nginx, "/native-metrics");
+    promtool_check(&native);
+    let requests = |metrics: &str, limiter: &str, outcome: &str| {
+        sample(
+            metrics,
+            &format!(r#"slidewin_requests_total{{limiter="{limiter}",outcome="{outcome}"}}"#),
+        )
+    };
+    assert_eq!(requests(&native, "api", "allowed"), 1);
+    assert_eq!(requests(&native, "api", "rejected"), 2);
+    assert_eq!(requests(&native, "api", "would_reject"), 1);
+    // The Lua door's view of the same zone: the enforced refusals, its own included.
+    let lua = read(&nginx, "/metrics");
+    assert_eq!(requests(&lua, "native", "allowed"), 1);
+    assert_eq!(requests(&lua, "native", "rejected"), 2);
+}
+
+#[test]
 fn both_doors_send_the_window_names_nginx_conf_gives() {
     let nginx = start(1);
     let native = nginx.get("/native-named?user=a");

@@ -425,7 +425,7 @@ fn metrics_count_every_key_in_the_usage_bucket_of_its_window_nearest_the_limit()
 }
 
 #[test]
-fn a_zone_only_dry_runs_use_counts_its_refusals_as_would_reject() {
+fn a_dry_runs_refusals_count_as_would_reject_apart_from_enforced_ones() {
     let zones = "slidewin_zone trial size=64k log 2/1m;\n    \
                  slidewin_zone mixed size=64k log 2/1m;";
     let locations =
@@ -453,9 +453,10 @@ fn a_zone_only_dry_runs_use_counts_its_refusals_as_would_reject() {
             "slidewin_requests_total{limiter=\"trial\",outcome=\"rejected\"} 0",
             "slidewin_requests_total{limiter=\"trial\",outcome=\"would_reject\"} 1",
             "slidewin_requests_total{limiter=\"mixed\",outcome=\"allowed\"} 4",
-            "slidewin_requests_total{limiter=\"mixed\",outcome=\"rejected\"} 2",
+            "slidewin_requests_total{limiter=\"mixed\",outcome=\"rejected\"} 1",
+            "slidewin_requests_total{limiter=\"mixed\",outcome=\"would_reject\"} 1",
         ],
-        "a zone some limit enforces counts every refusal of it as rejected (documented)"
+        "in a zone both kinds of limit use, each refusal is counted as what it was"
     );
 }
 

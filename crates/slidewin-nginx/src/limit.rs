@@ -84,7 +84,7 @@ pub fn decide<'a>(
     let mut outcome: Option<Outcome> = None;
     for call in calls {
         let call = call?;
-        let (d, now_ms) = call.zone.decide(call.key, call.cost)?;
+        let (d, now_ms) = call.zone.decide(call.key, call.cost, call.dry_run)?;
         let refused = !d.allowed && !call.dry_run;
         if !d.allowed {
             on_refusal(Refusal {

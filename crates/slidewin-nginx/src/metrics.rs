@@ -30,25 +30,25 @@ pub struct Scrape {
 
 struct Walking {
     name: String,
-    /// Its refusals are all a dry run's: counted as `would_reject`, as the Lua layer does.
-    dry_run_only: bool,
+    /// Some limit dry-runs it: its would-be refusals are shown.
+    dry_runs: bool,
     zone: Zone<Words, WorkerOwner>,
     walk: Walk,
 }
 
 impl Scrape {
-    /// A scrape of `zones`: each zone's name, whether only dry runs use it, its export and its
+    /// A scrape of `zones`: each zone's name, whether some limit dry-runs it, its export and its
     /// words (the export's).
     pub fn new<'a>(
         zones: impl Iterator<Item = (&'a str, bool, ZoneExport, Words)>,
     ) -> Result<Self, String> {
-        let zones = zones.map(|(name, dry_run_only, export, words)| {
+        let zones = zones.map(|(name, dry_runs, export, words)| {
             let opened = export
                 .rule()
                 .and_then(|rule| Zone::open(words, rule, export.max_key_bytes, WorkerOwner));
             Ok(Walking {
                 name: name.to_string(),
-                dry_run_only,
+                dry_runs,
                 zone: opened.map_err(|e| format!("slidewin_metrics: zone \"{name}\": {e}"))?,
                 // The usage alone: no top lists.
                 walk: Walk::scan(0),
@@ -89,7 +89,7 @@ impl Scrape {
                 let (scan, stats) = z.walk.finish();
                 Seen {
                     name: z.name,
-                    dry_run_only: z.dry_run_only,
+                    dry_runs: z.dry_runs,
                     scan: scan.unwrap_or_default(),
                     stats,
                 }
@@ -131,7 +131,7 @@ const FAMILIES: [(&str, &str, &str); 5] = [
 /// What the walk of one zone saw.
 struct Seen {
     name: String,
-    dry_run_only: bool,
+    dry_runs: bool,
     scan: Scan,
     stats: ZoneStats,
 }
@@ -143,13 +143,13 @@ fn text(zones: &[Seen]) -> String {
         let _ = writeln!(out, "# HELP {family} {help}\n# TYPE {family} {kind}");
         for Seen {
             name,
-            dry_run_only,
+            dry_runs,
             scan,
             stats,
         } in zones
         {
             let _ = match i {
-                0 => requests(&mut out, family, name, *dry_run_only, stats),
+                0 => requests(&mut out, family, name, *dry_runs, stats),
                 1 => writeln!(out, "{family}{{limiter=\"{name}\"}} {}", stats.keys),
                 2 => writeln!(out, "{family}{{limiter=\"{name}\"}} {}", stats.evictions),
                 3 => writeln!(out, "{family}{{limiter=\"{name}\"}} {}", scan.at_limit),
@@ -160,13 +160,13 @@ fn text(zones: &[Seen]) -> String {
     out
 }
 
-/// The decisions of zone `name` by outcome: a zone only dry runs use refused nobody, its
-/// refusals are `would_reject` (as a Lua limiter's with `dry_run`).
+/// The decisions of zone `name` by outcome: a dry run's refusal let the request through and
+/// is `would_reject` (as a Lua limiter's with `dry_run`), shown where some limit dry-runs.
 fn requests(
     out: &mut String,
     family: &str,
     name: &str,
-    dry_run_only: bool,
+    dry_runs: bool,
     stats: &ZoneStats,
 ) -> core::fmt::Result {
     let line = |out: &mut String, outcome: &str, n: u64| {
@@ -176,11 +176,11 @@ fn requests(
         )
     };
     line(out, "allowed", stats.allowed)?;
-    if dry_run_only {
-        line(out, "rejected", 0)?;
-        return line(out, "would_reject", stats.rejected);
+    line(out, "rejected", stats.rejected)?;
+    if dry_runs {
+        line(out, "would_reject", stats.would_reject)?;
     }
-    line(out, "rejected", stats.rejected)
+    Ok(())
 }
 
 /// The usage histogram of zone `name`, as `resty.slidewin.window_metrics` writes it.

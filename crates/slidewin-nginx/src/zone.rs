@@ -27,22 +27,9 @@ pub struct ZoneState {
     max_cost: u64,
     /// This worker's policy for the live limits' version it was made for.
     policy: RefCell<(u64, Policy)>,
-    /// How the configuration's `slidewin_limit`s use the zone.
-    pub uses: Uses,
-}
-
-/// Whether some `slidewin_limit` of the zone refuses, and whether some only dry-runs.
-#[derive(Clone, Copy, Default)]
-pub struct Uses {
-    pub enforcing: bool,
-    pub dry_run: bool,
-}
-
-impl Uses {
-    /// The zone's refusals are all would-be ones (a dry run's, which let the request through).
-    pub fn dry_run_only(self) -> bool {
-        self.dry_run && !self.enforcing
-    }
+    /// Whether some `slidewin_limit` of the configuration only dry-runs the zone (its
+    /// `/metrics` then tells would-be refusals).
+    pub dry_runs: bool,
 }
 
 /// A decision as the headers describe it.
@@ -62,7 +49,7 @@ impl ZoneState {
             spec,
             zone: None,
             policy: RefCell::new((u64::MAX, Policy::default())),
-            uses: Uses::default(),
+            dry_runs: false,
         }
     }
 
@@ -96,13 +83,17 @@ impl ZoneState {
         Ok(attached)
     }
 
-    /// Decides for `key` now and records `cost` when it fits; the decision and its time.
-    pub fn decide(&self, key: &[u8], cost: u64) -> Result<(Decision, i64), String> {
+    /// Decides for `key` now and records `cost` when it fits (a `dry_run`'s refusal counted
+    /// as a would-be one); the decision and its time.
+    pub fn decide(&self, key: &[u8], cost: u64, dry_run: bool) -> Result<(Decision, i64), String> {
         let (zone, _) = self.zone.as_ref().ok_or("the zone is not mapped")?;
         let now_ms = WallClock.now_ms();
-        let d = zone
-            .check_at(key, now_ms, cost.min(self.max_cost))
-            .map_err(|e| e.to_string())?;
+        let cost = cost.min(self.max_cost);
+        let d = match dry_run {
+            true => zone.check_dry_run_at(key, now_ms, cost),
+            false => zone.check_at(key, now_ms, cost),
+        };
+        let d = d.map_err(|e| e.to_string())?;
         Ok((d, now_ms))
     }
 

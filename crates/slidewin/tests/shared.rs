@@ -328,3 +328,28 @@ fn processes_killed_at_any_instant_leave_no_lock_held() {
     }
     assert_eq!(admitted, 1_000_000);
 }
+
+#[test]
+fn a_dry_run_decides_and_records_as_a_check_and_counts_its_refusals_apart() {
+    let words = region(1 << 16);
+    let rule = Rule::one(RuleWindow::log(Quota::new(3, 1_000).unwrap()));
+    let (zone, _) = Zone::attach(&words, rule, 16, Thread(1), [1, 2]).unwrap();
+    let mut model = SlidingLog::new(3, 1_000).unwrap();
+    // Two of the three admissions are dry runs' and fill the window as checks do.
+    for (i, dry_run) in [false, true, true, false, true, false]
+        .into_iter()
+        .enumerate()
+    {
+        let now_ms = i as i64 * 10;
+        let decision = match dry_run {
+            true => zone.check_dry_run_at(b"k", now_ms, 1),
+            false => zone.check_at(b"k", now_ms, 1),
+        };
+        assert_eq!(decision, model.check_at(now_ms, 1), "call {i}");
+    }
+    let stats = zone.stats();
+    assert_eq!(
+        (stats.allowed, stats.rejected, stats.would_reject),
+        (3, 2, 1)
+    );
+}

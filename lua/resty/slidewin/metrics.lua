@@ -106,10 +106,12 @@ function _M.snapshot(self, stats)
         out.allowed, out.rejected = stats.allowed, stats.rejected
         -- The store counted every refusal it answered: in a dry run each is a would-be one
         -- (node-wide, exact); a wait's was no refusal of the request (exact node-wide with a
-        -- metrics dict).
+        -- metrics dict). A zone's would-be refusals of native dry runs come apart.
+        local native_would = stats.would_reject or 0
         if self.dry_run then
-            out.would_reject, out.rejected = stats.rejected, 0
+            out.would_reject, out.rejected = stats.rejected + native_would, 0
         else
+            out.would_reject = out.would_reject + native_would
             out.rejected = stats.rejected - out.waits
         end
         out.keys, out.evictions = stats.keys, stats.evictions

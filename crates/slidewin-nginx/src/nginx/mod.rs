@@ -421,10 +421,7 @@ extern "C" fn set_limit(
                     spec.zone
                 )
             })?;
-        match spec.dry_run {
-            true => zone.uses.dry_run = true,
-            false => zone.uses.enforcing = true,
-        }
+        zone.dry_runs |= spec.dry_run;
         let zone: *const ZoneState = &**zone;
         let key = compile(cf, spec.key)?;
         let key_index = match config::lone_variable(spec.key) {

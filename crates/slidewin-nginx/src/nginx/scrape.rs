@@ -47,8 +47,7 @@ pub(super) extern "C" fn metrics_handler(r: *mut ngx_http_request_t) -> ngx_int_
         };
         let zones = main.zones.iter().filter_map(|z| {
             let export = z.export()?;
-            let dry_run_only = z.uses.dry_run_only();
-            Some((z.spec.name.as_str(), dry_run_only, export, words(&export)))
+            Some((z.spec.name.as_str(), z.dry_runs, export, words(&export)))
         });
         let mut scrape = match Scrape::new(zones) {
             Ok(scrape) => scrape,

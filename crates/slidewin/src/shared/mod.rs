@@ -117,6 +117,7 @@ const S_EVICTIONS: usize = 3;
 const S_RECLAIMED: usize = 4;
 const S_REPAIRS: usize = 5;
 const S_KEYS: usize = 6;
+const S_WOULD_REJECT: usize = 7;
 const SET_HEADER: usize = 8;
 const S_TAGS: usize = SET_HEADER;
 
@@ -152,8 +153,21 @@ pub struct ZoneStats {
     pub repairs: u64,
     /// Calls admitted.
     pub allowed: u64,
-    /// Calls refused.
+    /// Calls refused (a dry run's apart).
     pub rejected: u64,
+    /// Refusals of dry runs ([`Zone::check_dry_run_at`]): the calls went on.
+    pub would_reject: u64,
+}
+
+/// What a decision does besides deciding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Call {
+    /// Records nothing (an unknown key is not stored).
+    Peek,
+    /// Records the cost when it fits; a refusal is counted as one.
+    Check,
+    /// Records as `Check`; the caller lets a refused call through, a would-be refusal.
+    DryRun,
 }
 
 /// A keyed [`Rule`] over a shared region; see the [module docs](self).
@@ -409,12 +423,18 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
 
     /// Decide for `key` at `now_ms` under the live limits and record `cost` when it fits.
     pub fn check_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<Decision, Error> {
-        self.decide_live(key, now_ms, cost, true)
+        self.decide_live(key, now_ms, cost, Call::Check)
+    }
+
+    /// [`Zone::check_at`] for a dry run, which lets a refused call through: the same decision
+    /// and record, its refusal counted in [`ZoneStats::would_reject`] instead of `rejected`.
+    pub fn check_dry_run_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<Decision, Error> {
+        self.decide_live(key, now_ms, cost, Call::DryRun)
     }
 
     /// Decide for `key` without recording anything (an unknown key is not stored).
     pub fn peek_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<Decision, Error> {
-        self.decide_live(key, now_ms, cost, false)
+        self.decide_live(key, now_ms, cost, Call::Peek)
     }
 
     /// [`Zone::decide_at`] under the live limits, which are not checked again: only
@@ -425,10 +445,10 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         key: &[u8],
         now_ms: i64,
         cost: u64,
-        commit: bool,
+        call: Call,
     ) -> Result<Decision, Error> {
         let now_ms = check_time("now_ms", now_ms)?;
-        self.decide_checked(key, now_ms, cost, commit, &self.limits())
+        self.decide_checked(key, now_ms, cost, call, &self.limits())
     }
 
     /// Give back `cost` recorded for `key` (nothing for an unknown key).
@@ -469,8 +489,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
             S_REPAIRS,
             S_ALLOWED,
             S_REJECTED,
+            S_WOULD_REJECT,
         ];
-        let [keys, evictions, reclaimed, repairs, allowed, rejected] = set_totals(
+        let [keys, evictions, reclaimed, repairs, allowed, rejected, would_reject] = set_totals(
             self.words(),
             HEADER_WORDS,
             self.layout.set_words,
@@ -483,6 +504,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         stats.repairs += repairs;
         stats.allowed += allowed;
         stats.rejected += rejected;
+        stats.would_reject += would_reject;
         stats.capacity = self.capacity() as u64;
     }
 
@@ -500,7 +522,8 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         let now_ms = check_time("now_ms", now_ms)?;
         // Limits made for another rule would leave windows unchecked, or index past them.
         let limits = &self.rule.check_limits(limits)?;
-        self.decide_checked(key, now_ms, cost, commit, limits)
+        let call = if commit { Call::Check } else { Call::Peek };
+        self.decide_checked(key, now_ms, cost, call, limits)
     }
 
     /// [`Zone::decide_at`] with `now_ms` and `limits` checked.
@@ -509,9 +532,10 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         key: &[u8],
         now_ms: i64,
         cost: u64,
-        commit: bool,
+        call: Call,
         limits: &Limits,
     ) -> Result<Decision, Error> {
+        let commit = call != Call::Peek;
         let key = self.codec.key(key);
         let set = self.lock(&key);
         let way = match self.find(&set, &key) {
@@ -534,14 +558,12 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         set.set(self.way(way) + W_USED_MS, now_ms as u64);
         if commit {
             scan::count_refusal(refused, drained, decision.allowed);
-            set.add(
-                if decision.allowed {
-                    S_ALLOWED
-                } else {
-                    S_REJECTED
-                },
-                1,
-            );
+            let outcome = match (decision.allowed, call) {
+                (true, _) => S_ALLOWED,
+                (false, Call::DryRun) => S_WOULD_REJECT,
+                (false, _) => S_REJECTED,
+            };
+            set.add(outcome, 1);
         }
         Ok(decision)
     }

@@ -60,6 +60,8 @@ impl<R: AsRef<[AtomicU64]>, S: BuildHasher> Store for LocalRule<R, S> {
             repairs: 0,
             allowed: stats.allowed,
             rejected: stats.rejected,
+            // Only a shared zone tells dry runs apart (Zone::check_dry_run_at).
+            would_reject: 0,
         }
     }
     fn rule(&self) -> &Rule {
