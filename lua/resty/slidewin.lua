@@ -105,19 +105,10 @@ local show = config.show
 -- How often a worker asks a store shared by several nodes for limits set elsewhere.
 local POLL_LIMITS_MS = 1000
 
--- `windows` under `limits` as the core's policy takes them.
-local function policy_windows(windows, limits)
-    local items = {}
-    for i, w in ipairs(windows) do
-        items[i] = { name = w.name, limit = limits[i], window_ms = w.window_ms }
-    end
-    return items
-end
-
 -- The live limits and the RateLimit-Policy they make, for decisions of `version`.
 local function hold_limits(self, limits, version)
     self.live = limits
-    self.policy_header = self.headers:set(version or -1, policy_windows(self.windows, limits))
+    self.policy_header = self.headers:set(version or -1, self.windows, limits)
 end
 
 -- The rule's windows (named), their limits and what is derived from them: the largest cost
@@ -293,7 +284,7 @@ local function call_limits(self, opts, method, level)
             if not ok then
                 error(format("sw:%s: %s", method, err), level or 4)
             end
-            cached = self.headers:policy(policy_windows(self.windows, limits))
+            cached = self.headers:policy(self.windows, limits)
             self.tier_policy_headers[tier] = cached
         end
         return limits, cached
@@ -313,7 +304,7 @@ local function call_limits(self, opts, method, level)
     if not ok then
         error(format("sw:%s: %s", method, err), level or 4)
     end
-    return limits, self.headers:policy(policy_windows(self.windows, limits))
+    return limits, self.headers:policy(self.windows, limits)
 end
 
 -- Limits set on another node, at most once a second (stores shared by nodes).

@@ -570,6 +570,11 @@ test("the FFI answer decides as lim:decide, errors included, with the core's hea
     eq(raised(headers.set, headers, 1, { { name = 'a"b', limit = 1, window_ms = 1 } }),
         [[headers:set: windows[1].name must be at most 200 bytes without '"' or '\', got "a"b"]])
     eq(raised(headers.policy, headers, {}), "headers:policy: windows must list 1 to 8 windows, got 0")
+    -- Other limits for the same windows: limits[i] stands for windows[i].limit.
+    eq(headers:policy(named, { 7, 30 }), '"a";q=7;w=1, "a-4s";q=30;w=4')
+    eq(named[1].limit, 5, "the windows are left as they are")
+    eq(raised(headers.policy, headers, named, { 7 }),
+        "headers:policy: limit must be a number, got nil")
     eq(raised(headers.set, "x", 1, {}),
         [[headers:set: self must be a slidewin headers object (call headers:set(...) with ':'), got "x"]])
 end)

@@ -80,8 +80,10 @@ impl Drop for LuaHeaders {
 const SET: &str = "headers:set";
 const POLICY: &str = "headers:policy";
 
-/// `windows` (a list of `{ name, limit, window_ms }`) as the core's policy.
-fn policy_of(function: &'static str, windows: &Table) -> LuaResult<Policy> {
+/// `windows` (a list of `{ name, limit, window_ms }`) as the core's policy; `limits[i]`, when
+/// given, stands for window `i`'s `limit` (a rule's windows under other limits, without a
+/// list of new tables made in Lua for each).
+fn policy_of(function: &'static str, windows: &Table, limits: Option<&Table>) -> LuaResult<Policy> {
     let n = windows.raw_len();
     if n == 0 || n > MAX_WINDOWS {
         return Err(error(
@@ -113,7 +115,10 @@ fn policy_of(function: &'static str, windows: &Table) -> LuaResult<Policy> {
                 ),
             ));
         }
-        let limit = args::uint(function, "limit", &w.raw_get("limit")?)?;
+        let limit = match limits {
+            Some(limits) => args::uint(function, "limit", &limits.raw_get(i)?)?,
+            None => args::uint(function, "limit", &w.raw_get("limit")?)?,
+        };
         let window_ms = args::uint(function, "window_ms", &w.raw_get("window_ms")?)?;
         names.push(name);
         numbers.push((limit, window_ms));
@@ -154,23 +159,32 @@ fn new(_: &Lua, style: Value) -> LuaResult<(Option<LuaHeaders>, Option<String>)>
 
 impl UserData for LuaHeaders {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        // `set(version, windows)`: the policy decisions of `version` are answered with; its
-        // RateLimit-Policy value.
-        methods.add_method("set", |_, this, (version, windows): (Value, Table)| {
-            let version = args::number(SET, "version", &version)?;
-            let policy = policy_of(SET, &windows)?;
-            let value = policy.value().to_string();
-            // SAFETY: the block lives as long as `this`; one Lua thread uses it, and no FFI call
-            // runs during this method.
-            let headers = unsafe { &mut *this.0 };
-            headers.policy = policy;
-            headers.version = version;
-            Ok(value)
-        });
-        // `policy(windows)`: the RateLimit-Policy value of other limits (a tier's, a call's).
-        methods.add_method("policy", |_, _, windows: Table| {
-            Ok(policy_of(POLICY, &windows)?.value().to_string())
-        });
+        // `set(version, windows[, limits])`: the policy decisions of `version` are answered
+        // with; its RateLimit-Policy value.
+        methods.add_method(
+            "set",
+            |_, this, (version, windows, limits): (Value, Table, Option<Table>)| {
+                let version = args::number(SET, "version", &version)?;
+                let policy = policy_of(SET, &windows, limits.as_ref())?;
+                let value = policy.value().to_string();
+                // SAFETY: the block lives as long as `this`; one Lua thread uses it, and no FFI call
+                // runs during this method.
+                let headers = unsafe { &mut *this.0 };
+                headers.policy = policy;
+                headers.version = version;
+                Ok(value)
+            },
+        );
+        // `policy(windows[, limits])`: the RateLimit-Policy value of other limits (a tier's,
+        // a call's).
+        methods.add_method(
+            "policy",
+            |_, _, (windows, limits): (Table, Option<Table>)| {
+                Ok(policy_of(POLICY, &windows, limits.as_ref())?
+                    .value()
+                    .to_string())
+            },
+        );
         methods.add_method("ffi_handle", |_, this, ()| {
             Ok(Value::LightUserData(mlua::LightUserData(this.0.cast())))
         });

@@ -3,7 +3,7 @@
 -- renders them; the headers are set from those bytes, straight through ngx_lua's FFI entry.
 --
 --   local headers = require("slidewin").headers("draft")
---   local policy_value = headers:set(version, windows)    -- once per version of the limits
+--   local policy_value = headers:set(version, windows, limits)  -- once per version of the limits
 --   local out = answer.decide(lim, headers, key, cost, commit, limits)   -- raises on bad input
 --   answer.send(out, policy_value, true)                   -- RateLimit-Policy, RateLimit, Retry-After
 --
