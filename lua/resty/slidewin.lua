@@ -222,8 +222,10 @@ function _M.new(opts)
     end
     counters.falls_back = local_fallback ~= nil
     if hooks then
-        counters.outcomes, counters.dry_run, counters.delays =
-            hooks.outcomes, hooks.let_through ~= nil, hooks.wait ~= nil
+        for _, outcome in ipairs(hooks.outcomes) do
+            counters:show_outcome(outcome)
+        end
+        counters.dry_run, counters.delays = hooks.let_through ~= nil, hooks.wait ~= nil
     end
     local style = conf.headers or "draft"
     local self = setmetatable({

@@ -183,10 +183,13 @@ fn a_native_dry_runs_refusal_is_a_would_be_one_through_both_doors() {
     assert_eq!(requests(&native, "api", "allowed"), 1);
     assert_eq!(requests(&native, "api", "rejected"), 2);
     assert_eq!(requests(&native, "api", "would_reject"), 1);
-    // The Lua door's view of the same zone: the enforced refusals, its own included.
+    // The Lua door's view of the same zone: the enforced refusals, its own included, and the
+    // native dry run's would-be one.
     let lua = read(&nginx, "/metrics");
+    promtool_check(&lua);
     assert_eq!(requests(&lua, "native", "allowed"), 1);
     assert_eq!(requests(&lua, "native", "rejected"), 2);
+    assert_eq!(requests(&lua, "native", "would_reject"), 1);
 }
 
 #[test]

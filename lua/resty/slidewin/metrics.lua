@@ -56,11 +56,26 @@ function _M.new(name, field, dict_name, store)
         store = store,
         keys_prefix = "slidewin-metrics|" .. name .. "|keys|",
         since_publish = 0,
+        outcomes = {},
     }, mt)
     for _, kind in ipairs(KINDS) do
         self[kind] = "slidewin-metrics|" .. name .. "|" .. kind
     end
+    for _, outcome in ipairs(store.outcomes or {}) do
+        self:show_outcome(outcome)
+    end
     return self
+end
+
+-- Shows `outcome` beside allowed and rejected, once: a switch's, or one the store counts
+-- itself (a zone of nginx.conf: the would-be refusals of its native dry runs).
+function _M.show_outcome(self, outcome)
+    for _, shown in ipairs(self.outcomes) do
+        if shown == outcome then
+            return
+        end
+    end
+    self.outcomes[#self.outcomes + 1] = outcome
 end
 
 function _M.incr(self, kind)
@@ -167,8 +182,8 @@ function _M.render(list)
         local v, limiter = snaps[i], { "limiter", m.name }
         out:sample(REQUESTS, { "limiter", m.name, "outcome", "allowed" }, v.allowed)
         out:sample(REQUESTS, { "limiter", m.name, "outcome", "rejected" }, v.rejected)
-        -- The switches' outcomes (would_reject, exempt), for the limiters that have them.
-        for _, outcome in ipairs(m.outcomes or {}) do
+        -- The switches' outcomes (would_reject, exempt) and the store's own, where they count.
+        for _, outcome in ipairs(m.outcomes) do
             out:sample(REQUESTS, { "limiter", m.name, "outcome", outcome }, v[outcome])
         end
         out:sample(STORE_ERRORS, limiter, v.store_errors)

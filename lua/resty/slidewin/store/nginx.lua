@@ -73,7 +73,9 @@ function _M.new(conf)
     if not lim then
         return nil, err
     end
-    return setmetatable({ lim = lim, counts_decisions = true }, { __index = base })
+    -- The zone also counts the would-be refusals of the native module's dry runs.
+    return setmetatable({ lim = lim, counts_decisions = true, outcomes = { "would_reject" } },
+        { __index = base })
 end
 
 return setmetatable(_M, { __index = base })
