@@ -115,10 +115,11 @@ fn policy_of(function: &'static str, windows: &Table, limits: Option<&Table>) ->
                 ),
             ));
         }
-        let limit = match limits {
-            Some(limits) => args::uint(function, "limit", &limits.raw_get(i)?)?,
-            None => args::uint(function, "limit", &w.raw_get("limit")?)?,
+        let limit: Value = match limits {
+            Some(limits) => limits.raw_get(i)?,
+            None => w.raw_get("limit")?,
         };
+        let limit = args::uint(function, "limit", &limit)?;
         let window_ms = args::uint(function, "window_ms", &w.raw_get("window_ms")?)?;
         names.push(name);
         numbers.push((limit, window_ms));
