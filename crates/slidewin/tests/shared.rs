@@ -353,3 +353,28 @@ fn a_dry_run_decides_and_records_as_a_check_and_counts_its_refusals_apart() {
         (3, 2, 1)
     );
 }
+
+#[test]
+fn a_withdrawn_call_leaves_its_window_and_counts_as_never_admitted() {
+    let words = region(1 << 16);
+    let buckets = BucketQuota::new(3, 1_000, 100).unwrap();
+    let rule = Rule::new([
+        RuleWindow::log(Quota::new(3, 1_000).unwrap()),
+        RuleWindow::buckets(buckets),
+    ])
+    .unwrap();
+    let (zone, _) = Zone::attach(&words, rule, 16, Thread(1), [1, 2]).unwrap();
+    for now_ms in [0, 10] {
+        assert!(zone.check_at(b"k", now_ms, 1).unwrap().allowed);
+    }
+    // The third admission is refused by another limit: taken back, the key has room for it.
+    assert_eq!(zone.check_at(b"k", 20, 1).unwrap().remaining, 0);
+    zone.withdraw_at(b"k", 20, 1).unwrap();
+    let d = zone.check_at(b"k", 30, 1).unwrap();
+    assert!(d.allowed);
+    assert_eq!(d.remaining, 0);
+    assert!(!zone.check_at(b"k", 40, 1).unwrap().allowed);
+    zone.withdraw_at(b"unknown", 40, 1).unwrap();
+    let stats = zone.stats();
+    assert_eq!((stats.allowed, stats.rejected, stats.keys), (3, 1, 1));
+}

@@ -189,10 +189,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         owner: O,
         seed: [u64; 2],
     ) -> Result<(Self, Attached), Error> {
-        if !(16..=65_536).contains(&max_key_bytes) {
-            let got = Value::UInt(max_key_bytes as u64);
-            return Err(Error::invalid("max_key_bytes", "from 16 to 65536", got));
-        }
+        super::check_key_bytes(max_key_bytes)?;
         let words = region.as_ref();
         let key_words = max_key_bytes.div_ceil(8);
         let way_words = Self::way_words(key_words, config.max_limit);

@@ -180,10 +180,7 @@ impl Layout {
         rule: &Rule,
         max_key_bytes: usize,
     ) -> Result<(usize, [usize; MAX_WINDOWS + 1]), Error> {
-        if !(16..=65_536).contains(&max_key_bytes) {
-            let got = Value::UInt(max_key_bytes as u64);
-            return Err(Error::invalid("max_key_bytes", "from 16 to 65536", got));
-        }
+        super::check_key_bytes(max_key_bytes)?;
         let mut offsets = [0_usize; MAX_WINDOWS + 1];
         for (w, window) in rule.windows().iter().enumerate() {
             let words = offsets[w].checked_add(state::state_words(window)?);

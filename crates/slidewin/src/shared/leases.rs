@@ -11,7 +11,7 @@ use super::{
 };
 use crate::clock::check_time;
 use crate::lease::{next_rate, want, Grant, Lease, LeaseConfig, Settlement, Spend};
-use crate::{Error, Value};
+use crate::Error;
 
 /// Ended leases a key keeps to settle; when full, the one with the fewest units unspent (the
 /// oldest of those) is dropped: Redis then counts its units at the end of its validity until
@@ -264,10 +264,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
 
     /// Words of a key and of a set for keys of `max_key_bytes`.
     fn cut(max_key_bytes: usize) -> Result<(usize, usize), Error> {
-        if !(16..=65_536).contains(&max_key_bytes) {
-            let got = Value::UInt(max_key_bytes as u64);
-            return Err(Error::invalid("max_key_bytes", "from 16 to 65536", got));
-        }
+        super::check_key_bytes(max_key_bytes)?;
         let key_words = max_key_bytes.div_ceil(8);
         let way_words = W_KEY + key_words + LEASE_WORDS;
         Ok((

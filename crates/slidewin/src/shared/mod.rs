@@ -99,6 +99,19 @@ pub fn random_seed() -> [u64; 2] {
     let random = std::collections::hash_map::RandomState::new();
     [random.hash_one(1_u8), random.hash_one(2_u8)]
 }
+/// The room a region may give each key, in bytes (`max_key_bytes`): from a long key's
+/// 16-byte digest to 64 KiB.
+pub const KEY_BYTES: core::ops::RangeInclusive<usize> = 16..=65_536;
+
+/// `max_key_bytes` checked against [`KEY_BYTES`], for every kind of region.
+fn check_key_bytes(max_key_bytes: usize) -> Result<(), Error> {
+    if KEY_BYTES.contains(&max_key_bytes) {
+        return Ok(());
+    }
+    let got = crate::Value::UInt(max_key_bytes as u64);
+    Err(Error::invalid("max_key_bytes", "from 16 to 65536", got))
+}
+
 /// Header words of the region.
 const HEADER_WORDS: usize = 32;
 const MAGIC: u64 = u64::from_le_bytes(*b"slidewn3");
@@ -460,6 +473,20 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
             Some(way) => self.state(&set, way).refund(now_ms, cost),
             None => Ok(()),
         }
+    }
+
+    /// Take back a call [`Zone::check_at`] admitted at `now_ms` that another limit then
+    /// refused (nginx's `limit_req` charges no zone for a request another one refuses): its
+    /// `cost` given back and its admission no longer counted.
+    pub fn withdraw_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
+        check_time("now_ms", now_ms)?;
+        let key = self.codec.key(key);
+        let set = self.lock(&key);
+        if let Some(way) = self.find(&set, &key) {
+            self.state(&set, way).refund(now_ms, cost)?;
+            set.add(S_ALLOWED, u64::MAX);
+        }
+        Ok(())
     }
 
     /// Forget `key`.
