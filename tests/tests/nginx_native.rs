@@ -506,6 +506,28 @@ fn a_refusal_is_logged_at_the_level_slidewin_limit_log_level_sets() {
 }
 
 #[test]
+fn a_constant_bad_cost_fails_nginx_t_naming_the_directive_and_the_value() {
+    native_module();
+    let prefix = Prefix::temporary(1);
+    let conf = std::fs::read_to_string(prefix.dir.join("conf/native.conf")).unwrap();
+    for cost in ["-1", "abc", "1.5", "0x10", "1e3"] {
+        let text = conf.replace(
+            "slidewin_limit kept key=$arg_user;",
+            &format!("slidewin_limit kept key=$arg_user cost={cost};"),
+        );
+        std::fs::write(prefix.dir.join("conf/bad.conf"), &text).unwrap();
+        let out = prefix.command("bad.conf").arg("-t").output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "cost={cost}: accepted");
+        let said = format!(
+            ": slidewin_limit: cost must be a non-negative integer, got \"{cost}\" in "
+        );
+        let line = stderr.lines().find(|l| l.contains("[emerg]"));
+        assert!(line.is_some_and(|l| l.contains(&said)), "cost={cost}: {stderr}");
+    }
+}
+
+#[test]
 fn a_bad_or_repeated_log_level_is_an_error_naming_the_directive() {
     native_module();
     let prefix = Prefix::temporary(1);
@@ -592,7 +614,7 @@ fn malformed(random: &mut Random) -> (&'static str, String) {
         "max_key_bytes=32",
         "log 20/1m max_limit=40",
     ];
-    const ZONE_BAD: [&str; 24] = [
+    const ZONE_BAD: [&str; 25] = [
         "size=0",
         "size=1k",
         "size=10x",
@@ -611,6 +633,7 @@ fn malformed(random: &mut Random) -> (&'static str, String) {
         "log 10/1s max_limit=5",
         "log 10/1s name=a\"b",
         "max_key_bytes=0",
+        "max_key_bytes=15",
         "max_key_bytes=99999",
         "weird",
         "10/1s",
@@ -625,8 +648,13 @@ fn malformed(random: &mut Random) -> (&'static str, String) {
         "dry_run",
         "headers=x-ratelimit",
     ];
-    const LIMIT_BAD: [&str; 14] = [
+    const LIMIT_BAD: [&str; 19] = [
         "key=",
+        "cost=-1",
+        "cost=abc",
+        "cost=1.5",
+        "cost=0x10",
+        "cost=1e3",
         "key=${user",
         "cost=",
         "cost=${",

@@ -45,10 +45,35 @@ pub struct ZoneSpec {
 pub struct LimitSpec<'a> {
     pub zone: &'a str,
     pub key: &'a [u8],
-    pub cost: Option<&'a [u8]>,
+    pub cost: Cost<'a>,
     pub status: usize,
     pub dry_run: bool,
     pub style: Style,
+}
+
+/// A `slidewin_limit`'s `cost=`: a constant, checked when nginx reads it, or a value with
+/// variables, read for each request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cost<'a> {
+    Fixed(u64),
+    Variable(&'a [u8]),
+}
+
+/// An error when `arg` (`name=value`, or a bare word) was given already in `before`: a
+/// second `key=` would otherwise hide the first, good or bad.
+fn once(directive: &str, before: &[&[u8]], arg: &[u8]) -> Result<(), String> {
+    let name_of = |a: &[u8]| -> Vec<u8> { a.split(|&b| b == b'=').next().unwrap_or(a).to_vec() };
+    let name = name_of(arg);
+    let algorithm = matches!(&name[..], b"log" | b"buckets" | b"counter");
+    match !algorithm && before.iter().any(|b| name_of(b) == name) {
+        true => Err(invalid(
+            directive,
+            &String::from_utf8_lossy(&name),
+            "given once",
+            arg,
+        )),
+        false => Ok(()),
+    }
 }
 
 /// `directive: argument must be what, got "value"`.
@@ -138,8 +163,12 @@ pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
     let mut size_bytes = None;
     let mut max_key_bytes = DEFAULT_KEY_BYTES;
     let mut windows: Vec<WindowArgs> = Vec::new();
-    for &arg in &args[1..] {
+    for (i, &arg) in args.iter().enumerate().skip(1) {
         let s = text(arg);
+        // A window's options are its own: only the zone's are checked across the line.
+        if windows.is_empty() || s.starts_with("size=") || s.starts_with("max_key_bytes=") {
+            once(D, &args[1..i], arg)?;
+        }
         if let Some(v) = s.strip_prefix("size=") {
             let bytes = size(v).filter(|b| (MIN_SIZE..=MAX_SIZE).contains(b));
             size_bytes = Some(bytes.ok_or_else(|| {
@@ -151,9 +180,11 @@ pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
                 )
             })?);
         } else if let Some(v) = s.strip_prefix("max_key_bytes=") {
+            let range = slidewin::shared::KEY_BYTES;
+            let what = format!("an integer from {} to {}", range.start(), range.end());
             max_key_bytes = digits_only(v)
-                .filter(|n| (1..=4096).contains(n))
-                .ok_or_else(|| invalid(D, "max_key_bytes", "an integer from 1 to 4096", arg))?;
+                .filter(|n| range.contains(n))
+                .ok_or_else(|| invalid(D, "max_key_bytes", &what, arg))?;
         } else if matches!(s, "log" | "buckets" | "counter") {
             windows.push(WindowArgs {
                 algorithm: s,
@@ -273,6 +304,15 @@ pub fn usable_bytes(size: usize) -> usize {
 
 fn window_option(w: &mut WindowArgs, s: &str, arg: &[u8]) -> Result<(), String> {
     const D: &str = "slidewin_zone";
+    let given = [
+        ("bucket=", w.bucket_ms.is_some()),
+        ("max_limit=", w.max_limit.is_some()),
+        ("name=", w.name.is_some()),
+    ];
+    if let Some((option, _)) = given.iter().find(|(o, set)| *set && s.starts_with(o)) {
+        let option = option.trim_end_matches('=');
+        return Err(invalid(D, option, "given once in a window", arg));
+    }
     if let Some(v) = s.strip_prefix("bucket=") {
         w.bucket_ms =
             Some(span_ms(v).ok_or_else(|| invalid(D, "bucket", "a span (1m, 10s, 500ms)", arg))?);
@@ -330,13 +370,14 @@ pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
     let mut spec = LimitSpec {
         zone: text(zone),
         key: b"",
-        cost: None,
+        cost: Cost::Fixed(1),
         status: 429,
         dry_run: false,
         style: Style::Draft,
     };
-    for &arg in &args[1..] {
+    for (i, &arg) in args.iter().enumerate().skip(1) {
         let s = text(arg);
+        once(D, &args[1..i], arg)?;
         if let Some(v) = arg.strip_prefix(b"key=") {
             if v.is_empty() {
                 return Err(invalid(D, "key", "a value ($binary_remote_addr)", arg));
@@ -346,7 +387,10 @@ pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
             if v.is_empty() {
                 return Err(invalid(D, "cost", "a value (an integer or $variable)", arg));
             }
-            spec.cost = Some(v);
+            spec.cost = match v.contains(&b'$') {
+                true => Cost::Variable(v),
+                false => Cost::Fixed(crate::limit::cost(v)?),
+            };
         } else if let Some(v) = s.strip_prefix("status=") {
             spec.status = digits_only(v)
                 .filter(|n| (400..=599).contains(n))

@@ -27,6 +27,7 @@ impl Status {
 }
 
 /// One `slidewin_limit` with its key and cost read from the request.
+#[derive(Clone, Copy)]
 pub struct Call<'a> {
     pub zone: &'a ZoneState,
     pub key: &'a [u8],
@@ -76,15 +77,25 @@ impl fmt::Display for Refusal<'_> {
 }
 
 /// Decides `calls` in order (an error: the message for error.log, the request gets a 500),
-/// handing `on_refusal` each refusal, a dry run's too.
+/// handing `on_refusal` each refusal, a dry run's too. A refusal, or an error, takes back
+/// what the calls before it admitted, as `limit_req` does: a zone is charged only for
+/// requests that go on. `limits` is how many calls there may be (one: nothing to take back).
 pub fn decide<'a>(
     calls: impl Iterator<Item = Result<Call<'a>, String>>,
+    limits: usize,
     mut on_refusal: impl FnMut(Refusal<'a>),
 ) -> Result<Option<Outcome<'a>>, String> {
     let mut outcome: Option<Outcome> = None;
+    let mut admitted: Vec<(Call<'a>, i64)> = Vec::new();
     for call in calls {
-        let call = call?;
-        let (d, now_ms) = call.zone.decide(call.key, call.cost, call.dry_run)?;
+        let call = match call {
+            Ok(call) => call,
+            Err(message) => return Err(withdrawn(&admitted, message)),
+        };
+        let (d, now_ms) = match call.zone.decide(call.key, call.cost, call.dry_run) {
+            Ok(decided) => decided,
+            Err(message) => return Err(withdrawn(&admitted, message)),
+        };
         let refused = !d.allowed && !call.dry_run;
         if !d.allowed {
             on_refusal(Refusal {
@@ -118,10 +129,30 @@ pub fn decide<'a>(
             ),
         });
         if refused {
+            withdraw(&admitted)?;
             break;
+        }
+        if limits > 1 && d.allowed {
+            admitted.push((call, now_ms));
         }
     }
     Ok(outcome)
+}
+
+/// Takes back every call of `admitted` (a dry run recorded as a check does, so it too).
+fn withdraw(admitted: &[(Call, i64)]) -> Result<(), String> {
+    for (call, now_ms) in admitted {
+        call.zone.withdraw(call.key, call.cost, *now_ms)?;
+    }
+    Ok(())
+}
+
+/// `message`, after taking back `admitted` (and with the reason it could not, if so).
+fn withdrawn(admitted: &[(Call, i64)], message: String) -> String {
+    match withdraw(admitted) {
+        Ok(()) => message,
+        Err(also) => format!("{message}; and taking back an admission: {also}"),
+    }
 }
 
 /// A cost as `cost=` gives it: a non-negative integer.

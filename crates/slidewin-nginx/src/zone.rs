@@ -97,6 +97,15 @@ impl ZoneState {
         Ok((d, now_ms))
     }
 
+    /// Takes back a call [`ZoneState::decide`] admitted at `now_ms` that a later limit of the
+    /// request refused: no zone is charged for another's refusal.
+    pub fn withdraw(&self, key: &[u8], cost: u64, now_ms: i64) -> Result<(), String> {
+        let (zone, _) = self.zone.as_ref().ok_or("the zone is not mapped")?;
+        let cost = cost.min(self.max_cost);
+        zone.withdraw_at(key, now_ms, cost)
+            .map_err(|e| e.to_string())
+    }
+
     /// Writes the header values of `answer` in its style (`Retry-After` only when refused)
     /// into the bytes `alloc` gives for the most they can take, and gives `push` each header
     /// with its value there; false when `alloc` or `push` failed.

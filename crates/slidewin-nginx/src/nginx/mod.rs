@@ -18,12 +18,12 @@ use ngx::ffi::{
     ngx_array_push, ngx_command_t, ngx_conf_t, ngx_hash_key_t, ngx_http_add_variable,
     ngx_http_compile_complex_value, ngx_http_compile_complex_value_t, ngx_http_complex_value_t,
     ngx_http_get_variable_index, ngx_http_handler_pt, ngx_http_module_t,
-    ngx_http_phases_NGX_HTTP_PREACCESS_PHASE, ngx_http_variable_t, ngx_int_t, ngx_module_t,
-    ngx_pnalloc, ngx_shared_memory_add, ngx_shm_zone_t, ngx_slab_pool_t, ngx_str_t, ngx_uint_t,
-    NGX_CONF_2MORE, NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET,
-    NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF,
-    NGX_HTTP_VAR_NOCACHEABLE, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_INFO, NGX_LOG_NOTICE,
-    NGX_LOG_WARN,
+    ngx_http_phases_NGX_HTTP_PREACCESS_PHASE, ngx_http_request_t, ngx_http_variable_t,
+    ngx_http_variable_value_t, ngx_int_t, ngx_module_t, ngx_pnalloc, ngx_shared_memory_add,
+    ngx_shm_zone_t, ngx_slab_pool_t, ngx_str_t, ngx_uint_t, NGX_CONF_2MORE, NGX_CONF_NOARGS,
+    NGX_CONF_TAKE1, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF,
+    NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF, NGX_HTTP_VAR_NOCACHEABLE,
+    NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_INFO, NGX_LOG_NOTICE, NGX_LOG_WARN,
 };
 use ngx::http::{
     HttpModule, HttpModuleLocationConf, HttpModuleMainConf, Merge, MergeConfigError,
@@ -33,9 +33,13 @@ use ngx::{ngx_conf_log_error, ngx_log_error, ngx_string};
 use slidewin::headers::Style;
 use slidewin::shared::Attached;
 
-use crate::config::{self, LogLevel};
+use crate::config::{self, Cost, LogLevel};
 use crate::zone::ZoneState;
-use request::{preaccess, status_variable};
+use request::{msec_variable, preaccess, status_variable};
+
+/// A variable's get handler.
+type VariableHandler =
+    extern "C" fn(*mut ngx_http_request_t, *mut ngx_http_variable_value_t, usize) -> ngx_int_t;
 use scrape::metrics_handler;
 
 struct Module;
@@ -49,15 +53,20 @@ impl HttpModule for Module {
 
     unsafe extern "C" fn preconfiguration(cf: *mut ngx_conf_t) -> ngx_int_t {
         guarded(NgxStatus::NGX_ERROR.into(), || {
-            let mut name = ngx_string!("slidewin_status");
-            // SAFETY: nginx passes a valid cf; the variable lives in the cycle's pool.
-            let var =
-                unsafe { ngx_http_add_variable(cf, &mut name, NGX_HTTP_VAR_NOCACHEABLE as _) };
-            if var.is_null() {
-                return NgxStatus::NGX_ERROR.into();
+            let variables: [(ngx_str_t, VariableHandler); 2] = [
+                (ngx_string!("slidewin_status"), status_variable),
+                (ngx_string!("slidewin_msec"), msec_variable),
+            ];
+            for (mut name, handler) in variables {
+                // SAFETY: nginx passes a valid cf; the variable lives in the cycle's pool.
+                let var =
+                    unsafe { ngx_http_add_variable(cf, &mut name, NGX_HTTP_VAR_NOCACHEABLE as _) };
+                if var.is_null() {
+                    return NgxStatus::NGX_ERROR.into();
+                }
+                // SAFETY: just allocated by nginx, not yet shared.
+                unsafe { (*var).get_handler = Some(handler) };
             }
-            // SAFETY: just allocated by nginx, not yet shared.
-            unsafe { (*var).get_handler = Some(status_variable) };
             NgxStatus::NGX_OK.into()
         })
     }
@@ -119,6 +128,13 @@ struct MainConf {
     references: Vec<(String, String)>,
 }
 
+/// A `slidewin_limit`'s cost as compiled: a constant, or a value read for each request.
+#[derive(Clone, Copy)]
+enum LimitCost {
+    Fixed(u64),
+    Variable(*mut ngx_http_complex_value_t),
+}
+
 /// One `slidewin_limit` as compiled.
 #[derive(Clone, Copy)]
 struct Limit {
@@ -126,7 +142,7 @@ struct Limit {
     key: *mut ngx_http_complex_value_t,
     /// The index of the key's one variable, when it is one alone (`$binary_remote_addr`).
     key_index: Option<ngx_uint_t>,
-    cost: *mut ngx_http_complex_value_t,
+    cost: LimitCost,
     status: usize,
     dry_run: bool,
     style: Style,
@@ -428,9 +444,9 @@ extern "C" fn set_limit(
             Some(name) => Some(variable_index(cf, name)?),
             None => None,
         };
-        let cost = match spec.cost {
-            Some(cost) => compile(cf, cost)?,
-            None => ptr::null_mut(),
+        let (cost, cost_text) = match spec.cost {
+            Cost::Fixed(cost) => (LimitCost::Fixed(cost), &b""[..]),
+            Cost::Variable(text) => (LimitCost::Variable(compile(cf, text)?), text),
         };
         // SAFETY: cf is valid during the directive; conf_file names the file being read.
         let (file, line) = unsafe {
@@ -440,7 +456,7 @@ extern "C" fn set_limit(
             )
         };
         let file = String::from_utf8_lossy(file);
-        for (argument, value) in [("key", spec.key), ("cost", spec.cost.unwrap_or_default())] {
+        for (argument, value) in [("key", spec.key), ("cost", cost_text)] {
             for name in config::variables(value) {
                 let value = String::from_utf8_lossy(value);
                 let at = format!("slidewin_limit: {argument} \"{value}\" in {file}:{line}");

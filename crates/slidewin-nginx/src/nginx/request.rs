@@ -8,13 +8,13 @@ use ngx::core::Status as NgxStatus;
 use ngx::ffi::{
     ngx_http_complex_value, ngx_http_complex_value_t, ngx_http_get_flushed_variable,
     ngx_http_request_t, ngx_http_variable_value_t, ngx_int_t, ngx_list_push, ngx_pnalloc,
-    ngx_str_t, ngx_table_elt_t, NGX_LOG_ERR,
+    ngx_pool_cleanup_add, ngx_str_t, ngx_table_elt_t, NGX_LOG_ERR,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::ngx_log_error;
 use slidewin::shared::ZoneExport;
 
-use super::{guarded, Limit, Module};
+use super::{guarded, Limit, LimitCost, Module};
 use crate::limit::{self, Call, Refusal, Status};
 use crate::zone::ZoneState;
 
@@ -65,24 +65,79 @@ unsafe fn key<'r>(r: *mut ngx_http_request_t, limit: &Limit) -> Option<&'r [u8]>
     }
 }
 
-/// Sets `$slidewin_status` for the request (a static string, so no allocation).
+/// What a request's decision leaves for the rest of it, in its main request's pool: the
+/// mark that it was decided, and what `$slidewin_status` and `$slidewin_msec` tell.
+struct Decided {
+    status: Status,
+    now_ms: i64,
+}
+
+/// The handler of the pool cleanup that holds a request's [`Decided`]: it has nothing to
+/// free (the pool frees it), it only names the cleanup so that it can be found again.
+extern "C" fn decided_mark(_: *mut c_void) {}
+
+/// The decision of request `r`'s main request, if made. An internal redirect (`try_files`,
+/// `index`, `error_page`, a named location) zeroes the request's module contexts; the pool
+/// cleanup that holds the decision stays, and is found again there, as `limit_req` keeps its
+/// status on the main request.
 ///
 /// # Safety
 /// `r` is a live request.
-unsafe fn set_status(r: *mut ngx_http_request_t, status: Status) {
+unsafe fn decided<'r>(r: *mut ngx_http_request_t) -> Option<&'r Decided> {
     let index = Module::module().ctx_index;
-    // SAFETY: r->ctx has a slot per http module; ours holds a pointer to a static string.
-    unsafe { *(*r).ctx.add(index) = status.text().as_ptr() as *mut c_void };
+    // SAFETY: the caller's contract; ctx has a slot per http module, ours null or a Decided
+    // in the main request's pool.
+    unsafe {
+        let main = (*r).main;
+        let slot = (*main).ctx.add(index);
+        if !(*slot).is_null() {
+            return Some(&*(*slot as *const Decided));
+        }
+        if (*main).internal() == 0 {
+            return None; // never redirected: no context was zeroed
+        }
+        let mut cleanup = (*(*main).pool).cleanup;
+        while !cleanup.is_null() {
+            // The only no-op cleanup of this module: no other function can share its address.
+            #[allow(unpredictable_function_pointer_comparisons)]
+            if (*cleanup).handler == Some(decided_mark) {
+                *slot = (*cleanup).data;
+                return Some(&*((*cleanup).data as *const Decided));
+            }
+            cleanup = (*cleanup).next;
+        }
+        None
+    }
+}
+
+/// Marks `r`'s main request decided with `status` at `now_ms`; false when its pool is out
+/// of memory.
+///
+/// # Safety
+/// `r` is a live request.
+unsafe fn set_decided(r: *mut ngx_http_request_t, status: Status, now_ms: i64) -> bool {
+    let index = Module::module().ctx_index;
+    // SAFETY: the caller's contract; the cleanup's data has room for a Decided, aligned as
+    // the pool aligns, and lives as long as the pool.
+    unsafe {
+        let main = (*r).main;
+        let cleanup = ngx_pool_cleanup_add((*main).pool, core::mem::size_of::<Decided>());
+        if cleanup.is_null() {
+            return false;
+        }
+        (*cleanup).handler = Some(decided_mark);
+        let data = (*cleanup).data as *mut Decided;
+        data.write(Decided { status, now_ms });
+        *(*main).ctx.add(index) = data.cast();
+    }
+    true
 }
 
 pub(super) extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
     guarded(500, || {
-        // SAFETY: nginx passes a live request; ctx is a per-module array of pointers.
-        let main = unsafe { (*r).main };
-        let index = Module::module().ctx_index;
-        // SAFETY: as above; a request already decided (an internal redirect, a subrequest's
-        // parent) is not counted again.
-        if unsafe { !(*(*main).ctx.add(index)).is_null() } {
+        // SAFETY: nginx passes a live request; a request already decided (before an internal
+        // redirect, or a subrequest's parent) is not counted again.
+        if unsafe { decided(r) }.is_some() {
             return NgxStatus::NGX_DECLINED.into();
         }
         // SAFETY: r is live; loc_conf holds this module's LocConf.
@@ -98,10 +153,10 @@ pub(super) extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
             if key.is_empty() {
                 return None; // like limit_req: an empty key is not limited
             }
-            let cost = match l.cost.is_null() {
-                true => Ok(1),
+            let cost = match l.cost {
+                LimitCost::Fixed(cost) => Ok(cost),
                 // SAFETY: as above.
-                false => unsafe { value(r, l.cost) }
+                LimitCost::Variable(cv) => unsafe { value(r, cv) }
                     .ok_or_else(String::new)
                     .and_then(limit::cost),
             };
@@ -120,12 +175,14 @@ pub(super) extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
         let logged = |refusal: Refusal| {
             ngx_log_error!(loc.refusal_log_level(), log, "{refusal}");
         };
-        match limit::decide(calls, logged) {
+        match limit::decide(calls, loc.limits.len(), logged) {
             Ok(None) => NgxStatus::NGX_DECLINED.into(),
             Ok(Some(outcome)) => {
-                // SAFETY: r is live; set on the main request, which every phase of it reads.
-                unsafe { set_status(main, outcome.status) };
                 let (zone, answer) = outcome.answer;
+                // SAFETY: r is live.
+                if !unsafe { set_decided(r, outcome.status, answer.now_ms) } {
+                    return 500;
+                }
                 // SAFETY: r is live; the values are written into its pool.
                 let headers = zone.headers(
                     answer,
@@ -185,33 +242,54 @@ unsafe fn add_header(r: *mut ngx_http_request_t, name: &'static str, value: &mut
     true
 }
 
+/// A variable that tells of the request's decision: `text` of it, in bytes of the request's
+/// pool or static; not found before the decision (or without one).
+fn decided_variable(
+    r: *mut ngx_http_request_t,
+    v: *mut ngx_http_variable_value_t,
+    text: impl for<'r> FnOnce(&'r Decided) -> Option<&'r [u8]>,
+) -> ngx_int_t {
+    guarded(NgxStatus::NGX_ERROR.into(), || {
+        // SAFETY: nginx passes a live request and a value to fill.
+        let (decided, v) = unsafe { (decided(r), &mut *v) };
+        match decided.and_then(text) {
+            Some(text) => {
+                v.data = text.as_ptr() as *mut u8;
+                v.set_len(text.len() as _);
+                v.set_valid(1);
+                v.set_no_cacheable(0);
+                v.set_not_found(0);
+            }
+            None => v.set_not_found(1),
+        }
+        NgxStatus::NGX_OK.into()
+    })
+}
+
+/// `$slidewin_status`: PASSED, REJECTED or REJECTED_DRY_RUN, as `$limit_req_status`.
 pub(super) extern "C" fn status_variable(
     r: *mut ngx_http_request_t,
     v: *mut ngx_http_variable_value_t,
     _: usize,
 ) -> ngx_int_t {
-    guarded(NgxStatus::NGX_ERROR.into(), || {
-        let index = Module::module().ctx_index;
-        // SAFETY: nginx passes a live request and a value to fill; our ctx slot holds null or
-        // a status text from set_status.
-        unsafe {
-            let text = *(*(*r).main).ctx.add(index) as *const u8;
-            let v = &mut *v;
-            if text.is_null() {
-                v.set_not_found(1);
-                return NgxStatus::NGX_OK.into();
-            }
-            let len = [Status::Passed, Status::Rejected, Status::RejectedDryRun]
-                .iter()
-                .find(|s| s.text().as_ptr() == text)
-                .map_or(0, |s| s.text().len());
-            v.data = text as *mut u8;
-            v.set_len(len as _);
-            v.set_valid(1);
-            v.set_no_cacheable(0);
-            v.set_not_found(0);
-        }
-        NgxStatus::NGX_OK.into()
+    decided_variable(r, v, |d| Some(d.status.text().as_bytes()))
+}
+
+/// `$slidewin_msec`: when the decision was made, in seconds with millisecond resolution, as
+/// `$msec` (which is the time nginx's event loop last woke, earlier on a loaded worker): an
+/// access log replays the decisions at their own times with it.
+pub(super) extern "C" fn msec_variable(
+    r: *mut ngx_http_request_t,
+    v: *mut ngx_http_variable_value_t,
+    _: usize,
+) -> ngx_int_t {
+    decided_variable(r, v, |d| {
+        let (s, ms) = (d.now_ms.div_euclid(1000), d.now_ms.rem_euclid(1000));
+        let text = format!("{s}.{ms:03}");
+        // SAFETY: r is live; the bytes live as long as its pool.
+        let bytes = unsafe { pool_bytes(r, text.len()) }?;
+        bytes.copy_from_slice(text.as_bytes());
+        Some(&*bytes)
     })
 }
 
