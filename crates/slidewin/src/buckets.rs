@@ -158,6 +158,21 @@ impl<C: Cells> BucketState<C> {
         }
     }
 
+    /// The slot of the newest bucket holding cost (the head when none does).
+    pub(crate) fn newest_used_slot(&self, config: &BucketQuota) -> usize {
+        let used = (0..=self.oldest_age(config)).find(|&age| self.counts.get(self.slot(age)) > 0);
+        self.slot(used.unwrap_or(0))
+    }
+
+    /// Empties the buckets that left the window by `newest_ms` (the oldest one, on a bucket's
+    /// last millisecond), as moving there does: a state the algorithm made has none to empty.
+    pub(crate) fn clear_outside_window(&mut self, config: &BucketQuota) {
+        for age in self.oldest_age(config) + 1..self.counts.len() {
+            let slot = self.slot(age);
+            self.counts.set(slot, 0);
+        }
+    }
+
     /// Milliseconds from the newest time until the bucket of `age` leaves the window.
     fn expires_in(&self, config: &BucketQuota, age: usize) -> u64 {
         let ends_ms = self.head_start_ms - age as i64 * config.bucket_ms + config.bucket_ms - 1;
@@ -252,8 +267,7 @@ impl<C: Cells> Window for BucketState<C> {
             self.total = self.total.saturating_sub(taken);
             cost -= taken;
         }
-        let used = (0..=self.oldest_age(config)).find(|&age| self.counts.get(self.slot(age)) > 0);
-        self.newest_used = self.slot(used.unwrap_or(0));
+        self.newest_used = self.newest_used_slot(config);
     }
 
     #[inline]

@@ -181,9 +181,11 @@ impl Key<'_> {
     /// Writes the key into `stored`.
     pub(crate) fn store(&self, stored: &[AtomicU64]) {
         stored[super::W_LEN].store(self.length_word(), Relaxed);
+        super::fault::point();
         let key = &stored[super::W_KEY..];
         for (i, word) in key.iter().enumerate() {
             word.store(if i < self.words() { self.word(i) } else { 0 }, Relaxed);
+            super::fault::point();
         }
     }
 }

@@ -646,6 +646,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
 
     fn count(&self, field: usize, n: u64) {
         self.words()[field].fetch_add(n, Ordering::Relaxed);
+        super::fault::point();
     }
 
     fn lock(&self, key: &Key) -> Set<'_> {
@@ -737,6 +738,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     /// (now carried by this call).
     fn fetch(&self, set: &Set<'_>, at: usize, now_ms: i64, cost: u64) -> Fetch {
         let seq = self.words()[H_SEQ].fetch_add(1, Ordering::Relaxed) + 1;
+        super::fault::point();
         let mut settle = String::new();
         for i in 0..self.entries(set, at) {
             let e = self.entry(at, i);

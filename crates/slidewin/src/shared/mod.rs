@@ -57,6 +57,10 @@
 
 mod directory;
 mod export;
+#[cfg(feature = "fault-points")]
+pub mod fault;
+#[cfg(not(feature = "fault-points"))]
+pub(crate) mod fault;
 mod inflight;
 mod keys;
 mod layout;
@@ -295,6 +299,7 @@ impl<'z> Set<'z> {
     }
     fn set(&self, i: usize, value: u64) {
         self.words[i].store(value, Ordering::Relaxed);
+        fault::point();
     }
     fn add(&self, i: usize, n: u64) {
         self.set(i, self.get(i).wrapping_add(n));

@@ -164,6 +164,7 @@ pub(crate) fn count_refusal(word: &AtomicU64, drained: bool, allowed: bool) {
     let before = if drained { 0 } else { word.load(Relaxed) };
     if drained || !allowed {
         word.store(before.saturating_add(u64::from(!allowed)), Relaxed);
+        super::fault::point();
     }
 }
 

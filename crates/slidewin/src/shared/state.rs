@@ -7,7 +7,7 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use crate::assessment::{Assessment, States};
 use crate::clock::check_time;
 use crate::rule::{RuleWindow, WindowConfig};
-use crate::storage::{Cells, Entries, Ring, SharedCells};
+use crate::storage::{Cells, Entries, PendingCells, Ring, SharedCells};
 use crate::window::{self, Window, NEVER};
 use crate::{BucketQuota, BucketState, CounterState, Decision, Error, LogState, Quota};
 
@@ -22,8 +22,9 @@ trait View<'a>: Window + Sized {
     fn store(&self, words: &'a [AtomicU64]);
     /// Empties the state.
     fn clear(config: &Self::Config, words: &[AtomicU64]);
-    /// Whether the state is one the algorithm can have made (checked after a process died
-    /// while writing it); derived fields are recomputed on the way.
+    /// After a process died while writing the state: makes it one the algorithm can have
+    /// made, counting at least what it held before the call that died (derived fields
+    /// recounted, a header stored in part completed or rolled back); false when it cannot.
     fn repair(config: &Self::Config, max_limit: u64, words: &'a [AtomicU64]) -> bool;
 }
 
@@ -33,6 +34,7 @@ fn get(words: &[AtomicU64], i: usize) -> u64 {
 
 fn set(words: &[AtomicU64], i: usize, value: u64) {
     words[i].store(value, Relaxed);
+    super::fault::point();
 }
 
 /// Runs `$f::<View>(&config, args)` for the view type of `$window`'s algorithm.
@@ -256,7 +258,14 @@ impl<'a> View<'a> for CounterState {
 }
 
 // Log: [newest_ms, expired, head, len], then a ring of `min(max_limit, window_ms)` entries.
-type SharedLog<'a> = LogState<Ring<SharedCells<'a>>>;
+//
+// A call's new entry waits in memory (`PendingCells`) and the header is stored in an order
+// whose every prefix the repair reads back as a log counting at least what it held before
+// the call: the time, then `expired` (the entries the call popped still lead the list, and
+// are found by their running sums), then `head` (slots past the call's entries trail the
+// list, and are found by their times), the length without the new entry, the entry, the
+// length with it.
+type SharedLog<'a> = LogState<Ring<PendingCells<'a>>>;
 const LOG_HEADER: usize = 4;
 
 impl<'a> View<'a> for SharedLog<'a> {
@@ -278,7 +287,7 @@ impl<'a> View<'a> for SharedLog<'a> {
     fn load(_: &Quota, words: &'a [AtomicU64]) -> Self {
         LogState {
             entries: Ring {
-                cells: SharedCells(&words[LOG_HEADER..]),
+                cells: PendingCells::new(&words[LOG_HEADER..]),
                 head: get(words, 2) as usize,
                 len: get(words, 3) as usize,
             },
@@ -288,10 +297,16 @@ impl<'a> View<'a> for SharedLog<'a> {
     }
     #[inline]
     fn store(&self, words: &'a [AtomicU64]) {
+        let ring = &self.entries;
         set(words, 0, self.newest_ms as u64);
         set(words, 1, self.expired);
-        set(words, 2, self.entries.head as u64);
-        set(words, 3, self.entries.len as u64);
+        set(words, 2, ring.head as u64);
+        let pushed = ring.len > 0 && ring.cells.is_pending(ring.cell(ring.len - 1));
+        set(words, 3, (ring.len - usize::from(pushed)) as u64);
+        ring.cells.apply();
+        if pushed {
+            set(words, 3, ring.len as u64);
+        }
     }
     fn clear(_: &Quota, words: &[AtomicU64]) {
         set(words, 0, NEVER as u64);
@@ -299,6 +314,9 @@ impl<'a> View<'a> for SharedLog<'a> {
             set(words, i, 0);
         }
     }
+    /// A log whose header a killed call stored in part is made whole: the entries it popped
+    /// are dropped from the front, the slots past its entries cut from the back. A log the
+    /// algorithm made is left as it is.
     fn repair(quota: &Quota, max_limit: u64, words: &'a [AtomicU64]) -> bool {
         let cap = (words.len() - LOG_HEADER) / 2;
         let (head, len) = (get(words, 2), get(words, 3));
@@ -306,15 +324,40 @@ impl<'a> View<'a> for SharedLog<'a> {
             return false;
         }
         let log = SharedLog::load(quota, words);
-        let (mut after, mut before) = (i64::MIN, log.expired);
-        (0..log.entries.len()).all(|i| {
-            let entry = log.entries.get(i);
+        let oldest_kept = log.newest_ms.saturating_sub(quota.window_ms());
+        let mut expired = log.expired;
+        // Leading entries that left the window by `newest_ms`, or that `expired` already
+        // counts: the call that died had popped them.
+        let mut popped = 0;
+        while popped < log.entries.len() {
+            let entry = log.entries.get(popped);
+            if entry.ms <= oldest_kept {
+                expired = entry.through;
+            } else if entry.through.wrapping_sub(expired) as i64 > 0 {
+                break;
+            }
+            popped += 1;
+        }
+        // Then entries in order, each adding cost, all of them within `max_limit` (a limit
+        // lowered at run time leaves what the higher one admitted); the first that is not
+        // is a slot past the end.
+        let (mut kept, mut after_ms, mut before) = (0, i64::MIN, expired);
+        while popped + kept < log.entries.len() {
+            let entry = log.entries.get(popped + kept);
             let cost = entry.through.wrapping_sub(before);
-            let ok = entry.ms > after && entry.ms <= log.newest_ms && cost > 0;
-            (after, before) = (entry.ms, entry.through);
-            // A limit lowered at run time leaves what the higher one admitted: at most max_limit.
-            ok && entry.through.wrapping_sub(log.expired) <= max_limit
-        })
+            let in_order = entry.ms > after_ms && entry.ms <= log.newest_ms && cost > 0;
+            if !in_order || entry.through.wrapping_sub(expired) > max_limit {
+                break;
+            }
+            (after_ms, before) = (entry.ms, entry.through);
+            kept += 1;
+        }
+        if popped > 0 || popped + kept < log.entries.len() {
+            set(words, 1, expired);
+            set(words, 2, ((log.entries.head + popped) % cap) as u64);
+            set(words, 3, kept as u64);
+        }
+        true
     }
 }
 
@@ -356,22 +399,44 @@ impl<'a> View<'a> for SharedBuckets<'a> {
             set(words, i, 0);
         }
     }
+    /// The call that died stored the time first, then where the head bucket starts, then the
+    /// head: a time a bucket or more past the head's start is the first alone, which the
+    /// repair rolls back to the head's start (the buckets the call emptied had left the
+    /// window by its time; its cost, recorded into a bucket the old head calls old, leaves at
+    /// the next move). Without it, a call at or before that time would record into the old
+    /// head bucket and its cost would leave the window up to a window early.
     fn repair(config: &BucketQuota, _: u64, words: &'a [AtomicU64]) -> bool {
         let slots = (words.len() - BUCKETS_HEADER) as u64;
-        let (newest_ms, head_start_ms) = (get(words, 0), get(words, 1));
-        let placed = head_start_ms as i64 <= newest_ms as i64;
-        if !valid_time(newest_ms) || !valid_time(head_start_ms) || !placed {
+        let (newest_ms, head_start_ms) = (get(words, 0) as i64, get(words, 1) as i64);
+        let placed = head_start_ms <= newest_ms;
+        if !valid_time(newest_ms as u64) || !valid_time(head_start_ms as u64) || !placed {
             return false;
         }
         if get(words, 2) >= slots || get(words, 3) >= slots {
             return false;
         }
-        // The total is derived: a process that died between a counter and the total left
-        // them apart, so recount it.
-        let state = SharedBuckets::load(config, words);
-        let total =
-            (0..state.counts.len()).fold(0u64, |t, i| t.saturating_add(state.counts.get(i)));
-        set(words, 4, total);
+        let mut state = SharedBuckets::load(config, words);
+        let total = |state: &SharedBuckets<'_>| {
+            (0..state.counts.len()).fold(0u64, |t, i| t.saturating_add(state.counts.get(i)))
+        };
+        if head_start_ms == NEVER {
+            // Never placed, so empty; a first call that died before placing its head may have
+            // stored its time or its cost, which emptying it forgets.
+            return newest_ms == NEVER && total(&state) == 0;
+        }
+        if newest_ms - head_start_ms >= config.bucket_ms() {
+            state.newest_ms = head_start_ms;
+            set(words, 0, head_start_ms as u64);
+        }
+        // The total and the newest bucket used are derived: a process that died between a
+        // counter and them left them apart, so count them again.
+        state.clear_outside_window(config);
+        state.total = total(&state);
+        if state.total > 0 {
+            state.newest_used = state.newest_used_slot(config);
+        }
+        set(words, 3, state.newest_used as u64);
+        set(words, 4, state.total);
         true
     }
 }
