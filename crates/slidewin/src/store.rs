@@ -69,6 +69,11 @@ pub trait Store {
     fn reset(&mut self, key: &[u8]);
     /// The store's counters.
     fn stats(&self) -> ZoneStats;
+    /// Keys evicted with units in their windows so far ([`ZoneStats::evictions`]), where a
+    /// store can tell it cheaply enough to ask often.
+    fn evictions(&self) -> u64 {
+        self.stats().evictions
+    }
     /// The rule decided with (its windows; their live limits are [`Store::limits`]).
     fn rule(&self) -> &Rule;
     /// The live limits.
@@ -155,6 +160,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Store for Zone<R, O> {
     }
     fn stats(&self) -> ZoneStats {
         Zone::stats(self)
+    }
+    fn evictions(&self) -> u64 {
+        Zone::evictions(self)
     }
     fn rule(&self) -> &Rule {
         Zone::rule(self)

@@ -158,9 +158,15 @@ pub(crate) fn refund<W: Window>(
 
 /// [`crate::Limiter::is_idle`] for every limiter.
 pub(crate) fn is_idle<W: Window>(config: &W::Config, state: &W, now_ms: i64) -> bool {
+    idle_in_ms(config, state, now_ms) == 0
+}
+
+/// Milliseconds from `now_ms` until `state` holds nothing, if nothing else arrives.
+pub(crate) fn idle_in_ms<W: Window>(config: &W::Config, state: &W, now_ms: i64) -> u64 {
     let reset_after_ms = state.reset_after_ms(config);
     // A non-empty state has a real `newest_ms`, so the subtraction only saturates on bad input.
-    reset_after_ms == 0 || now_ms.saturating_sub(state.newest_ms()) >= reset_after_ms as i64
+    let since = now_ms.saturating_sub(state.newest_ms()).max(0) as u64;
+    reset_after_ms.saturating_sub(since)
 }
 
 /// `newest_ms` read from a snapshot: [`NEVER`] or a valid time.

@@ -8,7 +8,7 @@ use common::process::{fork, kill, wait, Mapping, Thread};
 use common::{keyed_ops as ops, KeyedOp as Op};
 use proptest::prelude::*;
 use slidewin::rule::{Rule, RuleWindow};
-use slidewin::shared::{Attached, ProcessOwner, Zone};
+use slidewin::shared::{Attached, Full, ProcessOwner, Zone};
 use slidewin::{BucketQuota, BucketWindow, Limiter, Quota, SlidingCounter, SlidingLog};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -193,6 +193,56 @@ fn a_full_region_reclaims_idle_keys_then_evicts_and_stays_bounded() {
             .unwrap();
     }
     assert!(zone.stats().reclaimed > 0, "windows emptied by 5000 ms");
+}
+
+/// A zone that refuses new keys in a full set never forgets a window: 4x its capacity of
+/// keys, each offered twice its limit, and no key is admitted past its limit; the refused
+/// new keys wait exactly until the first way of their set empties.
+#[test]
+fn a_full_zone_that_refuses_new_keys_admits_no_key_past_its_limit() {
+    let words = region(8 << 10);
+    let quota = Quota::new(2, 1_000).unwrap();
+    let rule = Rule::one(RuleWindow::log(quota));
+    let (zone, _) = Zone::attach(&words, rule, 16, Thread(1), [1, 2]).unwrap();
+    let zone = zone.with_full(Full::Refuse);
+    let keys = 4 * zone.capacity();
+    let mut admitted = vec![0; keys];
+    let mut waits = Vec::new();
+    for round in 0..4 {
+        for (key, admitted) in admitted.iter_mut().enumerate() {
+            let now_ms = round * 100 + (key % 50) as i64;
+            let d = zone.check_at(&key.to_le_bytes(), now_ms, 1).unwrap();
+            *admitted += u64::from(d.allowed);
+            if !d.allowed && d.remaining == 0 && round == 0 {
+                waits.push(d.retry_after_ms.unwrap());
+            }
+        }
+    }
+    assert!(admitted.iter().all(|&n| n <= 2), "{admitted:?}");
+    let stats = zone.stats();
+    assert_eq!((stats.evictions, zone.evictions()), (0, 0));
+    assert_eq!(stats.keys, zone.capacity() as u64);
+    assert!(stats.full_refusals > 0 && stats.rejected >= stats.full_refusals);
+    // Each set filled with keys whose first call came within 49 ms: the wait is the rest of
+    // the oldest one's second.
+    assert!(waits.iter().all(|&w| (951..=1_000).contains(&w)), "{waits:?}");
+    // Once the windows drain, new keys take the idle ways.
+    assert!(zone.check_at(b"late", 5_000, 1).unwrap().allowed);
+}
+
+/// A zone that evicts counts each key evicted with units in one word of the region.
+#[test]
+fn evictions_of_keys_holding_units_are_counted_in_one_word() {
+    let words = region(8 << 10);
+    let rule = Rule::one(RuleWindow::log(Quota::new(2, 1_000).unwrap()));
+    let (zone, _) = Zone::attach(&words, rule, 16, Thread(1), [1, 2]).unwrap();
+    for key in 0..4 * zone.capacity() {
+        zone.check_at(&key.to_le_bytes(), 0, 1).unwrap();
+    }
+    let stats = zone.stats();
+    assert_eq!(zone.evictions(), stats.evictions);
+    assert_eq!(stats.evictions, 3 * zone.capacity() as u64);
+    assert_eq!(stats.full_refusals, 0);
 }
 
 /// 8 threads x 1000 calls in one millisecond on one hot key and on 64 others (each offered

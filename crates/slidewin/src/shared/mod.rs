@@ -123,6 +123,11 @@ const MAGIC: u64 = u64::from_le_bytes(*b"slidewn3");
 const H_MAGIC: usize = 0;
 const H_FINGERPRINT: usize = 1;
 const H_SEED: usize = 2; // two words
+/// Keys evicted with units in their windows, over every set: one word that a host reads on
+/// each call to notice a zone too small (written only when a key is evicted).
+const H_EVICTIONS: usize = 4;
+/// New keys refused because every way of their set held units ([`Full::Refuse`]).
+const H_FULL_REFUSALS: usize = 5;
 /// The live limits ([`LiveLimits`]).
 const H_LIMITS: usize = 8;
 
@@ -145,6 +150,21 @@ const W_KEY: usize = 2;
 /// After the key, a zone's way keeps its refusals since its windows were last all empty
 /// (scan.rs), then the windows' states.
 const REFUSED_WORDS: usize = 1;
+
+/// What a zone does with a new key when every way of its set holds units (no empty or idle
+/// one to take).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Full {
+    /// Evict the least recently used key: the new key is decided, the evicted one's windows
+    /// are forgotten (its next call starts afresh, so a zone too small admits more than the
+    /// limit). What nginx's `limit_req` does.
+    #[default]
+    Evict,
+    /// Refuse the new key until a way of its set empties: no window is forgotten, so no key
+    /// is ever admitted past its limit, at the cost of refusing new keys while the zone is
+    /// full.
+    Refuse,
+}
 
 /// Whether [`Zone::attach`] found the region ready for this layout or laid it out afresh.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,6 +194,9 @@ pub struct ZoneStats {
     pub rejected: u64,
     /// Refusals of dry runs ([`Zone::check_dry_run_at`]): the calls went on.
     pub would_reject: u64,
+    /// New keys refused because their set was full of keys holding units ([`Full::Refuse`];
+    /// also counted in `rejected`).
+    pub full_refusals: u64,
 }
 
 /// What a decision does besides deciding.
@@ -194,6 +217,7 @@ pub struct Zone<R, O: Owner> {
     layout: Layout,
     codec: KeyCodec,
     owner: O,
+    full: Full,
 }
 
 /// The magic word while one caller lays a region out: this bit and the caller's owner id.
@@ -379,6 +403,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
             layout,
             codec,
             owner,
+            full: Full::Evict,
         };
         Ok((zone, attached))
     }
@@ -404,7 +429,20 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
             layout,
             codec,
             owner,
+            full: Full::Evict,
         })
+    }
+
+    /// This process's zone with `full` for new keys in a full set ([`Full::Evict`] unless
+    /// set): every process of the region should say the same.
+    pub fn with_full(self, full: Full) -> Self {
+        Self { full, ..self }
+    }
+
+    /// Keys evicted with units in their windows so far, over the whole region: one word,
+    /// cheap enough to read on every call to notice a zone too small.
+    pub fn evictions(&self) -> u64 {
+        self.words()[H_EVICTIONS].load(Ordering::Relaxed)
     }
 
     /// Keys the region holds at most.
@@ -538,6 +576,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         stats.rejected += rejected;
         stats.would_reject += would_reject;
         stats.capacity = self.capacity() as u64;
+        stats.full_refusals = self.words()[H_FULL_REFUSALS].load(Ordering::Relaxed);
     }
 
     /// Decide for `key` at `now_ms` under `limits` (the live ones, or a caller's from
@@ -579,7 +618,10 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
                     .rule
                     .decide_with(&mut empty, now_ms, cost, false, limits);
             }
-            None => self.insert(&set, &key, now_ms),
+            None => match self.insert(&set, &key, now_ms) {
+                Some(way) => way,
+                None => return Ok(self.refuse_full(&set, now_ms, limits)),
+            },
         };
         let refused = &set.words[self.refused_at(way)];
         // Only a key refused before pays for the check that its windows drained since.
@@ -644,19 +686,26 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         set.find(key, self.layout.way_words, self.layout.key_words)
     }
 
-    /// A way for `key`: an empty one, else an idle one, else the least recently used.
-    fn insert(&self, set: &Set<'_>, key: &Key, now_ms: i64) -> usize {
+    /// A way for `key`: an empty one, else an idle one, else the least recently used (none
+    /// when the zone refuses new keys in a full set).
+    fn insert(&self, set: &Set<'_>, key: &Key, now_ms: i64) -> Option<usize> {
         let empty = (0..WAYS).find(|&way| set.get(S_TAGS + way) == 0);
-        let way = empty.unwrap_or_else(|| {
-            let idle = (0..WAYS).find(|&w| self.state(set, w).is_idle(now_ms));
-            if let Some(way) = idle {
-                set.add(S_RECLAIMED, 1);
-                return way;
-            }
-            set.add(S_EVICTIONS, 1);
-            let used_ms = |w: usize| set.get(self.way(w) + W_USED_MS) as i64;
-            (0..WAYS).min_by_key(|&w| used_ms(w)).unwrap_or(0)
-        });
+        let way = match empty {
+            Some(way) => way,
+            None => match (0..WAYS).find(|&w| self.state(set, w).is_idle(now_ms)) {
+                Some(way) => {
+                    set.add(S_RECLAIMED, 1);
+                    way
+                }
+                None if self.full == Full::Refuse => return None,
+                None => {
+                    set.add(S_EVICTIONS, 1);
+                    self.words()[H_EVICTIONS].fetch_add(1, Ordering::Relaxed);
+                    let used_ms = |w: usize| set.get(self.way(w) + W_USED_MS) as i64;
+                    (0..WAYS).min_by_key(|&w| used_ms(w)).unwrap_or(0)
+                }
+            },
+        };
         if empty.is_some() {
             set.add(S_KEYS, 1);
         }
@@ -668,7 +717,26 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         self.state(set, way).clear();
         set.set(self.refused_at(way), 0);
         set.set(S_TAGS + way, key.tag());
-        way
+        Some(way)
+    }
+
+    /// The refusal of a new key whose set is full ([`Full::Refuse`]): it may retry when the
+    /// first way of the set empties.
+    fn refuse_full(&self, set: &Set<'_>, now_ms: i64, limits: &Limits) -> Decision {
+        let wait_ms = (0..WAYS)
+            .map(|w| self.state(set, w).idle_in_ms(now_ms))
+            .min()
+            .unwrap_or(0);
+        set.add(S_REJECTED, 1);
+        self.words()[H_FULL_REFUSALS].fetch_add(1, Ordering::Relaxed);
+        Decision {
+            allowed: false,
+            limit: limits.first().copied().unwrap_or(0),
+            remaining: 0,
+            retry_after_ms: Some(wait_ms),
+            reset_after_ms: wait_ms,
+            window: 0,
+        }
     }
 
     /// After a takeover from a dead owner: drop ways whose key does not match its tag, empty

@@ -130,8 +130,8 @@ fn used_of<'a, V: View<'a>>(config: &V::Config, words: &'a [AtomicU64], now_ms: 
     })
 }
 
-fn idle_of<'a, V: View<'a>>(config: &V::Config, words: &'a [AtomicU64], now_ms: i64) -> bool {
-    window::is_idle(config, &V::load(config, words), now_ms)
+fn idle_in_of<'a, V: View<'a>>(config: &V::Config, words: &'a [AtomicU64], now_ms: i64) -> u64 {
+    window::idle_in_ms(config, &V::load(config, words), now_ms)
 }
 
 /// Words one window's state takes.
@@ -192,9 +192,14 @@ impl<'a> Way<'a> {
 
     /// Whether every window is empty at `now_ms`.
     pub(crate) fn is_idle(&self, now_ms: i64) -> bool {
-        let idle =
-            |(w, window): (usize, &RuleWindow)| on_view!(window, idle_of(self.of(w), now_ms));
-        self.windows.iter().enumerate().all(idle)
+        self.idle_in_ms(now_ms) == 0
+    }
+
+    /// Milliseconds from `now_ms` until every window is empty, if nothing else arrives.
+    pub(crate) fn idle_in_ms(&self, now_ms: i64) -> u64 {
+        let idle_in =
+            |(w, window): (usize, &RuleWindow)| on_view!(window, idle_in_of(self.of(w), now_ms));
+        self.windows.iter().enumerate().map(idle_in).max().unwrap_or(0)
     }
 }
 

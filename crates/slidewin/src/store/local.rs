@@ -62,6 +62,7 @@ impl<R: AsRef<[AtomicU64]>, S: BuildHasher> Store for LocalRule<R, S> {
             rejected: stats.rejected,
             // Only a shared zone tells dry runs apart (Zone::check_dry_run_at).
             would_reject: 0,
+            full_refusals: 0,
         }
     }
     fn rule(&self) -> &Rule {
