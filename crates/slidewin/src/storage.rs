@@ -118,7 +118,10 @@ impl Cells for PendingCells<'_> {
     }
     #[inline]
     fn set(&mut self, i: usize, value: u64) {
-        let slot = self.pending.iter().position(|p| p.is_none_or(|(at, _)| at == i));
+        let slot = self
+            .pending
+            .iter()
+            .position(|p| p.is_none_or(|(at, _)| at == i));
         match slot {
             Some(slot) => self.pending[slot] = Some((i, value)),
             // A log's call never writes a third cell; were it to, the write is made at once.

@@ -49,7 +49,10 @@ fn zeroed(words: usize) -> Region {
 }
 
 fn copy(words: &[AtomicU64]) -> Region {
-    words.iter().map(|w| AtomicU64::new(w.load(Relaxed))).collect()
+    words
+        .iter()
+        .map(|w| AtomicU64::new(w.load(Relaxed)))
+        .collect()
 }
 
 /// Runs `call` on a new thread as a new worker killed right after its `stores`-th store into
@@ -143,9 +146,14 @@ impl ZoneCase {
     fn run(self) {
         let sets_of_one = Zone::<Region, Worker>::bytes_per_key(&self.rule, KEY_BYTES).unwrap();
         let words = zeroed(32 + sets_of_one);
-        let (zone, _) =
-            Zone::attach(words.clone(), self.rule.clone(), KEY_BYTES, Worker::new(), [3, 5])
-                .unwrap();
+        let (zone, _) = Zone::attach(
+            words.clone(),
+            self.rule.clone(),
+            KEY_BYTES,
+            Worker::new(),
+            [3, 5],
+        )
+        .unwrap();
         assert_eq!(zone.capacity(), 8, "one set");
         for (key, now_ms, cost) in &self.setup {
             zone.check_at(key, *now_ms, *cost).unwrap();
@@ -153,7 +161,9 @@ impl ZoneCase {
         let before = copy(&words);
         let after = copy(&before);
         let (call_key, now_ms, cost) = self.call.clone();
-        let decision = self.zone(&after, Worker::new()).check_at(&call_key, now_ms, cost);
+        let decision = self
+            .zone(&after, Worker::new())
+            .check_at(&call_key, now_ms, cost);
         let mut keys: Vec<Vec<u8>> = self.setup.iter().map(|(k, _, _)| k.clone()).collect();
         keys.push(call_key.clone());
         keys.sort();
@@ -170,7 +180,9 @@ impl ZoneCase {
             Worker::new(),
             move |words, worker| {
                 let (key, now_ms, cost) = &run.call;
-                run.zone(words, worker).check_at(key, *now_ms, *cost).unwrap();
+                run.zone(words, worker)
+                    .check_at(key, *now_ms, *cost)
+                    .unwrap();
             },
             |stores, killed| {
                 for (key, (before, after)) in keys.iter().zip(&expected) {
@@ -265,8 +277,12 @@ fn max4(window: RuleWindow) -> RuleWindow {
 #[test]
 fn buckets_of_the_field_report() {
     let rule = Rule::new([
-        max4(RuleWindow::buckets(BucketQuota::new(10, 1_000, 100).unwrap())),
-        max4(RuleWindow::buckets(BucketQuota::new(50, 10_000, 1_000).unwrap())),
+        max4(RuleWindow::buckets(
+            BucketQuota::new(10, 1_000, 100).unwrap(),
+        )),
+        max4(RuleWindow::buckets(
+            BucketQuota::new(50, 10_000, 1_000).unwrap(),
+        )),
     ])
     .unwrap();
     zone_cases("buckets", rule, (9_000, 23, 6), 10_260, 20_000, 50);
@@ -287,7 +303,11 @@ fn a_log_whose_ring_is_full() {
         step_ms: 1,
     };
     case("full log, a held key admitted", (key(0), 8, 1)).run();
-    case("full log, a held key admitted after two left", (key(0), 9, 2)).run();
+    case(
+        "full log, a held key admitted after two left",
+        (key(0), 9, 2),
+    )
+    .run();
     case("full log, a held key refused", (key(1), 8, 9)).run();
 }
 
@@ -373,29 +393,51 @@ fn inflight_enter_leave_sweep_and_new_keys() {
     let config = InflightConfig::new(3, 4, 60_000).unwrap();
     let bytes = Inflight::<Region, Worker>::bytes_for(&config, INFLIGHT_KEY_BYTES, 8);
     let words = zeroed(bytes / 8);
-    let (setup, workers) = (inflight(&words, Worker::new()), [Worker::new(), Worker::new()]);
+    let (setup, workers) = (
+        inflight(&words, Worker::new()),
+        [Worker::new(), Worker::new()],
+    );
     assert_eq!(setup.capacity(), 8, "one set");
     let leaver = Worker::new();
     // Key 0 full: one slot from 0 (expired at 60_000), two live; keys 1..7 one or two live.
     for (k, now_ms) in [(0, 0), (0, 50_000), (0, 50_001)] {
-        inflight(&words, workers[k]).enter_at(&key(0), now_ms).unwrap();
+        inflight(&words, workers[k])
+            .enter_at(&key(0), now_ms)
+            .unwrap();
     }
     for k in 1..8 {
         for i in 0..1 + k % 2 {
             let worker = workers[i % 2];
-            let entry = inflight(&words, worker).enter_at(&key(k), 50_000 + k as i64).unwrap();
+            let entry = inflight(&words, worker)
+                .enter_at(&key(k), 50_000 + k as i64)
+                .unwrap();
             assert!(entry.admitted);
         }
     }
-    let token = inflight(&words, leaver).enter_at(&key(1), 50_100).unwrap().token;
+    let token = inflight(&words, leaver)
+        .enter_at(&key(1), 50_100)
+        .unwrap()
+        .token;
     let now_ms = 60_500;
     let worker = Worker::new();
-    inflight_case("inflight, a held key entered", &words, worker, now_ms, move |s| {
-        s.enter_at(&key(3), now_ms).unwrap();
-    });
-    inflight_case("inflight, a full key swept and entered", &words, worker, now_ms, move |s| {
-        assert!(s.enter_at(&key(0), now_ms).unwrap().admitted);
-    });
+    inflight_case(
+        "inflight, a held key entered",
+        &words,
+        worker,
+        now_ms,
+        move |s| {
+            s.enter_at(&key(3), now_ms).unwrap();
+        },
+    );
+    inflight_case(
+        "inflight, a full key swept and entered",
+        &words,
+        worker,
+        now_ms,
+        move |s| {
+            assert!(s.enter_at(&key(0), now_ms).unwrap().admitted);
+        },
+    );
     inflight_case("inflight, a slot left", &words, leaver, now_ms, move |s| {
         assert!(s.leave_at(&key(1), token).unwrap());
     });
@@ -415,7 +457,9 @@ const LEASE_WAY_WORDS: usize = 2 + 2 + 20 + 8 * 5;
 
 /// The way word `i` belongs to (its tag, or a word of the way).
 fn lease_way_of(i: usize) -> Option<usize> {
-    let way = (LEASE_TAGS..LEASE_WAYS).contains(&i).then_some(i - LEASE_TAGS);
+    let way = (LEASE_TAGS..LEASE_WAYS)
+        .contains(&i)
+        .then_some(i - LEASE_TAGS);
     way.or_else(|| (i >= LEASE_WAYS).then(|| (i - LEASE_WAYS) / LEASE_WAY_WORDS))
 }
 
@@ -466,7 +510,9 @@ fn lease_case(
         Worker::new(),
         move |words, worker| call(&leases(words, worker)),
         |stores, killed| {
-            leases(killed, Worker::new()).refund_at(&key, now_ms, 0).unwrap();
+            leases(killed, Worker::new())
+                .refund_at(&key, now_ms, 0)
+                .unwrap();
             for (i, word) in killed.iter().enumerate() {
                 let word = word.load(Relaxed);
                 let kept = [&before, &after].iter().any(|w| w[i].load(Relaxed) == word);
@@ -476,7 +522,10 @@ fn lease_case(
                 );
             }
             let found = spendable(killed, &key, now_ms);
-            assert!(found <= most, "{name}: killed at store {stores}: {found} units");
+            assert!(
+                found <= most,
+                "{name}: killed at store {stores}: {found} units"
+            );
         },
     );
     println!("{name}: {kill_points} kill points");
@@ -499,7 +548,9 @@ fn leases_spend_install_fail_and_settle() {
         let Spent::Fetch(fetch) = table.spend_at(&key(k), 0, 1, &limits).unwrap() else {
             panic!("no lease yet")
         };
-        table.install_at(&key(k), &fetch, 1, 1, &limits, &grant(10)).unwrap();
+        table
+            .install_at(&key(k), &fetch, 1, 1, &limits, &grant(10))
+            .unwrap();
         for now_ms in 2..4 {
             table.spend_at(&key(k), now_ms, 1, &limits).unwrap();
         }
@@ -516,9 +567,16 @@ fn leases_spend_install_fail_and_settle() {
     lease_case("leases, a lease spent", &words, key(0), 5, |t| {
         t.spend_at(&key(0), 5, 1, &[50]).unwrap();
     });
-    lease_case("leases, a grant installed", &words, key(2), 1_502, move |t| {
-        t.install_at(&key(2), &next, 1_502, 1, &[50], &grant(10)).unwrap();
-    });
+    lease_case(
+        "leases, a grant installed",
+        &words,
+        key(2),
+        1_502,
+        move |t| {
+            t.install_at(&key(2), &next, 1_502, 1, &[50], &grant(10))
+                .unwrap();
+        },
+    );
     let failed_again = failed.clone();
     lease_case("leases, a call failed", &words, key(1), 1_502, move |t| {
         t.fail_at(&key(1), &failed_again, 1_502).unwrap();

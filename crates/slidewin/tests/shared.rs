@@ -225,7 +225,10 @@ fn a_full_zone_that_refuses_new_keys_admits_no_key_past_its_limit() {
     assert!(stats.full_refusals > 0 && stats.rejected >= stats.full_refusals);
     // Each set filled with keys whose first call came within 49 ms: the wait is the rest of
     // the oldest one's second.
-    assert!(waits.iter().all(|&w| (951..=1_000).contains(&w)), "{waits:?}");
+    assert!(
+        waits.iter().all(|&w| (951..=1_000).contains(&w)),
+        "{waits:?}"
+    );
     // Once the windows drain, new keys take the idle ways.
     assert!(zone.check_at(b"late", 5_000, 1).unwrap().allowed);
 }

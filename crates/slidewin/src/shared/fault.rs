@@ -52,9 +52,9 @@ mod armed {
 }
 
 #[cfg(feature = "fault-points")]
-pub use armed::{disarm, stop_after};
-#[cfg(feature = "fault-points")]
 pub(crate) use armed::point;
+#[cfg(feature = "fault-points")]
+pub use armed::{disarm, stop_after};
 
 /// Counts one store (nothing without the feature).
 #[cfg(not(feature = "fault-points"))]

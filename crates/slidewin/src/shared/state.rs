@@ -199,7 +199,12 @@ impl<'a> Way<'a> {
     pub(crate) fn idle_in_ms(&self, now_ms: i64) -> u64 {
         let idle_in =
             |(w, window): (usize, &RuleWindow)| on_view!(window, idle_in_of(self.of(w), now_ms));
-        self.windows.iter().enumerate().map(idle_in).max().unwrap_or(0)
+        self.windows
+            .iter()
+            .enumerate()
+            .map(idle_in)
+            .max()
+            .unwrap_or(0)
     }
 }
 
