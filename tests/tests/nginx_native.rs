@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use slidewin_tests::http::Response;
 use slidewin_tests::load::{reload, try_get, worker_pids};
 use slidewin_tests::metrics::promtool_check;
-use slidewin_tests::nginx::{native_module, Nginx, Prefix};
+use slidewin_tests::nginx::{native_module, repo_root, Nginx, Prefix};
 use slidewin_tests::random::Random;
 
 /// What a log line's `$msec` may lag the decision by: nginx's cached time is taken when the
@@ -43,11 +43,15 @@ fn admitted(nginx: &Nginx) -> Vec<i64> {
 /// The most admissions inside any window of `window_ms` less the slack: what an exact
 /// sliding log bounds by its limit.
 fn busiest(times: &[i64], window_ms: i64) -> usize {
-    let span = window_ms - SLACK_MS;
+    most_in(times, window_ms - SLACK_MS)
+}
+
+/// The most of `times` (sorted) inside any span of `span_ms`.
+fn most_in(times: &[i64], span_ms: i64) -> usize {
     let mut first = 0;
     let mut most = 0;
     for (i, &t) in times.iter().enumerate() {
-        while times[first] <= t - span {
+        while times[first] <= t - span_ms {
             first += 1;
         }
         most = most.max(i + 1 - first);
@@ -505,6 +509,129 @@ fn a_refusal_is_logged_at_the_level_slidewin_limit_log_level_sets() {
     );
 }
 
+/// 8 clients on 50 keys in turn, as fast as they go, for `ms` on `path` (`?user=` added):
+/// the admissions of each key at their decision's time (`$slidewin_msec` in `log`).
+fn fifty_keys(nginx: &Nginx, path: &str, log: &str, ms: u64) -> Vec<Vec<i64>> {
+    let deadline = Instant::now() + Duration::from_millis(ms);
+    let port = nginx.port();
+    thread::scope(|s| {
+        for client in 0..8 {
+            s.spawn(move || {
+                let mut key = client;
+                while Instant::now() < deadline {
+                    try_get(port, &format!("{path}?user=k{}", key % 50));
+                    key += 1;
+                }
+            });
+        }
+    });
+    let text = std::fs::read_to_string(nginx.prefix.dir.join("logs").join(log)).unwrap();
+    let mut keys = vec![Vec::new(); 50];
+    for line in text.lines().filter(|l| l.ends_with(" 200")) {
+        let [at, key, _] = line.split(' ').collect::<Vec<_>>()[..] else {
+            panic!("{line}")
+        };
+        let ms = at.replace('.', "").parse::<i64>().unwrap();
+        keys[key[1..].parse::<usize>().unwrap()].push(ms);
+    }
+    keys.iter_mut().for_each(|k| k.sort());
+    keys
+}
+
+#[test]
+fn a_zone_too_small_warns_and_with_full_refuse_admits_no_key_past_its_limit() {
+    let http = "slidewin_zone small size=32k log 10/1s log 50/10s;\n    \
+                slidewin_zone tight size=32k full=refuse log 10/1s log 50/10s;\n    \
+                log_format keyed '$slidewin_msec $arg_user $status';";
+    let locations = "location = /small { slidewin_limit small key=$arg_user; empty_gif; \
+                     access_log {{prefix}}/logs/small.log keyed; }\n        \
+                     location = /tight { slidewin_limit tight key=$arg_user; empty_gif; \
+                     access_log {{prefix}}/logs/tight.log keyed; }";
+    let nginx = start_with("full.conf", http, locations);
+
+    let tight = fifty_keys(&nginx, "/tight", "tight.log", 2_500);
+    for (key, times) in tight.iter().enumerate() {
+        assert!(most_in(times, 1_000) <= 10, "k{key}: {times:?}");
+        assert!(times.len() <= 50, "k{key}: {}", times.len());
+    }
+    let admitted = tight.iter().filter(|t| !t.is_empty()).count();
+    assert!(
+        admitted >= 24,
+        "every way is used: {admitted} keys admitted"
+    );
+    let metrics = nginx.get("/metrics").body;
+    let evicted = "slidewin_evictions_total{limiter=\"tight\"} 0\n";
+    assert!(metrics.contains(evicted), "{metrics}");
+    assert!(!nginx.error_log().contains("\"tight\" is full"));
+
+    let small = fifty_keys(&nginx, "/small", "small.log", 2_500);
+    let over = small.iter().filter(|t| most_in(t, 1_000) > 10).count();
+    assert!(over > 0, "evictions forget windows: {small:?}");
+    let warning = nginx.error_log();
+    let warning = warning
+        .lines()
+        .find(|l| l.contains("slidewin_zone \"small\" is full: "));
+    let warning = warning.unwrap_or_else(|| panic!("{}", nginx.error_log()));
+    assert!(warning.contains("[warn]"), "{warning}");
+    assert!(
+        warning.contains("it holds 24 keys: raise size= or set full=refuse"),
+        "{warning}"
+    );
+}
+
+#[test]
+fn the_first_config_of_the_docs_passes_nginx_t_as_written() {
+    let module = native_module();
+    let docs = std::fs::read_to_string(repo_root().join("docs/nginx-module.md")).unwrap();
+    let block = docs.split("```nginx\n").nth(1).unwrap();
+    let config = block.split("```").next().unwrap();
+    let loaded = "load_module /usr/lib/nginx/modules/ngx_http_slidewin_module.so;";
+    assert!(config.starts_with(loaded), "{config}");
+    let prefix = Prefix::temporary(1);
+    // The module where this checkout built it, the files under the test's prefix.
+    let config = config
+        .replace(loaded, &format!("load_module {};", module.display()))
+        .replace(
+            "events {}",
+            &format!(
+                "events {{}}\npid {0}/logs/nginx.pid;\nerror_log {0}/logs/error.log;",
+                prefix.dir.display()
+            ),
+        )
+        .replace(
+            "listen 8080;",
+            &format!("listen 127.0.0.1:{};", prefix.port),
+        );
+    std::fs::write(prefix.dir.join("conf/docs.conf"), config).unwrap();
+    let out = prefix.command("docs.conf").arg("-t").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn spans_read_nginx_time_syntax() {
+    let zone = "slidewin_zone spans size=1m log 2/1h30m log 3/1w buckets 4/1M bucket=1d \
+                counter 5/1y log 6/1500;";
+    let locations = "location = /spans { slidewin_limit spans key=$arg_user; empty_gif; }";
+    let nginx = start_with("spans.conf", zone, locations);
+    let policy = nginx
+        .get("/spans?user=s")
+        .header("RateLimit-Policy")
+        .unwrap()
+        .to_string();
+    let windows = [
+        "\"spans\";q=2;w=5400",
+        "\"spans-7d\";q=3;w=604800",
+        "\"spans-30d\";q=4;w=2592000",
+        "\"spans-365d\";q=5;w=31536000",
+        "\"spans-1500ms\";q=6;w=2",
+    ];
+    assert_eq!(policy, windows.join(", "));
+}
+
 #[test]
 fn a_constant_bad_cost_fails_nginx_t_naming_the_directive_and_the_value() {
     native_module();
@@ -519,11 +646,13 @@ fn a_constant_bad_cost_fails_nginx_t_naming_the_directive_and_the_value() {
         let out = prefix.command("bad.conf").arg("-t").output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "cost={cost}: accepted");
-        let said = format!(
-            ": slidewin_limit: cost must be a non-negative integer, got \"{cost}\" in "
-        );
+        let said =
+            format!(": slidewin_limit: cost must be a non-negative integer, got \"{cost}\" in ");
         let line = stderr.lines().find(|l| l.contains("[emerg]"));
-        assert!(line.is_some_and(|l| l.contains(&said)), "cost={cost}: {stderr}");
+        assert!(
+            line.is_some_and(|l| l.contains(&said)),
+            "cost={cost}: {stderr}"
+        );
     }
 }
 
@@ -614,7 +743,7 @@ fn malformed(random: &mut Random) -> (&'static str, String) {
         "max_key_bytes=32",
         "log 20/1m max_limit=40",
     ];
-    const ZONE_BAD: [&str; 25] = [
+    const ZONE_BAD: [&str; 27] = [
         "size=0",
         "size=1k",
         "size=10x",
@@ -624,7 +753,9 @@ fn malformed(random: &mut Random) -> (&'static str, String) {
         "log",
         "log 0/1s",
         "log 10/0s",
-        "log 10/1y",
+        "log 10/1x",
+        "log 10/30m1h",
+        "log 10/1h1h",
         "log -5/1s",
         "buckets 10/1s",
         "log 10/1s bucket=1m",

@@ -9,13 +9,13 @@
 //! ```
 //!
 //! A window starts with its algorithm (`log`, `buckets`, `counter`) and `LIMIT/SPAN`; the
-//! options after it (`bucket=`, `max_limit=`, `name=`) are its own. Spans are nginx's: `500ms`,
-//! `10s`, `1m`, `1h`, `1d`.
+//! options after it (`bucket=`, `max_limit=`, `name=`) are its own. Spans are in nginx's time
+//! syntax: `500ms`, `10s`, `1m`, `1h30m`, `1d`, `1w`, `1M` (30 days), `1y` (365 days).
 
 use slidewin::buckets::BucketQuota;
 use slidewin::headers::Style;
 use slidewin::rule::{Rule, RuleWindow, MAX_WINDOWS};
-use slidewin::shared::{ProcessOwner, Zone};
+use slidewin::shared::{Full, ProcessOwner, Zone};
 use slidewin::window_name;
 use slidewin::Quota;
 
@@ -35,6 +35,8 @@ pub struct ZoneSpec {
     pub name: String,
     pub size: usize,
     pub max_key_bytes: usize,
+    /// What the zone does with a new key when its set is full of keys holding units.
+    pub full: Full,
     pub rule: Rule,
     /// Each window's name in the headers, as `resty.slidewin` names it by default.
     pub window_names: Vec<String>,
@@ -119,23 +121,36 @@ fn digits_only(s: &str) -> Option<usize> {
     s.parse().ok()
 }
 
-/// A span in ms: `500ms`, `10s`, `1m`, `1h`, `1d`, or bare milliseconds.
+/// A span in ms, in nginx's time syntax: values with units from the largest down (`1h30m`,
+/// `1d12h`, `500ms`), the units `y` (365 days), `M` (30 days), `w`, `d`, `h`, `m`, `s`,
+/// `ms`; bare digits are milliseconds.
 fn span_ms(s: &str) -> Option<i64> {
-    let units: [(&str, i64); 5] = [
-        ("ms", 1),
-        ("s", 1_000),
-        ("m", 60_000),
-        ("h", 3_600_000),
+    const UNITS: [(&str, i64); 8] = [
+        ("y", 365 * 86_400_000),
+        ("M", 30 * 86_400_000),
+        ("w", 7 * 86_400_000),
         ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("ms", 1),
+        ("m", 60_000),
+        ("s", 1_000),
     ];
-    let (digits, unit) = units
-        .iter()
-        .find_map(|&(suffix, ms)| s.strip_suffix(suffix).map(|d| (d, ms)))
-        .unwrap_or((s, 1));
-    i64::try_from(digits_only(digits)?)
-        .ok()?
-        .checked_mul(unit)
-        .filter(|&ms| ms > 0)
+    if let Some(ms) = digits_only(s) {
+        return i64::try_from(ms).ok().filter(|&ms| ms > 0);
+    }
+    let (mut rest, mut total, mut last_unit) = (s, 0_i64, i64::MAX);
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let value = i64::try_from(digits_only(&rest[..digits])?).ok()?;
+        let (suffix, unit) = UNITS.iter().find(|(u, _)| rest[digits..].starts_with(u))?;
+        // Each unit smaller than the one before, as nginx reads them.
+        if *unit >= last_unit {
+            return None;
+        }
+        total = total.checked_add(value.checked_mul(*unit)?)?;
+        (rest, last_unit) = (&rest[digits + suffix.len()..], *unit);
+    }
+    (total > 0).then_some(total)
 }
 
 /// One window being read.
@@ -162,11 +177,15 @@ pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
     }
     let mut size_bytes = None;
     let mut max_key_bytes = DEFAULT_KEY_BYTES;
+    let mut full = Full::Evict;
     let mut windows: Vec<WindowArgs> = Vec::new();
     for (i, &arg) in args.iter().enumerate().skip(1) {
         let s = text(arg);
         // A window's options are its own: only the zone's are checked across the line.
-        if windows.is_empty() || s.starts_with("size=") || s.starts_with("max_key_bytes=") {
+        let zone_option = ["size=", "max_key_bytes=", "full="]
+            .iter()
+            .any(|o| s.starts_with(o));
+        if windows.is_empty() || zone_option {
             once(D, &args[1..i], arg)?;
         }
         if let Some(v) = s.strip_prefix("size=") {
@@ -185,6 +204,12 @@ pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
             max_key_bytes = digits_only(v)
                 .filter(|n| range.contains(n))
                 .ok_or_else(|| invalid(D, "max_key_bytes", &what, arg))?;
+        } else if let Some(v) = s.strip_prefix("full=") {
+            full = match v {
+                "evict" => Full::Evict,
+                "refuse" => Full::Refuse,
+                _ => return Err(invalid(D, "full", "evict or refuse", arg)),
+            };
         } else if matches!(s, "log" | "buckets" | "counter") {
             windows.push(WindowArgs {
                 algorithm: s,
@@ -200,7 +225,7 @@ pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
             return Err(invalid(
                 D,
                 "an argument",
-                "size=, max_key_bytes= or a window (log, buckets, counter)",
+                "size=, max_key_bytes=, full= or a window (log, buckets, counter)",
                 arg,
             ));
         }
@@ -291,6 +316,7 @@ pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
         name,
         size,
         max_key_bytes,
+        full,
         rule,
         window_names,
     })

@@ -5,7 +5,7 @@
 //! fork), so counts are exact across workers; a lock word names its process, so a worker
 //! SIGKILLed while deciding is found dead by the next one, which repairs the set.
 
-use core::cell::RefCell;
+use core::cell::{Cell, RefCell};
 use core::sync::atomic::AtomicU64;
 
 use slidewin::headers::{write_values, Field, Policy, PolicyWindow, Style};
@@ -14,6 +14,9 @@ use slidewin::{Clock, Decision};
 
 use crate::config::ZoneSpec;
 use crate::nginx::process::{WallClock, WorkerOwner};
+
+/// How often a worker tells error.log that a zone evicts keys holding units, at most.
+const EVICTION_WARNING_MS: i64 = 10_000;
 
 /// The words of a shared zone, mapped by nginx for the life of the cycle that made it.
 pub type Words = &'static [AtomicU64];
@@ -30,6 +33,9 @@ pub struct ZoneState {
     /// Whether some `slidewin_limit` of the configuration only dry-runs the zone (its
     /// `/metrics` then tells would-be refusals).
     pub dry_runs: bool,
+    /// The zone's evictions this worker last told of (none yet: `None`), since when it
+    /// counts them, and when it last warned.
+    evictions_told: Cell<Option<(u64, i64, i64)>>,
 }
 
 /// A decision as the headers describe it.
@@ -50,6 +56,7 @@ impl ZoneState {
             zone: None,
             policy: RefCell::new((u64::MAX, Policy::default())),
             dry_runs: false,
+            evictions_told: Cell::new(None),
         }
     }
 
@@ -79,8 +86,16 @@ impl ZoneState {
             seed,
         )
         .map_err(|e| format!("slidewin_zone \"{}\": {e}", self.spec.name))?;
-        self.zone = Some((zone, words));
+        self.zone = Some((zone.with_full(self.spec.full), words));
         Ok(attached)
+    }
+
+    /// How many keys the zone holds, and the bytes each takes (none before it is mapped).
+    pub fn capacity(&self) -> (usize, usize) {
+        let rule = &self.spec.rule;
+        let bytes = Zone::<Words, WorkerOwner>::bytes_per_key(rule, self.spec.max_key_bytes);
+        let keys = self.zone.as_ref().map_or(0, |(zone, _)| zone.capacity());
+        (keys, bytes.unwrap_or(0))
     }
 
     /// Decides for `key` now and records `cost` when it fits (a `dry_run`'s refusal counted
@@ -95,6 +110,32 @@ impl ZoneState {
         };
         let d = d.map_err(|e| e.to_string())?;
         Ok((d, now_ms))
+    }
+
+    /// What error.log should be told at `now_ms` when keys were evicted with units in their
+    /// windows since this worker last told (at once, then at most every
+    /// [`EVICTION_WARNING_MS`]): each eviction forgets a window, so the zone is too small.
+    pub fn eviction_warning(&self, now_ms: i64) -> Option<String> {
+        let (zone, _) = self.zone.as_ref()?;
+        let evictions = zone.evictions();
+        let Some((told, since_ms, warned_ms)) = self.evictions_told.get() else {
+            self.evictions_told.set(Some((evictions, now_ms, i64::MIN)));
+            return None;
+        };
+        if evictions == told || now_ms.saturating_sub(warned_ms) < EVICTION_WARNING_MS {
+            return None;
+        }
+        self.evictions_told.set(Some((evictions, now_ms, now_ms)));
+        let n = evictions - told;
+        let seconds = (now_ms - since_ms).max(1) as f64 / 1000.0;
+        Some(format!(
+            "slidewin_zone \"{}\" is full: {n} keys holding units evicted in {seconds:.1} s \
+             ({:.1} a second), their windows forgotten (they may be admitted past their \
+             limits); it holds {} keys: raise size= or set full=refuse",
+            self.spec.name,
+            n as f64 / seconds,
+            zone.capacity()
+        ))
     }
 
     /// Takes back a call [`ZoneState::decide`] admitted at `now_ms` that a later limit of the

@@ -355,12 +355,15 @@ extern "C" fn init_zone(shm: *mut ngx_shm_zone_t, _old: *mut c_void) -> ngx_int_
                     Attached::Fresh => "laid out afresh",
                     Attached::Reused => "kept with its keys",
                 };
+                let (keys, bytes) = state.capacity();
                 ngx_log_error!(
                     NGX_LOG_NOTICE,
                     log,
-                    "slidewin_zone \"{}\": {}",
+                    "slidewin_zone \"{}\": {}, holds {} keys of {} bytes",
                     state.spec.name,
-                    how
+                    how,
+                    keys,
+                    bytes
                 );
                 NgxStatus::NGX_OK.into()
             }

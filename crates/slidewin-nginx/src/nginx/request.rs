@@ -8,7 +8,7 @@ use ngx::core::Status as NgxStatus;
 use ngx::ffi::{
     ngx_http_complex_value, ngx_http_complex_value_t, ngx_http_get_flushed_variable,
     ngx_http_request_t, ngx_http_variable_value_t, ngx_int_t, ngx_list_push, ngx_pnalloc,
-    ngx_pool_cleanup_add, ngx_str_t, ngx_table_elt_t, NGX_LOG_ERR,
+    ngx_pool_cleanup_add, ngx_str_t, ngx_table_elt_t, NGX_LOG_ERR, NGX_LOG_WARN,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::ngx_log_error;
@@ -179,6 +179,13 @@ pub(super) extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
             Ok(None) => NgxStatus::NGX_DECLINED.into(),
             Ok(Some(outcome)) => {
                 let (zone, answer) = outcome.answer;
+                for l in &loc.limits {
+                    // SAFETY: the zone is boxed in the main conf, which outlives the request.
+                    let warning = unsafe { &*l.zone }.eviction_warning(answer.now_ms);
+                    if let Some(warning) = warning {
+                        ngx_log_error!(NGX_LOG_WARN, log, "{}", warning);
+                    }
+                }
                 // SAFETY: r is live.
                 if !unsafe { set_decided(r, outcome.status, answer.now_ms) } {
                     return 500;
