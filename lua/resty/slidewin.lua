@@ -387,7 +387,40 @@ end
 -- The store's answer (resty.slidewin.answer's buffer, header values rendered) under the call's
 -- limits, the policy to advertise and whether a remote store decided locally; nil, err when
 -- the store fails. Raises on bad arguments, naming `method`.
+-- Keys evicted with units in their windows (store shm, a zone too small for its keys) told
+-- to error.log by each worker, at most once per error_log_interval_ms: each eviction forgets
+-- a window. Started by the worker's first decision (timers cannot start in init_by_lua*).
+local function watch_evictions(self)
+    self.evictions_watched = true
+    local store = self.store
+    local lim = store.counts_decisions and store.lim
+    if not lim then
+        return
+    end
+    local told, since = lim:evictions(), now_ms()
+    local function check(premature)
+        local n = lim:evictions()
+        if premature or n == told then
+            return
+        end
+        local now = now_ms()
+        local seconds = max(now - since, 1) / 1000
+        ngx.log(ngx.WARN, format("slidewin %s is full: %d keys holding units evicted in %.1f s "
+            .. "(%.1f a second), their windows forgotten (they may be admitted past their limits); "
+            .. 'it holds %d keys: raise size or set full = "refuse"', self.name, n - told, seconds,
+            (n - told) / seconds, lim:stats().capacity))
+        told, since = n, now
+    end
+    local ok, err = ngx.timer.every(self.conf.error_log_interval_ms / 1000, check)
+    if not ok then
+        ngx.log(ngx.ERR, "slidewin ", self.name, ": evictions go untold: ", err)
+    end
+end
+
 local function decide(self, key, cost, commit, opts, method)
+    if not self.evictions_watched then
+        watch_evictions(self)
+    end
     key = key_of(self, key, method)
     check_key(key, method)
     cost = check_cost(self, cost, method)

@@ -228,6 +228,81 @@ fn a_flood_of_distinct_long_keys_stays_in_the_region_and_counts_evictions() {
     );
 }
 
+/// 8 clients on 50 keys in turn for `ms` on limiter `name`: each key's admissions.
+fn fifty_keys(nginx: &Nginx, name: &str, ms: u64) -> Vec<Vec<(i64, i64)>> {
+    let deadline = Instant::now() + Duration::from_millis(ms);
+    let answers: Vec<(usize, Response)> = thread::scope(|s| {
+        let clients: Vec<_> = (0..8)
+            .map(|client| {
+                s.spawn(move || {
+                    let mut out = Vec::new();
+                    let mut key = client;
+                    while Instant::now() < deadline {
+                        let path = format!("/limit/{name}?user=k{}", key % 50);
+                        out.push((key % 50, nginx.get(&path)));
+                        key += 1;
+                    }
+                    out
+                })
+            })
+            .collect();
+        clients
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    (0..50)
+        .map(|key| {
+            let of_key: Vec<Response> = answers
+                .iter()
+                .filter(|(k, _)| *k == key)
+                .map(|(_, r)| r.clone())
+                .collect();
+            admitted_times(&of_key)
+        })
+        .collect()
+}
+
+#[test]
+fn a_region_too_small_warns_and_with_full_refuse_admits_no_key_past_its_limit() {
+    let nginx = Nginx::start("shm.conf", 4);
+    let capacity = nginx.eval("return require('limits'):get('tight').store:stats().capacity");
+    let capacity: usize = capacity.body.parse().unwrap();
+    assert!(capacity < 50, "capacity {capacity}");
+    let tight = fifty_keys(&nginx, "tight", 2_500);
+    for (key, times) in tight.iter().enumerate() {
+        let (certain, _) = busiest_window(times.clone(), 1_000);
+        assert!(certain <= 10 && times.len() <= 50, "k{key}: {times:?}");
+    }
+    let admitted = tight.iter().filter(|t| !t.is_empty()).count();
+    assert!(
+        admitted >= capacity,
+        "{admitted} keys admitted of {capacity} ways"
+    );
+    let stats = nginx.eval(
+        "local s = require('limits'):get('tight').store:stats() \
+         return s.evictions .. ' ' .. s.full_refusals",
+    );
+    let refusals = stats
+        .body
+        .strip_prefix("0 ")
+        .map(|n| n.parse::<u64>().unwrap());
+    assert!(refusals.is_some_and(|n| n > 0), "{}", stats.body);
+
+    let small = fifty_keys(&nginx, "small", 2_500);
+    let over = small
+        .iter()
+        .filter(|t| busiest_window(t.to_vec(), 1_000).0 > 10);
+    assert!(over.count() > 0, "evictions forget windows");
+    let log = nginx.error_log();
+    let warning = log.lines().find(|l| l.contains("slidewin small is full: "));
+    let warning = warning.unwrap_or_else(|| panic!("{log}"));
+    assert!(warning.contains("[warn]"), "{warning}");
+    let tail = format!("it holds {capacity} keys: raise size or set full = \"refuse\"");
+    assert!(warning.contains(&tail), "{warning}");
+    assert!(!log.contains("slidewin tight is full"), "{log}");
+}
+
 #[test]
 fn a_shm_store_made_after_the_fork_is_refused_naming_the_phase() {
     let nginx = Nginx::start("shm.conf", 1);

@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use mlua::ffi;
 use mlua::ffi::lua_State;
-use mlua::{Lua, Result as LuaResult, Value};
+use mlua::{Lua, Result as LuaResult, Table, Value};
 use slidewin::rule::{Limits, Rule, RuleLimiter};
-use slidewin::shared::{KeyWindow, LiveLimits, RegionKind, Scan, Walk, Zone, ZoneStats};
+use slidewin::shared::{Full, KeyWindow, LiveLimits, RegionKind, Scan, Walk, Zone, ZoneStats};
 use slidewin::store::{LocalRule, Store};
 use slidewin::{Decision, Error, Keyed};
 
@@ -72,6 +72,10 @@ impl LuaLimiter {
 
     pub fn stats(&self) -> ZoneStats {
         self.store.stats()
+    }
+
+    pub fn evictions(&self) -> u64 {
+        self.store.evictions()
     }
 
     /// The live limits of the rule in force.
@@ -218,6 +222,12 @@ pub fn new(lua: &Lua, opts: Value) -> LuaResult<(Value, Option<String>)> {
         }
     };
     let (store, note) = match name("shared")? {
+        None if !opts.raw_get::<Value>("full")?.is_nil() => {
+            return Err(error(
+                NEW,
+                "full must be nil without shared (max_keys evicts the least recently used)",
+            ))
+        }
         None => {
             let max_keys =
                 args::field_positive(NEW, &opts, "max_keys")?.unwrap_or(DEFAULT_MAX_KEYS);
@@ -239,7 +249,8 @@ pub fn new(lua: &Lua, opts: Value) -> LuaResult<(Value, Option<String>)> {
             }
             let size = args::field_required_positive(NEW, &opts, "size")?;
             let size = usize::try_from(size).unwrap_or(usize::MAX);
-            in_region(shared_name, size, max_key_bytes, rule)?
+            let full = full(&opts)?;
+            in_region(shared_name, size, max_key_bytes, rule, full)?
         }
     };
     let limiter = LuaLimiter::new(store.map_err(args::core(NEW))?);
@@ -272,8 +283,32 @@ fn local(
     }))
 }
 
-/// A shared rule of `max_key_bytes` keys in the region of `size` bytes kept as `name`.
-fn in_region(name: String, size: usize, max_key_bytes: usize, rule: Rule) -> LuaResult<Made> {
+/// `full = "evict" | "refuse"` (evict when nil): what a shared rule does with a new key when
+/// its set is full of keys holding units.
+fn full(opts: &Table) -> LuaResult<Full> {
+    match opts.raw_get::<Value>("full")? {
+        Value::Nil => Ok(Full::Evict),
+        Value::String(s) if &*s.as_bytes() == b"evict" => Ok(Full::Evict),
+        Value::String(s) if &*s.as_bytes() == b"refuse" => Ok(Full::Refuse),
+        other => {
+            let got = args::describe(&other);
+            Err(error(
+                NEW,
+                format_args!("full must be \"evict\" or \"refuse\", got {got}"),
+            ))
+        }
+    }
+}
+
+/// A shared rule of `max_key_bytes` keys in the region of `size` bytes kept as `name`, doing
+/// `full` with a new key in a full set.
+fn in_region(
+    name: String,
+    size: usize,
+    max_key_bytes: usize,
+    rule: Rule,
+    full: Full,
+) -> LuaResult<Made> {
     // A config that cannot fit is refused before any memory is mapped.
     if let Err(e) = Zone::<Region, WorkerOwner>::capacity_for(&rule, max_key_bytes, size) {
         return Ok((Err(e), None));
@@ -288,6 +323,6 @@ fn in_region(name: String, size: usize, max_key_bytes: usize, rule: Rule) -> Lua
         WorkerOwner::new(),
         slidewin::shared::random_seed(),
     );
-    let store = zone.map(|(zone, _)| Box::new(zone) as Box<dyn Store>);
+    let store = zone.map(|(zone, _)| Box::new(zone.with_full(full)) as Box<dyn Store>);
     Ok((store, note))
 }

@@ -30,7 +30,7 @@ use crate::stack::{cost, describe, push_retry, push_stats, set_number, with_key}
 
 /// Creates the objects' metatable (once per Lua VM, when the module is loaded).
 pub fn register(lua: &Lua) -> LuaResult<()> {
-    const METHODS: [(&CStr, ffi::lua_CFunction); 16] = [
+    const METHODS: [(&CStr, ffi::lua_CFunction); 17] = [
         (c"incoming", incoming),
         (c"ffi_handle", ffi_handle),
         (c"decide", decide),
@@ -38,6 +38,7 @@ pub fn register(lua: &Lua) -> LuaResult<()> {
         (c"uncommit", uncommit),
         (c"reset", reset),
         (c"stats", stats),
+        (c"evictions", evictions),
         (c"limit", limit),
         (c"limits", limits),
         (c"set_limit", set_limit),
@@ -230,6 +231,15 @@ unsafe extern "C-unwind" fn reset(state: *mut lua_State) -> c_int {
 unsafe extern "C-unwind" fn stats(state: *mut lua_State) -> c_int {
     let s = with_self(state, "lim:stats", |this| Ok(this.stats()));
     push_stats(state, &s);
+    1
+}
+
+/// `lim:evictions()`: keys evicted with units in their windows so far (one word of a shared
+/// region: cheap to ask often).
+unsafe extern "C-unwind" fn evictions(state: *mut lua_State) -> c_int {
+    let n = with_self(state, "lim:evictions", |this| Ok(this.evictions()));
+    // SAFETY: a state Lua handed us, with room for one more value.
+    unsafe { ffi::lua_pushnumber(state, n as f64) };
     1
 }
 

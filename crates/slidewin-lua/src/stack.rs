@@ -102,7 +102,7 @@ pub unsafe fn push_retry(state: *mut lua_State, d: &Decision) {
 
 /// `lim:stats()`'s table of `s`.
 pub unsafe fn push_stats(state: *mut lua_State, s: &ZoneStats) {
-    ffi::lua_createtable(state, 0, 8);
+    ffi::lua_createtable(state, 0, 9);
     set_number(state, c"keys", s.keys);
     set_number(state, c"capacity", s.capacity);
     set_number(state, c"evictions", s.evictions);
@@ -111,4 +111,5 @@ pub unsafe fn push_stats(state: *mut lua_State, s: &ZoneStats) {
     set_number(state, c"allowed", s.allowed);
     set_number(state, c"rejected", s.rejected);
     set_number(state, c"would_reject", s.would_reject);
+    set_number(state, c"full_refusals", s.full_refusals);
 }

@@ -214,6 +214,13 @@ function _M.validate(opts)
         return nil, 'on_store_error = "local" and fallback = { limit = N } go together, got on_store_error = '
             .. show(conf.on_store_error) .. " and fallback = " .. show(conf.fallback)
     end
+    if conf.full ~= nil and conf.full ~= "evict" and conf.full ~= "refuse" then
+        return invalid("full", '"evict" or "refuse"', conf.full)
+    end
+    if conf.full ~= nil and conf.store ~= "shm" then
+        return nil, 'full is an option of store "shm", got full = ' .. show(conf.full)
+            .. " with store = " .. show(conf.store)
+    end
     if not positive_integer(conf.error_log_interval_ms) then
         return invalid("error_log_interval_ms", "a positive integer", conf.error_log_interval_ms)
     end

@@ -4,7 +4,9 @@
 --
 -- Made in init_by_lua* (the master maps the region before the workers fork). conf.size
 -- (bytes, or "64k" / "10m") bounds all its memory; conf.max_key_bytes (64) is the longest key
--- stored as it is (longer keys are stored as a keyed 128-bit digest). The region outlives
+-- stored as it is (longer keys are stored as a keyed 128-bit digest); conf.full says what a
+-- full set does with a new key: "evict" (the default) the least recently used one, forgetting
+-- its window, or "refuse" the new key until a way empties. The region outlives
 -- `nginx -s reload` when the config is unchanged; a changed one starts afresh, said once in
 -- error.log. The store counts its own decisions (allowed, rejected, evictions) in the region.
 
@@ -28,6 +30,7 @@ function _M.new(conf)
         shared = conf.name,
         size = size,
         max_key_bytes = conf.max_key_bytes,
+        full = conf.full,
     }, { counts_decisions = true })
     if store and note and ngx and ngx.log then
         ngx.log(ngx.WARN, "slidewin: ", note)
