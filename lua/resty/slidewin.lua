@@ -394,8 +394,8 @@ local function watch_evictions(self)
     self.evictions_watched = true
     local store = self.store
     local lim = store.counts_decisions and store.lim
-    if not lim then
-        return
+    if not (lim and ngx.timer) then
+        return -- a store that does not evict, or Lua outside nginx
     end
     local told, since = lim:evictions(), now_ms()
     local function check(premature)
@@ -418,12 +418,12 @@ local function watch_evictions(self)
 end
 
 local function decide(self, key, cost, commit, opts, method)
-    if not self.evictions_watched then
-        watch_evictions(self)
-    end
     key = key_of(self, key, method)
     check_key(key, method)
     cost = check_cost(self, cost, method)
+    if not self.evictions_watched then
+        watch_evictions(self)
+    end
     local limits, call_policy_header = call_limits(self, opts, method)
     local block = self.lim_block
     if block then
