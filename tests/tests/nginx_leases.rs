@@ -5,7 +5,9 @@
 
 use std::time::{Duration, Instant};
 
+use slidewin_tests::delay::DelayRelay;
 use slidewin_tests::http::Response;
+use slidewin_tests::load::{admitted_times, busiest_window};
 use slidewin_tests::metrics::{promtool_check, sample};
 use slidewin_tests::nginx::Nginx;
 use slidewin_tests::redis::RedisServer;
@@ -444,4 +446,62 @@ fn a_reload_keeps_the_lease_table_and_its_units_come_back() {
         }
     }
     panic!("a lease with units left and 27 requests within 900 ms");
+}
+
+/// A hot key's leases through a relay that turns slow: its round trip (240 ms) goes past
+/// validity_ms - margin_ms (200 ms less its margin), so each grant comes too late to spend,
+/// goes back (settled with nothing spent) and a per-request check decides. No store error,
+/// and the limit holds at the server's decision times.
+#[test]
+fn a_lease_that_comes_too_late_is_returned_and_a_check_decides() {
+    let redis = RedisServer::start();
+    let relay = DelayRelay::start(redis.port(), Duration::ZERO);
+    let nginx = Nginx::start_with_env(
+        "leases.conf",
+        2,
+        &[("SLIDEWIN_REDIS_PORT", relay.port().to_string())],
+    );
+    let answers: Vec<Response> = std::thread::scope(|s| {
+        let clients: Vec<_> = (0..6)
+            .map(|_| {
+                s.spawn(|| {
+                    let start = Instant::now();
+                    let mut out = Vec::new();
+                    while start.elapsed() < Duration::from_millis(3_000) {
+                        out.push(nginx.get("/timed/exact?user=late"));
+                    }
+                    out
+                })
+            })
+            .collect();
+        // Leases taken at loopback speed, then every call is late.
+        std::thread::sleep(Duration::from_millis(500));
+        relay.set_one_way(Duration::from_millis(120));
+        clients
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    assert!(answers.iter().all(|r| r.status == 200 || r.status == 429));
+    let admitted = admitted_times(&answers);
+    assert!(admitted.len() >= 40, "{} admitted", admitted.len());
+    let (certain, _) = busiest_window(admitted, 1_000);
+    assert!(certain <= 20, "{certain} admitted in one window");
+    let metrics = nginx.get("/metrics").body;
+    let errors = sample(&metrics, "slidewin_store_errors_total{limiter=\"exact\"}");
+    assert_eq!(errors, 0, "{metrics}");
+    let log = nginx.error_log();
+    let said = "slidewin exact: a lease came after validity_ms - margin_ms (200 ms less the \
+                margin): per-request checks decide for 10 s after each";
+    assert!(log.contains(said), "{log}");
+    // The late grants go back: none stays outstanding once the sweep has run.
+    let hash = "slidewin:{exact:late}:leases";
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while redis.client().cmd(&["HLEN", hash]).int() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(redis.client().cmd(&["HLEN", hash]).int(), 0, "returned");
+    let metrics = nginx.get("/metrics").body;
+    let returned = "slidewin_lease_units_total{limiter=\"exact\",kind=\"returned\"}";
+    assert!(sample(&metrics, returned) > 0, "{metrics}");
 }

@@ -33,6 +33,7 @@ local slidewin = require "slidewin"
 
 local ngx = ngx
 local ffi_str = ffi.string
+local now_ms = slidewin.now_ms
 local error, type, tostring, setmetatable = error, type, tostring, setmetatable
 
 if not pcall(ffi.typeof, "slidewin_lease_call_t") then
@@ -58,6 +59,7 @@ local call_limits = ffi.new("double[8]")
 local reply = ffi.new("double[5]")
 local INSTALLED, NOT_ADMITTED = 0, 2
 local PREFETCH = 1
+local LATE_CHECKS_MS = 10000
 -- slidewin_lease_spend's answer while another request's call of the key is in flight, and how
 -- long a request sleeps before it asks again.
 local WAIT, WAIT_STEP_MS = 3, 1
@@ -103,7 +105,11 @@ function _M.new(base, conf)
         base = base,
         leases = leases,
         handle = ffi.cast("void *", leases:ffi_handle()),
+        name = conf.name,
         validity_ms = lease.validity_ms,
+        -- Leases that came too late to spend, and until when checks decide after the last.
+        late = 0,
+        checks_until = 0,
         ahead_ms = leases:ahead_ms(),
         replicas = lease.replicas,
         wait_timeout_ms = lease.wait_timeout_ms or 10,
@@ -228,6 +234,49 @@ local function start_sweeping(self)
     end
 end
 
+-- A per-request check (no lease): false and the numbers of Redis's answer, or nil, err.
+local function check(self, key, cost, limits)
+    local allowed, remaining, retry_after_ms, reset_after_ms, _, window =
+        self.base:decide(key, cost, true, limits)
+    if allowed == nil then
+        return nil, remaining
+    end
+    return false, allowed, remaining, retry_after_ms, reset_after_ms, window
+end
+
+-- Whether this worker decides by per-request checks, not lease calls (for LATE_CHECKS_MS
+-- after a lease came late).
+local function checking(self)
+    local until_ms = self.checks_until
+    if until_ms == 0 then
+        return false
+    elseif now_ms() < until_ms then
+        return true
+    end
+    self.checks_until = 0
+    return false
+end
+
+-- A lease Redis granted that came after validity_ms - margin_ms, too late to spend: the table
+-- ended it (the sweep settles it with nothing spent) and a per-request check decides, which
+-- keeps the proof (it is stamped at the decision). Redis answered: no store error. Lease calls
+-- that come late cost two calls and hold their grants away until settled, so for
+-- LATE_CHECKS_MS this worker decides what its table does not hold by per-request checks (and
+-- sends no check ahead, whose units Redis counts at once and no settlement gives back). Said
+-- in error.log once per worker.
+local function decide_late(self, key, cost, limits)
+    self.late = self.late + 1
+    if self.late == 1 then
+        ngx.log(ngx.WARN, "slidewin ", self.name, ": a lease came after validity_ms - margin_ms (",
+            self.validity_ms, " ms less the margin): per-request checks decide for ",
+            LATE_CHECKS_MS / 1000, " s after each; raise lease.validity_ms above the lease call's",
+            " round trip")
+    end
+    self.ahead_ms = nil
+    self.checks_until = now_ms() + LATE_CHECKS_MS
+    return check(self, key, cost, limits)
+end
+
 -- A commit of `cost` for `key` under `limits`: `out` when the table decided (its header values
 -- rendered when `headers_block` is given), else false and the numbers of Redis's answer
 -- (allowed, remaining, retry_after_ms, reset_after_ms, window); nil, err when the call failed,
@@ -236,6 +285,9 @@ local function spend(self, headers_block, key, cost, limits, in_hand_only)
     if not self.sweeping then
         start_sweeping(self)
     end
+    -- What the table cannot decide goes to a per-request check, not a lease call.
+    local checks = not in_hand_only and checking(self)
+    local table_only = in_hand_only or checks
     local n = #limits
     local rc, waited = WAIT, 0
     while rc == WAIT do
@@ -247,7 +299,9 @@ local function spend(self, headers_block, key, cost, limits, in_hand_only)
         else
             rc = lib.slidewin_lease_spend(self.handle, headers_block, nil, 0, key, cost, call_limits, n, out, call)
         end
-        if rc == WAIT and in_hand_only then
+        if rc == WAIT and checks then
+            return check(self, key, cost, limits)
+        elseif rc == WAIT and in_hand_only then
             return nil, NOT_IN_HAND
         elseif rc == WAIT then
             -- Another request's call of this key is in flight: its lease will likely pay.
@@ -267,7 +321,11 @@ local function spend(self, headers_block, key, cost, limits, in_hand_only)
     -- The buffers are this worker's: read the call before anything yields.
     local seq, want, sent_ms = call.seq, call.want, call.sent_ms
     local settle = ffi_str(call.settle, call.settle_len)
-    if rc == 0 then
+    if rc == 0 and checks then
+        -- Decided; no next lease while checks decide.
+        self.leases:fail(key, seq, sent_ms)
+        return out
+    elseif rc == 0 then
         -- Decided; this worker claimed the next lease's fetch.
         local ok, err = ngx.timer.at(0, prefetch, self, key, limits, seq, want, sent_ms, settle)
         if not ok then
@@ -276,9 +334,12 @@ local function spend(self, headers_block, key, cost, limits, in_hand_only)
         end
         return out
     end
-    if in_hand_only then
+    if table_only then
         -- The claim of a call made for nothing: released as a call that failed.
         self.leases:fail(key, seq, sent_ms)
+        if checks then
+            return check(self, key, cost, limits)
+        end
         return nil, NOT_IN_HAND
     end
     local remaining, res = fetch(self, key, cost, limits, seq, want, sent_ms, settle)
@@ -289,8 +350,7 @@ local function spend(self, headers_block, key, cost, limits, in_hand_only)
         return false, true, remaining, 0, res[4], res[5]
     end
     if res[1] > 0 then
-        return nil, "redis: the lease came after validity_ms - margin_ms; raise lease.validity_ms"
-            .. " above the lease call's round trip"
+        return decide_late(self, key, cost, limits)
     end
     local retry = res[3]
     return false, false, res[2], retry >= 0 and retry or nil, res[4], res[5]
