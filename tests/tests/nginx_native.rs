@@ -561,7 +561,9 @@ fn fifty_keys_on_buckets_keep_every_window_through_kills() {
     let nginx = start("native.conf", 4);
     let kill = || {
         if let Some(&pid) = worker_pids(&nginx).first() {
-            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
         }
     };
     let keys = fifty_keys_while(&nginx, "/bk", "bk.log", 12_000, Some((300, &kill)));
