@@ -577,9 +577,9 @@ fn fifty_keys_on_buckets_keep_every_window_through_kills() {
 
 #[test]
 fn a_zone_too_small_warns_and_with_full_refuse_admits_no_key_past_its_limit() {
+    // Logged with native.conf's format "keyed": "$slidewin_msec $arg_user $status".
     let http = "slidewin_zone small size=32k log 10/1s log 50/10s;\n    \
-                slidewin_zone tight size=32k full=refuse log 10/1s log 50/10s;\n    \
-                log_format keyed '$slidewin_msec $arg_user $status';";
+                slidewin_zone tight size=32k full=refuse log 10/1s log 50/10s;";
     let locations = "location = /small { slidewin_limit small key=$arg_user; empty_gif; \
                      access_log {{prefix}}/logs/small.log keyed; }\n        \
                      location = /tight { slidewin_limit tight key=$arg_user; empty_gif; \
