@@ -636,7 +636,7 @@ test("shm store (the default): size as bytes or nginx units, errors naming it", 
         { { name = "shm-b", limit = 1, window_ms = 10, size = "10q" },
             'size must be a number of bytes or a size like "10m", got 10q' },
         { { name = "shm-c", limit = 1000, window_ms = 60000, size = 4096 },
-            "slidewin.limiter: size must be at least 129344 bytes (8 keys of this limit, window and "
+            "slidewin.limiter: size must be at least 129472 bytes (8 keys of this limit, window and "
                 .. "max_key_bytes), got 4096" },
         { { name = "shm-d", limit = 1, window_ms = 10, max_key_bytes = 8 },
             "slidewin.limiter: max_key_bytes must be from 16 to 65536, got 8" },

@@ -73,66 +73,6 @@ impl Cells for SharedCells<'_> {
     }
 }
 
-/// [`SharedCells`] whose writes wait until [`PendingCells::apply`], so a shared log chooses
-/// when its new entry lands: after its header no longer covers the entry's slot (a full ring's
-/// new entry takes the slot of the oldest, which a process killed before its header was
-/// stored would otherwise leave in the log as a time not yet reached).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct PendingCells<'a> {
-    pub(crate) cells: SharedCells<'a>,
-    /// Cell and value, at most two: a call writes one entry (two cells) or one running sum.
-    pending: [Option<(usize, u64)>; 2],
-}
-
-impl<'a> PendingCells<'a> {
-    pub(crate) fn new(words: &'a [AtomicU64]) -> Self {
-        Self {
-            cells: SharedCells(words),
-            pending: [None; 2],
-        }
-    }
-
-    /// Whether cell `i` has a write waiting.
-    pub(crate) fn is_pending(&self, i: usize) -> bool {
-        self.pending.iter().flatten().any(|&(at, _)| at == i)
-    }
-
-    /// Makes the waiting writes, in the order they were made.
-    pub(crate) fn apply(&self) {
-        for &(i, value) in self.pending.iter().flatten() {
-            self.cells.0[i].store(value, Relaxed);
-            crate::shared::fault::point();
-        }
-    }
-}
-
-impl Cells for PendingCells<'_> {
-    #[inline]
-    fn len(&self) -> usize {
-        self.cells.len()
-    }
-    #[inline]
-    fn get(&self, i: usize) -> u64 {
-        let pending = self.pending.iter().flatten().find(|&&(at, _)| at == i);
-        pending.map_or_else(|| self.cells.get(i), |&(_, value)| value)
-    }
-    #[inline]
-    fn set(&mut self, i: usize, value: u64) {
-        let slot = self
-            .pending
-            .iter()
-            .position(|p| p.is_none_or(|(at, _)| at == i));
-        match slot {
-            Some(slot) => self.pending[slot] = Some((i, value)),
-            // A log's call never writes a third cell; were it to, the write is made at once.
-            None => self.cells.set(i, value),
-        }
-    }
-    fn heap_bytes(&self) -> usize {
-        0
-    }
-}
-
 /// One millisecond of a [`crate::SlidingLog`] that admitted cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry {
@@ -213,7 +153,7 @@ impl<C: Cells> Ring<C> {
 
     /// The first cell of entry `i`.
     #[inline]
-    pub(crate) fn cell(&self, i: usize) -> usize {
+    fn cell(&self, i: usize) -> usize {
         let slot = self.head + i;
         let cap = self.capacity();
         2 * if slot >= cap { slot - cap } else { slot }

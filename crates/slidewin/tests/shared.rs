@@ -112,7 +112,7 @@ fn a_region_too_small_or_a_key_length_out_of_range_is_an_error_naming_it() {
     .err();
     assert_eq!(
         err.unwrap().to_string(),
-        "size must be at least 129344 bytes (8 keys of this limit, window and max_key_bytes), \
+        "size must be at least 129472 bytes (8 keys of this limit, window and max_key_bytes), \
          got 4096"
     );
     let err = Zone::attach(

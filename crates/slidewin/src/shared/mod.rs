@@ -9,7 +9,8 @@
 //! - **Same answers as in process.** A key's way holds the state of every window of the
 //!   [`Rule`], each the limiter's own state type with its arrays in the region
 //!   ([`crate::storage`]); one lock and one [`crate::rule`] decision cover all windows. A log
-//!   keeps room for `min(max_limit, window_ms)` entries per key, the most it can hold.
+//!   keeps room for `min(max_limit, window_ms) + 1` entries per key: the most it can hold,
+//!   and one spare.
 //! - **Live limits.** Each window's limit is a word of the region's header: [`Zone::set_limit`]
 //!   changes it for every process at once, and windows keep their history (a lowered limit
 //!   refuses until the window drains, a raised one admits at once). [`Zone::decide_at`] takes

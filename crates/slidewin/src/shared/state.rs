@@ -7,14 +7,14 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use crate::assessment::{Assessment, States};
 use crate::clock::check_time;
 use crate::rule::{RuleWindow, WindowConfig};
-use crate::storage::{Cells, Entries, PendingCells, Ring, SharedCells};
+use crate::storage::{Cells, Entries, Ring, SharedCells};
 use crate::window::{self, Window, NEVER};
 use crate::{BucketQuota, BucketState, CounterState, Decision, Error, LogState, Quota};
 
 /// A state read from words: loaded before a call, stored after it.
 trait View<'a>: Window + Sized {
-    /// Words the state takes (a log: room for `min(max_limit, window_ms)` entries, the most
-    /// it can hold).
+    /// Words the state takes (a log: room for `min(max_limit, window_ms) + 1` entries, the
+    /// most it can hold and a spare).
     fn words(config: &Self::Config, max_limit: u64) -> Result<usize, Error>;
     /// The algorithm and config as words, so a region made for another is not reused.
     fn fingerprint(config: &Self::Config, max_limit: u64) -> [u64; 4];
@@ -267,20 +267,21 @@ impl<'a> View<'a> for CounterState {
     }
 }
 
-// Log: [newest_ms, expired, head, len], then a ring of `min(max_limit, window_ms)` entries.
-//
-// A call's new entry waits in memory (`PendingCells`) and the header is stored in an order
-// whose every prefix the repair reads back as a log counting at least what it held before
-// the call: the time, then `expired` (the entries the call popped still lead the list, and
-// are found by their running sums), then `head` (slots past the call's entries trail the
-// list, and are found by their times), the length without the new entry, the entry, the
-// length with it.
-type SharedLog<'a> = LogState<Ring<PendingCells<'a>>>;
+// Log: [newest_ms, expired, head, len], then a ring of `min(max_limit, window_ms) + 1`
+// entries: one more than a log holds, so a call's new entry always lands in a slot past what
+// the stored header covers (in a ring without the spare slot, a full one's new entry took the
+// slot of the oldest, which a process killed before the header was stored left in the log as
+// a time not yet reached). The header is stored in an order whose every prefix the repair
+// reads back as a log counting at least what it held before the call: the time, then
+// `expired` (the entries the call popped still lead the list, and are found by their running
+// sums), then `head` (slots past the call's entries trail the list, and are found by their
+// times), then the length.
+type SharedLog<'a> = LogState<Ring<SharedCells<'a>>>;
 const LOG_HEADER: usize = 4;
 
 impl<'a> View<'a> for SharedLog<'a> {
     fn words(quota: &Quota, max_limit: u64) -> Result<usize, Error> {
-        let entries = max_limit.min(quota.window_ms() as u64);
+        let entries = max_limit.min(quota.window_ms() as u64).saturating_add(1);
         let words = entries
             .checked_mul(2)
             .and_then(|w| usize::try_from(w + LOG_HEADER as u64).ok());
@@ -297,7 +298,7 @@ impl<'a> View<'a> for SharedLog<'a> {
     fn load(_: &Quota, words: &'a [AtomicU64]) -> Self {
         LogState {
             entries: Ring {
-                cells: PendingCells::new(&words[LOG_HEADER..]),
+                cells: SharedCells(&words[LOG_HEADER..]),
                 head: get(words, 2) as usize,
                 len: get(words, 3) as usize,
             },
@@ -307,16 +308,10 @@ impl<'a> View<'a> for SharedLog<'a> {
     }
     #[inline]
     fn store(&self, words: &'a [AtomicU64]) {
-        let ring = &self.entries;
         set(words, 0, self.newest_ms as u64);
         set(words, 1, self.expired);
-        set(words, 2, ring.head as u64);
-        let pushed = ring.len > 0 && ring.cells.is_pending(ring.cell(ring.len - 1));
-        set(words, 3, (ring.len - usize::from(pushed)) as u64);
-        ring.cells.apply();
-        if pushed {
-            set(words, 3, ring.len as u64);
-        }
+        set(words, 2, self.entries.head as u64);
+        set(words, 3, self.entries.len as u64);
     }
     fn clear(_: &Quota, words: &[AtomicU64]) {
         set(words, 0, NEVER as u64);
