@@ -33,9 +33,10 @@ pub struct ZoneState {
     /// Whether some `slidewin_limit` of the configuration only dry-runs the zone (its
     /// `/metrics` then tells would-be refusals).
     pub dry_runs: bool,
-    /// The zone's evictions this worker last told of (none yet: `None`), since when it
-    /// counts them, and when it last warned.
-    evictions_told: Cell<Option<(u64, i64, i64)>>,
+    /// The zone's evictions this worker last told of (`u64::MAX` before its first call)...
+    evictions_told: Cell<u64>,
+    /// ... since when it counts them, and when it last warned (none before its first call).
+    evictions_since: Cell<Option<(i64, i64)>>,
 }
 
 /// A decision as the headers describe it.
@@ -56,7 +57,8 @@ impl ZoneState {
             zone: None,
             policy: RefCell::new((u64::MAX, Policy::default())),
             dry_runs: false,
-            evictions_told: Cell::new(None),
+            evictions_told: Cell::new(u64::MAX),
+            evictions_since: Cell::new(None),
         }
     }
 
@@ -115,18 +117,32 @@ impl ZoneState {
     /// What error.log should be told at `now_ms` when keys were evicted with units in their
     /// windows since this worker last told (at once, then at most every
     /// [`EVICTION_WARNING_MS`]): each eviction forgets a window, so the zone is too small.
+    #[inline]
     pub fn eviction_warning(&self, now_ms: i64) -> Option<String> {
         let (zone, _) = self.zone.as_ref()?;
         let evictions = zone.evictions();
-        let Some((told, since_ms, warned_ms)) = self.evictions_told.get() else {
-            self.evictions_told.set(Some((evictions, now_ms, i64::MIN)));
-            return None;
-        };
-        if evictions == told || now_ms.saturating_sub(warned_ms) < EVICTION_WARNING_MS {
+        // Every request asks: one load and a compare while nothing was evicted.
+        if evictions == self.evictions_told.get() {
             return None;
         }
-        self.evictions_told.set(Some((evictions, now_ms, now_ms)));
-        let n = evictions - told;
+        self.evictions_changed(evictions, now_ms)
+    }
+
+    /// [`ZoneState::eviction_warning`] once the count moved (or on the worker's first call).
+    #[cold]
+    fn evictions_changed(&self, evictions: u64, now_ms: i64) -> Option<String> {
+        let (zone, _) = self.zone.as_ref()?;
+        let Some((since_ms, warned_ms)) = self.evictions_since.get() else {
+            self.evictions_told.set(evictions);
+            self.evictions_since.set(Some((now_ms, i64::MIN)));
+            return None;
+        };
+        if now_ms.saturating_sub(warned_ms) < EVICTION_WARNING_MS {
+            return None;
+        }
+        let n = evictions.wrapping_sub(self.evictions_told.get());
+        self.evictions_told.set(evictions);
+        self.evictions_since.set(Some((now_ms, now_ms)));
         let seconds = (now_ms - since_ms).max(1) as f64 / 1000.0;
         Some(format!(
             "slidewin_zone \"{}\" is full: {n} keys holding units evicted in {seconds:.1} s \

@@ -23,7 +23,7 @@ use ngx::ffi::{
     ngx_shm_zone_t, ngx_slab_pool_t, ngx_str_t, ngx_uint_t, NGX_CONF_2MORE, NGX_CONF_NOARGS,
     NGX_CONF_TAKE1, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF,
     NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF, NGX_HTTP_VAR_NOCACHEABLE,
-    NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_INFO, NGX_LOG_NOTICE, NGX_LOG_WARN,
+    NGX_HTTP_VAR_NOHASH, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_INFO, NGX_LOG_NOTICE, NGX_LOG_WARN,
 };
 use ngx::http::{
     HttpModule, HttpModuleLocationConf, HttpModuleMainConf, Merge, MergeConfigError,
@@ -35,7 +35,7 @@ use slidewin::shared::Attached;
 
 use crate::config::{self, Cost, LogLevel};
 use crate::zone::ZoneState;
-use request::{msec_variable, preaccess, status_variable};
+use request::{msec_variable, no_value, preaccess, status_variable};
 
 /// A variable's get handler.
 type VariableHandler =
@@ -53,19 +53,24 @@ impl HttpModule for Module {
 
     unsafe extern "C" fn preconfiguration(cf: *mut ngx_conf_t) -> ngx_int_t {
         guarded(NgxStatus::NGX_ERROR.into(), || {
+            // A request's decision is kept in a variable no config can name: a request's
+            // variables live as long as it, through internal redirects, which zero the
+            // module contexts.
+            let hidden = (NGX_HTTP_VAR_NOCACHEABLE | NGX_HTTP_VAR_NOHASH) as ngx_uint_t;
+            let Some(index) = add_variable(cf, DECISION, hidden, no_value, 0)
+                .and_then(|_| variable_index(cf, DECISION.as_bytes()).ok())
+            else {
+                return NgxStatus::NGX_ERROR.into();
+            };
             let variables: [(ngx_str_t, VariableHandler); 2] = [
                 (ngx_string!("slidewin_status"), status_variable),
                 (ngx_string!("slidewin_msec"), msec_variable),
             ];
-            for (mut name, handler) in variables {
-                // SAFETY: nginx passes a valid cf; the variable lives in the cycle's pool.
-                let var =
-                    unsafe { ngx_http_add_variable(cf, &mut name, NGX_HTTP_VAR_NOCACHEABLE as _) };
-                if var.is_null() {
+            let flags = NGX_HTTP_VAR_NOCACHEABLE as ngx_uint_t;
+            for (name, handler) in variables {
+                if add_variable(cf, name, flags, handler, index).is_none() {
                     return NgxStatus::NGX_ERROR.into();
                 }
-                // SAFETY: just allocated by nginx, not yet shared.
-                unsafe { (*var).get_handler = Some(handler) };
             }
             NgxStatus::NGX_OK.into()
         })
@@ -135,6 +140,31 @@ enum LimitCost {
     Variable(*mut ngx_http_complex_value_t),
 }
 
+/// The name of the hidden variable that holds a request's decision.
+const DECISION: ngx_str_t = ngx_string!("slidewin_decision");
+
+/// Adds variable `name` with `flags`, read by `handler` with `data`; `None` when nginx could
+/// not.
+fn add_variable(
+    cf: *mut ngx_conf_t,
+    mut name: ngx_str_t,
+    flags: ngx_uint_t,
+    handler: VariableHandler,
+    data: ngx_uint_t,
+) -> Option<()> {
+    // SAFETY: cf is valid during preconfiguration; the variable lives in the cycle's pool.
+    let var = unsafe { ngx_http_add_variable(cf, &mut name, flags) };
+    if var.is_null() {
+        return None;
+    }
+    // SAFETY: just allocated by nginx, not yet shared.
+    unsafe {
+        (*var).get_handler = Some(handler);
+        (*var).data = data as usize;
+    }
+    Some(())
+}
+
 /// One `slidewin_limit` as compiled.
 #[derive(Clone, Copy)]
 struct Limit {
@@ -151,6 +181,8 @@ struct Limit {
 #[derive(Default)]
 struct LocConf {
     limits: Vec<Limit>,
+    /// The index of the hidden variable that holds a request's decision (with the limits).
+    decision: ngx_uint_t,
     /// `slidewin_limit_log_level`, when this level or one above sets it.
     log_level: Option<LogLevel>,
 }
@@ -173,6 +205,7 @@ impl Merge for LocConf {
         // Like limit_req: a level with no slidewin_limit of its own inherits all of them.
         if self.limits.is_empty() {
             self.limits = prev.limits.clone();
+            self.decision = prev.decision;
         }
         self.log_level = self.log_level.or(prev.log_level);
         Ok(())
@@ -468,6 +501,7 @@ extern "C" fn set_limit(
         }
         // SAFETY: conf is this module's location conf for the level being read.
         let loc = unsafe { &mut *(conf as *mut LocConf) };
+        loc.decision = variable_index(cf, DECISION.as_bytes())?;
         if loc.limits.iter().any(|l| ptr::eq(l.zone, zone)) {
             return Err(format!(
                 "slidewin_limit: zone \"{}\" is limited twice here",

@@ -1,16 +1,16 @@
 //! The request's side: the preaccess handler, `$slidewin_status` and the export of a zone to
 //! the Lua module.
 
-use core::ffi::{c_int, c_void};
+use core::ffi::c_int;
 use core::ptr;
 
 use ngx::core::Status as NgxStatus;
 use ngx::ffi::{
     ngx_http_complex_value, ngx_http_complex_value_t, ngx_http_get_flushed_variable,
     ngx_http_request_t, ngx_http_variable_value_t, ngx_int_t, ngx_list_push, ngx_pnalloc,
-    ngx_pool_cleanup_add, ngx_str_t, ngx_table_elt_t, NGX_LOG_ERR, NGX_LOG_WARN,
+    ngx_str_t, ngx_table_elt_t, ngx_uint_t, NGX_LOG_ERR, NGX_LOG_WARN,
 };
-use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
+use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::ngx_log_error;
 use slidewin::shared::ZoneExport;
 
@@ -65,86 +65,77 @@ unsafe fn key<'r>(r: *mut ngx_http_request_t, limit: &Limit) -> Option<&'r [u8]>
     }
 }
 
-/// What a request's decision leaves for the rest of it, in its main request's pool: the
-/// mark that it was decided, and what `$slidewin_status` and `$slidewin_msec` tell.
+/// What a request's decision leaves for the rest of it: the mark that it was decided, and
+/// what `$slidewin_status` and `$slidewin_msec` tell. It rides in the main request's slot of
+/// a hidden variable (the module's `slidewin_decision`), which internal redirects keep where
+/// they zero the module contexts, as `limit_req` keeps its status on the main request: the
+/// time above the status in the slot's data word.
+#[derive(Clone, Copy)]
 struct Decided {
     status: Status,
     now_ms: i64,
 }
 
-/// The handler of the pool cleanup that holds a request's [`Decided`]: it has nothing to
-/// free (the pool frees it), it only names the cleanup so that it can be found again.
-extern "C" fn decided_mark(_: *mut c_void) {}
+const STATUSES: [Status; 3] = [Status::Passed, Status::Rejected, Status::RejectedDryRun];
 
-/// The decision of request `r`'s main request, if made. An internal redirect (`try_files`,
-/// `index`, `error_page`, a named location) zeroes the request's module contexts; the pool
-/// cleanup that holds the decision stays, and is found again there, as `limit_req` keeps its
-/// status on the main request.
-///
-/// # Safety
-/// `r` is a live request.
-unsafe fn decided<'r>(r: *mut ngx_http_request_t) -> Option<&'r Decided> {
-    let index = Module::module().ctx_index;
-    // SAFETY: the caller's contract; ctx has a slot per http module, ours null or a Decided
-    // in the main request's pool.
-    unsafe {
-        let main = (*r).main;
-        let slot = (*main).ctx.add(index);
-        if !(*slot).is_null() {
-            return Some(&*(*slot as *const Decided));
+impl Decided {
+    fn word(self) -> usize {
+        let status = STATUSES.iter().position(|&s| s == self.status).unwrap_or(0);
+        ((self.now_ms as usize) << 2) | status
+    }
+    fn of(word: usize) -> Self {
+        Decided {
+            status: STATUSES[(word & 3).min(2)],
+            now_ms: (word >> 2) as i64,
         }
-        if (*main).internal() == 0 {
-            return None; // never redirected: no context was zeroed
-        }
-        let mut cleanup = (*(*main).pool).cleanup;
-        while !cleanup.is_null() {
-            // The only no-op cleanup of this module: no other function can share its address.
-            #[allow(unpredictable_function_pointer_comparisons)]
-            if (*cleanup).handler == Some(decided_mark) {
-                *slot = (*cleanup).data;
-                return Some(&*((*cleanup).data as *const Decided));
-            }
-            cleanup = (*cleanup).next;
-        }
-        None
     }
 }
 
-/// Marks `r`'s main request decided with `status` at `now_ms`; false when its pool is out
-/// of memory.
+/// The decision of request `r`'s main request, if made (`index`: the hidden variable's).
 ///
 /// # Safety
-/// `r` is a live request.
-unsafe fn set_decided(r: *mut ngx_http_request_t, status: Status, now_ms: i64) -> bool {
-    let index = Module::module().ctx_index;
-    // SAFETY: the caller's contract; the cleanup's data has room for a Decided, aligned as
-    // the pool aligns, and lives as long as the pool.
+/// `r` is a live request of the configuration that gave `index`.
+unsafe fn decided(r: *mut ngx_http_request_t, index: ngx_uint_t) -> Option<Decided> {
+    // SAFETY: the caller's contract: the main request has a value slot per indexed variable.
     unsafe {
-        let main = (*r).main;
-        let cleanup = ngx_pool_cleanup_add((*main).pool, core::mem::size_of::<Decided>());
-        if cleanup.is_null() {
-            return false;
-        }
-        (*cleanup).handler = Some(decided_mark);
-        let data = (*cleanup).data as *mut Decided;
-        data.write(Decided { status, now_ms });
-        *(*main).ctx.add(index) = data.cast();
+        let slot = &*(*(*r).main).variables.add(index);
+        (slot.valid() != 0).then(|| Decided::of(slot.data as usize))
     }
-    true
+}
+
+/// Marks `r`'s main request decided with `status` at `now_ms`.
+///
+/// # Safety
+/// As [`decided`].
+unsafe fn set_decided(r: *mut ngx_http_request_t, index: ngx_uint_t, decided: Decided) {
+    // SAFETY: as decided; only this module writes the slot (no config can name it).
+    unsafe {
+        let slot = &mut *(*(*r).main).variables.add(index);
+        slot.data = decided.word() as *mut u8;
+        slot.set_valid(1);
+    }
+}
+
+/// The hidden variable read by name: nothing (no config can name it; nginx wants a handler).
+pub(super) extern "C" fn no_value(
+    _: *mut ngx_http_request_t,
+    v: *mut ngx_http_variable_value_t,
+    _: usize,
+) -> ngx_int_t {
+    // SAFETY: nginx passes a value to fill.
+    unsafe { (*v).set_not_found(1) };
+    NgxStatus::NGX_OK.into()
 }
 
 pub(super) extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
     guarded(500, || {
-        // SAFETY: nginx passes a live request; a request already decided (before an internal
-        // redirect, or a subrequest's parent) is not counted again.
-        if unsafe { decided(r) }.is_some() {
-            return NgxStatus::NGX_DECLINED.into();
-        }
-        // SAFETY: r is live; loc_conf holds this module's LocConf.
+        // SAFETY: nginx passes a live request; loc_conf holds this module's LocConf.
         let Some(loc) = Module::location_conf(unsafe { &*r }) else {
             return NgxStatus::NGX_DECLINED.into();
         };
-        if loc.limits.is_empty() {
+        // SAFETY: r is live, and the index is its configuration's. A request already decided
+        // (before an internal redirect, or a subrequest's parent) is not counted again.
+        if loc.limits.is_empty() || unsafe { decided(r, loc.decision) }.is_some() {
             return NgxStatus::NGX_DECLINED.into();
         }
         let calls = loc.limits.iter().filter_map(|l| {
@@ -186,10 +177,12 @@ pub(super) extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
                         ngx_log_error!(NGX_LOG_WARN, log, "{}", warning);
                     }
                 }
-                // SAFETY: r is live.
-                if !unsafe { set_decided(r, outcome.status, answer.now_ms) } {
-                    return 500;
-                }
+                let decision = Decided {
+                    status: outcome.status,
+                    now_ms: answer.now_ms,
+                };
+                // SAFETY: r is live, and the index is its configuration's.
+                unsafe { set_decided(r, loc.decision, decision) };
                 // SAFETY: r is live; the values are written into its pool.
                 let headers = zone.headers(
                     answer,
@@ -249,16 +242,19 @@ unsafe fn add_header(r: *mut ngx_http_request_t, name: &'static str, value: &mut
     true
 }
 
-/// A variable that tells of the request's decision: `text` of it, in bytes of the request's
-/// pool or static; not found before the decision (or without one).
-fn decided_variable(
+/// A variable that tells of the request's decision (`index`: the hidden variable's, the
+/// variable's data): `text` of it, in bytes of the request's pool or static; not found before
+/// the decision (or without one).
+fn decided_variable<'r>(
     r: *mut ngx_http_request_t,
     v: *mut ngx_http_variable_value_t,
-    text: impl for<'r> FnOnce(&'r Decided) -> Option<&'r [u8]>,
+    index: usize,
+    text: impl FnOnce(Decided) -> Option<&'r [u8]>,
 ) -> ngx_int_t {
     guarded(NgxStatus::NGX_ERROR.into(), || {
-        // SAFETY: nginx passes a live request and a value to fill.
-        let (decided, v) = unsafe { (decided(r), &mut *v) };
+        // SAFETY: nginx passes a live request of the configuration whose preconfiguration
+        // gave `index`, and a value to fill.
+        let (decided, v) = unsafe { (decided(r, index as ngx_uint_t), &mut *v) };
         match decided.and_then(text) {
             Some(text) => {
                 v.data = text.as_ptr() as *mut u8;
@@ -277,9 +273,9 @@ fn decided_variable(
 pub(super) extern "C" fn status_variable(
     r: *mut ngx_http_request_t,
     v: *mut ngx_http_variable_value_t,
-    _: usize,
+    index: usize,
 ) -> ngx_int_t {
-    decided_variable(r, v, |d| Some(d.status.text().as_bytes()))
+    decided_variable(r, v, index, |d| Some(d.status.text().as_bytes()))
 }
 
 /// `$slidewin_msec`: when the decision was made, in seconds with millisecond resolution, as
@@ -288,9 +284,9 @@ pub(super) extern "C" fn status_variable(
 pub(super) extern "C" fn msec_variable(
     r: *mut ngx_http_request_t,
     v: *mut ngx_http_variable_value_t,
-    _: usize,
+    index: usize,
 ) -> ngx_int_t {
-    decided_variable(r, v, |d| {
+    decided_variable(r, v, index, |d| {
         let (s, ms) = (d.now_ms.div_euclid(1000), d.now_ms.rem_euclid(1000));
         let text = format!("{s}.{ms:03}");
         // SAFETY: r is live; the bytes live as long as its pool.
