@@ -10,7 +10,8 @@
 --       clock instead of Redis TIME), action check|peek|refund|lease (default check; `mode` is
 --       its former name, still read); with action lease: want N, validity_ms V, id ID; with
 --       action check and the lease hash: ahead_ms V (the cost recorded at now + V); with any
---       action and the lease hash: settle "ID:SPENT:LAST_MS ..." (rule.lua says what they do).
+--       action and the lease hash: settle "ID:SPENT:LAST_MS ..." (rule.lua says what they do);
+--       with any action: record "AGE_MS:UNITS ...", units admitted elsewhere AGE_MS ago.
 local floor = math.floor
 local function int(name, text, min, k)
   local n = tonumber(text)
@@ -28,7 +29,7 @@ for k = 1, #KEYS do
   -- A key more than the windows (an option's name, or nothing, where its window would be): the
   -- lease hash.
   if k > 1 and k == #KEYS and algorithm ~= 'log' and algorithm ~= 'buckets' and algorithm ~= 'counter'
-      and (algorithm == nil or (' now_ms action mode want validity_ms id settle ahead_ms '):find(' ' .. algorithm .. ' ', 1, true)) then
+      and (algorithm == nil or (' now_ms action mode want validity_ms id settle ahead_ms record '):find(' ' .. algorithm .. ' ', 1, true)) then
     lease_key = KEYS[k]
     break
   end
@@ -36,7 +37,7 @@ for k = 1, #KEYS do
   local w = {key = KEYS[k], algorithm = algorithm, width = 1, limit = 0, span = 0, now = 0,
     marked = false, oldest = false, room = 0, retry = 0, newest = false, sum = 0, gone = 0,
     current = 0, previous = 0, elapsed = 0, capacity = 0, head = 0, count = 0, header = false,
-    moved = false, held = 0}
+    moved = false, held = 0, recorded = 0}
   w.limit, err = int('limit', ARGV[at + 1], 1, k)
   if not err then w.span, err = int('window_ms', ARGV[at + 2], 1, k) end
   if err then return redis.error_reply(err) end
@@ -60,6 +61,8 @@ end
 if #windows == 0 then return redis.error_reply('ERR a rule needs at least one window (one key each), got 0 keys') end
 -- lease_option: the last of want, validity_ms and id given (they go with action lease only).
 local action, now, want, validity, id, settle, lease_option = 'check', nil, nil, nil, nil, nil, nil
+-- record: {units, age, stamp} (the stamp, now - age, once now is known), or nil.
+local record = nil
 local ahead = 0
 for i = at, #ARGV, 2 do
   local name, value = ARGV[i], ARGV[i + 1]
@@ -114,8 +117,21 @@ for i = at, #ARGV, 2 do
     if #settle > 0 and not lease_key then
       return redis.error_reply("ERR settle needs the lease hash: one key after the windows' keys")
     end
+  elseif name == 'record' then
+    record = {}
+    for entry in tostring(value):gmatch('%S+') do
+      local age, units = entry:match('^([^:]+):([^:]+)$')
+      if not age then
+        return redis.error_reply('ERR record must be "AGE_MS:UNITS ..." separated by spaces, got ' .. entry)
+      end
+      local r = {units = 0, age = 0, stamp = 0}
+      r.age, err = int('AGE_MS of ' .. entry .. ' in record', age, 0)
+      if not err then r.units, err = int('UNITS of ' .. entry .. ' in record', units, 0) end
+      if err then return redis.error_reply(err) end
+      record[#record + 1] = r
+    end
   else
-    return redis.error_reply('ERR options are now_ms, action, want, validity_ms, id, ahead_ms and settle, got ' .. tostring(name))
+    return redis.error_reply('ERR options are now_ms, action, want, validity_ms, id, ahead_ms, settle and record, got ' .. tostring(name))
   end
 end
 if action == 'lease' then
@@ -142,4 +158,8 @@ local slack = now and 1 or 0
 if not now then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+end
+-- Recorded units are stamped AGE_MS before now (never before 0: later is always safe).
+for i = 1, record and #record or 0 do
+  record[i].stamp = math.max(now - record[i].age, 0)
 end

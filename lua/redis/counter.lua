@@ -29,6 +29,12 @@ if uses_counter then
     elseif floor(marked / span) == index - 1 then
       current, previous = 0, current
     end
+    -- Units recorded (record) still inside the window count at now: a counter has no earlier
+    -- place for them.
+    for i = 1, record and #record or 0 do
+      if record[i].stamp > now - span then w.recorded = w.recorded + record[i].units end
+    end
+    current = current + w.recorded
     local elapsed = now - index * span
     local room = math.max(limit - current - ceil_div(previous * (span - elapsed), span), 0)
     w.now, w.marked, w.current, w.previous, w.elapsed = now, marked, current, previous, elapsed
@@ -65,7 +71,7 @@ if uses_counter then
     local reset = current > 0 and 2 * span - elapsed or previous > 0 and span - elapsed or 0
     if reset == 0 then
       if w.marked then redis.call('DEL', w.key) end
-    elseif current ~= w.current or previous ~= w.previous or w.marked ~= w.now then
+    elseif current ~= w.current or previous ~= w.previous or w.marked ~= w.now or w.recorded > 0 then
       -- Lua writes numbers below 1e14 as integers ("%.14g"), faster than string.format.
       local now = w.now
       local text = now < 1e14 and current < 1e14 and previous < 1e14 and now .. ' ' .. current .. ' ' .. previous

@@ -22,6 +22,7 @@
 -- spent at a stamp that may lie ahead of now, in a bucket of its own (or in the newest bucket
 -- when that is later: the ring stays ordered, and later is always safe). A stamp ahead never
 -- moves the window's now (the newest time seen) forward: that would forget buckets still in it.
+-- Units given with `record` go in the same way, at their stamps in the past.
 local entries_assess, entries_finish, entries_leaves, entries_lease
 if uses_entries then
   local HEADER, RECORD, HEADER_FORMAT, RECORD_FORMAT = 64, 14, '>i8i8i8i8i8i8i8i8', '>I7I7'
@@ -87,7 +88,7 @@ if uses_entries then
     w.count, w.newest = w.count + 1, index
   end
 
-  -- What only a call that counts or settles grants uses, made only then (rule.lua calls
+  -- What only a call that counts, settles or records units uses, made only then (rule.lua calls
   -- entries_lease()), in one table: every function is made again on every call, and each one
   -- a window's functions refer to costs them too.
   local leased
@@ -108,9 +109,8 @@ if uses_entries then
 
     leased = {
       leaves = leaves,
-      -- Record in window `w` the `settled` units ({units, stamp}) still in it, and count in
-      -- w.held the units of the `leases` ({units, ends}) it counts.
-      hold = function(w, leases, settled)
+      -- Record in window `w` the `settled` units ({units, stamp}, the oldest first) still in it.
+      record = function(w, settled)
         local now = w.now
         for i = 1, #settled do
           local t = settled[i]
@@ -120,9 +120,12 @@ if uses_entries then
             w.sum = w.sum + t.units
           end
         end
+      end,
+      -- Count in w.held the units of the `leases` ({units, ends}) window `w` counts.
+      hold = function(w, leases)
         for i = 1, #leases do
           local l = leases[i]
-          if leaves(w, l.ends) > now then w.held = w.held + l.units end
+          if leaves(w, l.ends) > w.now then w.held = w.held + l.units end
         end
       end,
       -- The wait until `need` units left window `w`, its ring's buckets and the leases it
@@ -154,8 +157,9 @@ if uses_entries then
   end
 
   -- Move window `w` to `now` (or the newest time seen), forgetting what left it, and record the
-  -- `settled` units ({units, stamp}) still in it; then w.room (less the units of `leases`,
-  -- {units, ends}, it counts) and, when `cost` does not fit, w.retry (the wait; -1: never).
+  -- `settled` units ({units, stamp}: settlements, recorded units) still in it; then w.room
+  -- (less the units of `leases`, {units, ends}, it counts) and, when `cost` does not fit,
+  -- w.retry (the wait; -1: never).
   entries_assess = function(w, cost, leases, settled)
     local key, width, span = w.key, w.width, w.span
     local header = redis.pcall('GETRANGE', key, 0, HEADER - 1)
@@ -177,7 +181,8 @@ if uses_entries then
       w.gone, w.oldest = gone, oldest or w.newest
     end
     w.now = now
-    if leases then leased.hold(w, leases, settled) end
+    if settled then leased.record(w, settled) end
+    if leases then leased.hold(w, leases) end
     w.room = math.max(w.limit - (w.sum - w.gone) - w.held, 0)
     if cost > w.room then
       w.retry = -1

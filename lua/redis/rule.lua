@@ -26,6 +26,13 @@
 -- A check with ahead_ms V is a grant of its cost spent at once: its cost is recorded in every
 -- window at now + V, the end of that grant's validity, with nothing in the hash and nothing to
 -- settle (a node asking for its cost alone: a cold key, one call per request).
+--
+-- `record` (any action, with or without the lease hash): units admitted elsewhere (a node's
+-- fallback while Redis could not answer) are recorded in every window before the action
+-- decides, unconditionally (over the limit too): in a log or bucket window at now - AGE_MS,
+-- like a settlement (in the newest bucket when that is later: later is always safe); in a
+-- counter window at now, which has no earlier place, when still inside it (AGE_MS <
+-- window_ms).
 local need, leases, settled, lease, changed = cost, nil, nil, nil, false
 if lease_key then
   if action == 'lease' then need = math.max(cost, 1) end
@@ -72,6 +79,13 @@ if lease_key then
   -- No grant to count and none to settle (a check ahead of a cold key, the common call): the
   -- windows alone, as without the hash.
   if #fields == 0 and #settle == 0 and action ~= 'lease' then leases, settled = nil, nil end
+end
+if record and uses_entries then
+  -- Recorded units go in with the settlements, the oldest first (each in its own bucket).
+  if not entries_leaves then entries_lease() end
+  settled = settled or {}
+  for i = 1, #record do settled[#settled + 1] = record[i] end
+  table.sort(settled, function(a, b) return a.stamp < b.stamp end)
 end
 local allowed, least, retry, shown, refusing = true, nil, 0, nil, nil
 for k = 1, #windows do

@@ -49,6 +49,9 @@
 --   store:answer(headers_block, key, cost, commit, limits) -> out, decided_locally | nil, err:
 --     optional, the same answer already in resty.slidewin.answer's buffer (redis with leases)
 --   store:refund(key, cost) -> true | nil, err
+--   store:record(key, text) -> true | nil, err: optional, units admitted elsewhere ("AGE_MS:UNITS
+--   ...", AGE_MS before now) recorded in every window of `key` (redis: the on_store_error =
+--   "local" fallback's journal, replayed before the store decides again)
 --   store:set_limits(limits), store:poll_limits(now_ms) -> limits | nil: optional, for stores
 --   that share live limits between nodes (redis)
 -- Either kind: store:keys() -> number | nil (nil: the store cannot tell);
@@ -209,7 +212,7 @@ function _M.new(opts)
             return nil, 'on_store_error = "local" is for stores elsewhere (redis); store '
                 .. show(conf.store) .. " decides in this node already"
         end
-        local_fallback, err = fallback_limiter.new(conf)
+        local_fallback, err = fallback_limiter.new(conf, store)
         if not local_fallback then
             return nil, err
         end

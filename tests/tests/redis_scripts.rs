@@ -637,3 +637,165 @@ fn a_refused_buckets_call_sends_few_commands_at_any_number_of_buckets() {
         "commands per refusal at 60 and 3600 buckets: {calls_per_refusal:?}"
     );
 }
+
+/// Remaining after a peek of cost 0 at `now` on a one-window `script` under `rule` (limit
+/// window_ms [bucket_ms N]) with `options` (record ...).
+fn room(c: &mut Resp, script: &One, key: &str, rule: &[&str], options: &[&str], now: i64) -> i64 {
+    let args: Vec<&str> = rule[..2]
+        .iter()
+        .chain(&["0"])
+        .chain(&rule[2..])
+        .chain(&["action", "peek"])
+        .chain(options)
+        .copied()
+        .collect();
+    at(c, script, &[key], &args, now)[1]
+}
+
+#[test]
+fn recorded_units_count_in_each_window_for_as_long_as_their_stamps_say() {
+    let redis = RedisServer::start();
+    let mut c = redis.client();
+    // 4 units admitted elsewhere at 4700 and 3 at 4900, told at 5000; limit 10 a second.
+    let record = ["record", "300:4 100:3"];
+    for (algorithm, rule, times) in [
+        // The log: the 4 leave at 5700, the 3 at 5900.
+        (
+            "log",
+            &["10", "1000"][..],
+            [(5699, 3), (5700, 7), (5899, 7), (5900, 10)],
+        ),
+        // Buckets of 100 ms: bucket 47 leaves at 5799, bucket 49 at 5999.
+        (
+            "buckets",
+            &["10", "1000", "bucket_ms", "100"][..],
+            [(5798, 3), (5799, 7), (5998, 7), (5999, 10)],
+        ),
+        // The counter records them at now (5000): the whole current window, then weighted
+        // in the next one, ceil(7 * (1000 - e) / 1000).
+        (
+            "counter",
+            &["10", "1000"][..],
+            [(5999, 3), (6000, 3), (6500, 6), (7000, 10)],
+        ),
+    ] {
+        let script = One::load(&mut c, algorithm);
+        let key = format!("rl:{{record-{algorithm}}}");
+        assert_eq!(
+            room(&mut c, &script, &key, rule, &record, 5000),
+            3,
+            "{algorithm}"
+        );
+        for (now, remaining) in times {
+            assert_eq!(
+                room(&mut c, &script, &key, rule, &[], now),
+                remaining,
+                "{algorithm} at {now}"
+            );
+        }
+        // Units older than the window are out of it: nothing recorded.
+        let key = format!("rl:{{old-{algorithm}}}");
+        assert_eq!(
+            room(
+                &mut c,
+                &script,
+                &key,
+                rule,
+                &["record", "1100:5 2000:5"],
+                5000
+            ),
+            10,
+            "{algorithm}"
+        );
+    }
+}
+
+#[test]
+fn recorded_units_are_kept_over_the_limit_and_an_earlier_stamp_moves_later() {
+    let redis = RedisServer::start();
+    let mut c = redis.client();
+    let log = One::load(&mut c, "log");
+    // 25 admitted elsewhere just now, limit 10: kept, and this check refused until they leave.
+    let over = |c: &mut Resp, now| {
+        at(
+            c,
+            &log,
+            &["rl:{over}"],
+            &["10", "1000", "1", "record", "0:25"],
+            now,
+        )
+    };
+    assert_eq!(over(&mut c, 5000), [0, 0, 1000, 1000]);
+    assert_eq!(
+        room(&mut c, &log, "rl:{over}", &["10", "1000"], &[], 5999),
+        0
+    );
+    assert_eq!(
+        room(&mut c, &log, "rl:{over}", &["10", "1000"], &[], 6000),
+        10
+    );
+    // A stamp (4600) before the window's newest (5000) goes in with the newest: it leaves at
+    // 6000, not 5600.
+    let mut call = |args: &[&str], now| at(&mut c, &log, &["rl:{late}"], args, now);
+    assert_eq!(call(&["10", "1000", "1"], 5000), [1, 9, 0, 1000]);
+    assert_eq!(
+        call(
+            &["10", "1000", "0", "action", "peek", "record", "500:2"],
+            5100
+        ),
+        [1, 7, 0, 900]
+    );
+    assert_eq!(
+        call(&["10", "1000", "0", "action", "peek"], 5999),
+        [1, 7, 0, 1]
+    );
+    assert_eq!(
+        call(&["10", "1000", "0", "action", "peek"], 6000),
+        [1, 10, 0, 0]
+    );
+    // With the lease hash (a leasing limiter's calls carry it), and with a check: recorded first.
+    let rule = &log.script;
+    let reply = rule
+        .run(
+            &mut c,
+            &["rl:{leased}", "rl:{leased}:leases"],
+            &["1", "log", "10", "1000", "record", "0:4", "now_ms", "5000"],
+        )
+        .ints();
+    assert_eq!(reply, [1, 5, 0, 1000, 1]);
+}
+
+#[test]
+fn a_bad_record_is_named_with_its_entry() {
+    let redis = RedisServer::start();
+    let mut c = redis.client();
+    let log = One::load(&mut c, "log");
+    for (record, error) in [
+        (
+            "5",
+            "ERR record must be \"AGE_MS:UNITS ...\" separated by spaces, got 5",
+        ),
+        (
+            "1:2 3:x",
+            "ERR UNITS of 3:x in record must be a non-negative integer, got x",
+        ),
+        (
+            "-1:2",
+            "ERR AGE_MS of -1:2 in record must be a non-negative integer, got -1",
+        ),
+        (
+            "1:2:3",
+            "ERR record must be \"AGE_MS:UNITS ...\" separated by spaces, got 1:2:3",
+        ),
+    ] {
+        match log.run(&mut c, &LOG_KEYS, &["10", "1000", "1", "record", record]) {
+            Reply::Error(e) => assert_eq!(e, error),
+            other => panic!("{record}: expected an error, got {other:?}"),
+        }
+    }
+    // Nothing was recorded by the calls refused for their arguments.
+    assert_eq!(
+        room(&mut c, &log, LOG_KEYS[0], &["10", "1000"], &[], 5000),
+        10
+    );
+}

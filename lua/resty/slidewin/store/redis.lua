@@ -423,6 +423,16 @@ function _M.refund(self, key, cost)
     return true
 end
 
+-- store:record(key, text): units admitted elsewhere (the local fallback's, "AGE_MS:UNITS ...",
+-- the script's record option) recorded in every window of `key` by a peek; true, or nil, err.
+function _M.record(self, key, text)
+    local res, err = call_script(self, key, 0, "peek", self.configured, { "record", text })
+    if not res then
+        return nil, err
+    end
+    return true
+end
+
 -- Live limits shared by every node: the hash slidewin:{<name>}:limits holds "limits" (one per
 -- window, "10 50") and "base" (the configured limits of the node that set them). A node takes
 -- them by the core's reload rule (slidewin.live_limits): window by window, the live limit while

@@ -15,6 +15,8 @@
 --       table until Redis's retry time. A peek asks Redis every time.
 --   store:decide(key, cost, commit, limits): the same decision as the store seam's numbers.
 --   store:refund(key, cost): given back to the lease it came from, else to Redis.
+--   store:record(key, text): as the Redis store's (the fallback's journal; leases spent while
+--       it decides were granted, not admitted by it, and are not in it).
 --   store:lease_stats() -> { calls, granted, spent, returned, expired, local, refusals_cached,
 --       repairs, evictions, capacity }: node-wide counters of the table.
 -- Every call of this store, whatever its action, carries the key's lease hash (so Redis counts
@@ -133,6 +135,10 @@ end
 
 function _M.keys()
     return nil
+end
+
+function _M.record(self, key, text)
+    return self.base:record(key, text)
 end
 
 function _M.lease_stats(self)
