@@ -177,6 +177,50 @@ local function with_declared_rule(opts)
     return module.declared_rule(opts)
 end
 
+-- Limiters of store shm whose evictions are watched (keys evicted with units in their
+-- windows: a region too small for its keys), on one timer per worker for all of them.
+local watched, watching = {}, false
+local WATCH_EVERY_S = 1
+
+-- Tells error.log of each watched limiter's evictions since it last told, at most once per
+-- its error_log_interval_ms: each eviction forgets a window.
+local function tell_evictions(premature)
+    if premature then
+        return
+    end
+    local now = now_ms()
+    for i = 1, #watched do
+        local w = watched[i]
+        local n = w.lim:evictions()
+        if n ~= w.told and now - w.told_at >= w.interval_ms then
+            local seconds = max(now - w.since, 1) / 1000
+            ngx.log(ngx.WARN, format("slidewin %s is full: %d keys holding units evicted in %.1f s "
+                .. "(%.1f a second), their windows forgotten (they may be admitted past their limits); "
+                .. 'it holds %d keys: raise size or set full = "refuse"', w.name, n - w.told,
+                seconds, (n - w.told) / seconds, w.lim:stats().capacity))
+            w.told, w.since, w.told_at = n, now, now
+        end
+    end
+end
+
+-- Starts this worker's watch (from init_worker(), else its first decision: timers cannot
+-- start in init_by_lua*), counting from what the regions hold now.
+local function watch_evictions()
+    watching = true
+    if #watched == 0 or not ngx.timer then
+        return true -- nothing to watch, or Lua outside nginx
+    end
+    local now = now_ms()
+    for i = 1, #watched do
+        watched[i].told, watched[i].since = watched[i].lim:evictions(), now
+    end
+    local ok, err = ngx.timer.every(WATCH_EVERY_S, tell_evictions)
+    if not ok then
+        ngx.log(ngx.ERR, "slidewin: evictions go untold: ", err)
+    end
+    return true
+end
+
 -- A limiter from a config table, or nil, err (bad config, unknown store, missing dict).
 function _M.new(opts)
     local conf, err = with_declared_rule(opts)
@@ -247,6 +291,11 @@ function _M.new(opts)
         error_logged_at = -huge,
         polled_at = -huge,
     }, mt)
+    if store.counts_decisions and store.lim then
+        watched[#watched + 1] = { name = conf.name, lim = store.lim, told = 0, since = 0,
+            told_at = -huge, interval_ms = conf.error_log_interval_ms }
+        phases.on_init_worker("evictions", watch_evictions)
+    end
     -- The limiter's block and the headers' for the FFI, compiled into the caller's trace.
     self.lim_block, self.headers_block = answer.handles(store.lim, headers)
     -- The configured rule (the store's, until a decision answers a version to hold).
@@ -390,42 +439,12 @@ end
 -- The store's answer (resty.slidewin.answer's buffer, header values rendered) under the call's
 -- limits, the policy to advertise and whether a remote store decided locally; nil, err when
 -- the store fails. Raises on bad arguments, naming `method`.
--- Keys evicted with units in their windows (store shm, a zone too small for its keys) told
--- to error.log by each worker, at most once per error_log_interval_ms: each eviction forgets
--- a window. Started by the worker's first decision (timers cannot start in init_by_lua*).
-local function watch_evictions(self)
-    self.evictions_watched = true
-    local store = self.store
-    local lim = store.counts_decisions and store.lim
-    if not (lim and ngx.timer) then
-        return -- a store that does not evict, or Lua outside nginx
-    end
-    local told, since = lim:evictions(), now_ms()
-    local function check(premature)
-        local n = lim:evictions()
-        if premature or n == told then
-            return
-        end
-        local now = now_ms()
-        local seconds = max(now - since, 1) / 1000
-        ngx.log(ngx.WARN, format("slidewin %s is full: %d keys holding units evicted in %.1f s "
-            .. "(%.1f a second), their windows forgotten (they may be admitted past their limits); "
-            .. 'it holds %d keys: raise size or set full = "refuse"', self.name, n - told, seconds,
-            (n - told) / seconds, lim:stats().capacity))
-        told, since = n, now
-    end
-    local ok, err = ngx.timer.every(self.conf.error_log_interval_ms / 1000, check)
-    if not ok then
-        ngx.log(ngx.ERR, "slidewin ", self.name, ": evictions go untold: ", err)
-    end
-end
-
 local function decide(self, key, cost, commit, opts, method)
     key = key_of(self, key, method)
     check_key(key, method)
     cost = check_cost(self, cost, method)
-    if not self.evictions_watched then
-        watch_evictions(self)
+    if not watching then
+        watch_evictions()
     end
     local limits, call_policy_header = call_limits(self, opts, method)
     local block = self.lim_block

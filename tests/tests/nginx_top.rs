@@ -360,8 +360,9 @@ fn names_with_quotes_backslashes_and_newlines_are_escaped_and_one_log_serves_eve
         counted.body, "5 1 0",
         "5 answered, the 429 pushed back, every slot given back"
     );
-    // The one init_worker(): this worker's timer of the adaptive limit, started once.
-    assert_eq!(nginx.eval("return ngx.timer.pending_count()").body, "1");
+    // The one init_worker(): this worker's timers, each started once: the adaptive limit's,
+    // and the one that watches the shm limiters' evictions.
+    assert_eq!(nginx.eval("return ngx.timer.pending_count()").body, "2");
 
     let metrics = nginx.get("/metrics").body;
     promtool_check(&metrics);
