@@ -11,9 +11,9 @@ use crate::zone::{Answer, ZoneState};
 /// `$slidewin_status`, as `$limit_req_status` names its outcomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
-    Passed,
-    Rejected,
-    RejectedDryRun,
+    Passed = 0,
+    Rejected = 1,
+    RejectedDryRun = 2,
 }
 
 impl Status {
