@@ -160,7 +160,7 @@ fn add_variable(
     // SAFETY: just allocated by nginx, not yet shared.
     unsafe {
         (*var).get_handler = Some(handler);
-        (*var).data = data as usize;
+        (*var).data = data;
     }
     Some(())
 }
