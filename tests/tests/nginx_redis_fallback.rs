@@ -57,6 +57,22 @@ fn admissions(port: u16, path: &str, clients: usize, run: Duration) -> (Vec<(i64
     (admitted, refused)
 }
 
+/// [`admissions`] on every node of `nodes` at once, 4 clients each, each node from a thread of
+/// its own: the handles, in the nodes' order.
+fn admissions_on_each(
+    nodes: &[Nginx],
+    path: &'static str,
+    run: Duration,
+) -> Vec<thread::JoinHandle<(Vec<(i64, i64)>, usize)>> {
+    nodes
+        .iter()
+        .map(|n| {
+            let port = n.port();
+            thread::spawn(move || admissions(port, path, 4, run))
+        })
+        .collect()
+}
+
 #[test]
 fn redis_down_each_node_limits_at_its_fallback_then_redis_decides_again() {
     falls_back_and_returns("redis.conf");
@@ -75,20 +91,11 @@ fn falls_back_and_returns(config: &str) {
 
     // 5 s of 4 clients per node, far above 4 a second: each node admits 4 at the start and 4
     // more each time they leave the window, a second later.
-    let runs: Vec<_> = nodes
-        .iter()
-        .map(|n| {
-            let port = n.port();
-            thread::spawn(move || {
-                admissions(
-                    port,
-                    "/timed/fallback?user=k",
-                    4,
-                    Duration::from_millis(5000),
-                )
-            })
-        })
-        .collect();
+    let runs = admissions_on_each(
+        &nodes,
+        "/timed/fallback?user=k",
+        Duration::from_millis(5000),
+    );
     for (i, run) in runs.into_iter().enumerate() {
         let (admitted, refused) = run.join().unwrap();
         // Five windows from the first admission hold 4 each; a request sent just before the
@@ -277,20 +284,11 @@ struct Outage {
 
 fn outage(mut redis: RedisServer) -> Outage {
     let nodes: Vec<Nginx> = (0..3).map(|_| nginx_on("redis.conf", &redis)).collect();
-    let runs: Vec<_> = nodes
-        .iter()
-        .map(|n| {
-            let port = n.port();
-            thread::spawn(move || {
-                admissions(
-                    port,
-                    "/timed/outage?user=k",
-                    4,
-                    Duration::from_millis(20_000),
-                )
-            })
-        })
-        .collect();
+    let runs = admissions_on_each(
+        &nodes,
+        "/timed/outage?user=k",
+        Duration::from_millis(20_000),
+    );
     thread::sleep(Duration::from_millis(6_000));
     redis.stop();
     let killed = now_ms();
