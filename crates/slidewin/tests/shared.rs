@@ -431,3 +431,35 @@ fn a_withdrawn_call_leaves_its_window_and_counts_as_never_admitted() {
     let stats = zone.stats();
     assert_eq!((stats.allowed, stats.rejected, stats.keys), (3, 1, 1));
 }
+
+/// `check_now` reads its clock once the key's set is locked and answers the time it decided
+/// at, with the decision `check_at` gives at that time.
+#[test]
+fn check_now_decides_at_the_clock_read_under_the_lock() {
+    struct Fixed(i64);
+    impl slidewin::Clock for Fixed {
+        fn now_ms(&self) -> i64 {
+            self.0
+        }
+    }
+    let words = region(1 << 16);
+    let rule = Rule::one(RuleWindow::log(Quota::new(2, 1_000).unwrap()));
+    let (zone, _) = Zone::attach(&words, rule, 16, Thread(1), [1, 2]).unwrap();
+    let mut model = SlidingLog::new(2, 1_000).unwrap();
+    for (now_ms, dry_run) in [(5, false), (7, true), (9, false), (1_006, false)] {
+        let (d, at) = zone.check_now(b"k", &Fixed(now_ms), 1, dry_run).unwrap();
+        assert_eq!((d, at), (model.check_at(now_ms, 1).unwrap(), now_ms));
+    }
+    let stats = zone.stats();
+    assert_eq!(
+        (stats.allowed, stats.rejected, stats.would_reject),
+        (3, 1, 0)
+    );
+    let bad = zone
+        .check_now(b"k", &Fixed(i64::MAX), 1, false)
+        .unwrap_err();
+    assert!(
+        bad.to_string().starts_with("now_ms must be between"),
+        "{bad}"
+    );
+}

@@ -89,7 +89,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::clock::check_time;
 use crate::rule::{Limits, Rule, RuleLimiter};
-use crate::{Decision, Error, Limiter};
+use crate::{Clock, Decision, Error, Limiter};
 use keys::{Key, KeyCodec};
 use layout::Layout;
 use lock::Taken;
@@ -505,6 +505,23 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         call: Call,
     ) -> Result<Decision, Error> {
         let now_ms = check_time("now_ms", now_ms)?;
+        let decided = self.decide_checked(key, || Ok(now_ms), cost, call, &self.limits());
+        decided.map(|(decision, _)| decision)
+    }
+
+    /// [`Zone::check_at`] (or [`Zone::check_dry_run_at`]) at the time `clock` gives once the
+    /// key's set is locked: the decision and its time. Calls on one key are then stamped in
+    /// the order they were decided, also across processes, so a log of the times replays the
+    /// zone exactly (a time read before the lock may be older than one recorded already).
+    pub fn check_now(
+        &self,
+        key: &[u8],
+        clock: &impl Clock,
+        cost: u64,
+        dry_run: bool,
+    ) -> Result<(Decision, i64), Error> {
+        let call = if dry_run { Call::DryRun } else { Call::Check };
+        let now_ms = || check_time("now_ms", clock.now_ms());
         self.decide_checked(key, now_ms, cost, call, &self.limits())
     }
 
@@ -595,22 +612,41 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         // Limits made for another rule would leave windows unchecked, or index past them.
         let limits = &self.rule.check_limits(limits)?;
         let call = if commit { Call::Check } else { Call::Peek };
-        self.decide_checked(key, now_ms, cost, call, limits)
+        let decided = self.decide_checked(key, || Ok(now_ms), cost, call, limits);
+        decided.map(|(decision, _)| decision)
     }
 
-    /// [`Zone::decide_at`] with `now_ms` and `limits` checked.
+    /// [`Zone::decide_at`] with `limits` checked, at the time `now_ms` gives (checked) once the
+    /// key's set is locked: the decision and its time.
+    #[inline(always)]
     fn decide_checked(
         &self,
         key: &[u8],
+        now_ms: impl FnOnce() -> Result<i64, Error>,
+        cost: u64,
+        call: Call,
+        limits: &Limits,
+    ) -> Result<(Decision, i64), Error> {
+        let key = self.codec.key(key);
+        let set = self.lock(&key);
+        let now_ms = now_ms()?;
+        let decision = self.decide_locked(&set, &key, now_ms, cost, call, limits)?;
+        Ok((decision, now_ms))
+    }
+
+    /// [`Zone::decide_checked`] in the set locked for `key`, at `now_ms`.
+    #[inline(always)]
+    fn decide_locked(
+        &self,
+        set: &Set<'_>,
+        key: &Key,
         now_ms: i64,
         cost: u64,
         call: Call,
         limits: &Limits,
     ) -> Result<Decision, Error> {
         let commit = call != Call::Peek;
-        let key = self.codec.key(key);
-        let set = self.lock(&key);
-        let way = match self.find(&set, &key) {
+        let way = match self.find(set, key) {
             Some(way) => way,
             // A peek at an unknown key answers for empty windows and stores nothing.
             None if !commit => {
@@ -619,17 +655,17 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
                     .rule
                     .decide_with(&mut empty, now_ms, cost, false, limits);
             }
-            None => match self.insert(&set, &key, now_ms) {
+            None => match self.insert(set, key, now_ms) {
                 Some(way) => way,
-                None => return Ok(self.refuse_full(&set, now_ms, limits)),
+                None => return Ok(self.refuse_full(set, now_ms, limits)),
             },
         };
         let refused = &set.words[self.refused_at(way)];
         // Only a key refused before pays for the check that its windows drained since.
         let drained =
-            commit && refused.load(Ordering::Relaxed) != 0 && self.state(&set, way).is_idle(now_ms);
+            commit && refused.load(Ordering::Relaxed) != 0 && self.state(set, way).is_idle(now_ms);
         let decision =
-            crate::assessment::fold(&mut self.state(&set, way), limits, now_ms, cost, commit);
+            crate::assessment::fold(&mut self.state(set, way), limits, now_ms, cost, commit);
         set.set(self.way(way) + W_USED_MS, now_ms as u64);
         if commit {
             scan::count_refusal(refused, drained, decision.allowed);
