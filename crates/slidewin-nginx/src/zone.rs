@@ -10,7 +10,7 @@ use core::sync::atomic::AtomicU64;
 
 use slidewin::headers::{write_values, Field, Policy, PolicyWindow, Style};
 use slidewin::shared::{Attached, WindowShape, Zone, ZoneExport};
-use slidewin::{Clock, Decision};
+use slidewin::Decision;
 
 use crate::config::ZoneSpec;
 use crate::nginx::process::{WallClock, WorkerOwner};
@@ -104,14 +104,11 @@ impl ZoneState {
     /// as a would-be one); the decision and its time.
     pub fn decide(&self, key: &[u8], cost: u64, dry_run: bool) -> Result<(Decision, i64), String> {
         let (zone, _) = self.zone.as_ref().ok_or("the zone is not mapped")?;
-        let now_ms = WallClock.now_ms();
         let cost = cost.min(self.max_cost);
-        let d = match dry_run {
-            true => zone.check_dry_run_at(key, now_ms, cost),
-            false => zone.check_at(key, now_ms, cost),
-        };
-        let d = d.map_err(|e| e.to_string())?;
-        Ok((d, now_ms))
+        // The time is read once the key's set is locked: calls on a key are stamped in the
+        // order they are decided, in every worker, so `$slidewin_msec` replays the zone.
+        let decided = zone.check_now(key, &WallClock, cost, dry_run);
+        decided.map_err(|e| e.to_string())
     }
 
     /// What error.log should be told at `now_ms` when keys were evicted with units in their
