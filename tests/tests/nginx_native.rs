@@ -615,6 +615,16 @@ fn a_zone_too_small_warns_and_with_full_refuse_admits_no_key_past_its_limit() {
     );
 }
 
+/// `nginx -t` on `text` written as `conf/<name>` of `prefix`: its exit status and stderr.
+fn nginx_t(prefix: &Prefix, name: &str, text: &str) -> (std::process::ExitStatus, String) {
+    std::fs::write(prefix.dir.join("conf").join(name), text).unwrap();
+    let out = prefix.command(name).arg("-t").output().unwrap();
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 #[test]
 fn the_first_config_of_the_docs_passes_nginx_t_as_written() {
     let module = native_module();
@@ -638,13 +648,8 @@ fn the_first_config_of_the_docs_passes_nginx_t_as_written() {
             "listen 8080;",
             &format!("listen 127.0.0.1:{};", prefix.port),
         );
-    std::fs::write(prefix.dir.join("conf/docs.conf"), config).unwrap();
-    let out = prefix.command("docs.conf").arg("-t").output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (status, stderr) = nginx_t(&prefix, "docs.conf", &config);
+    assert!(status.success(), "{stderr}");
 }
 
 #[test]
@@ -678,10 +683,8 @@ fn a_constant_bad_cost_fails_nginx_t_naming_the_directive_and_the_value() {
             "slidewin_limit kept key=$arg_user;",
             &format!("slidewin_limit kept key=$arg_user cost={cost};"),
         );
-        std::fs::write(prefix.dir.join("conf/bad.conf"), &text).unwrap();
-        let out = prefix.command("bad.conf").arg("-t").output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "cost={cost}: accepted");
+        let (status, stderr) = nginx_t(&prefix, "bad.conf", &text);
+        assert!(!status.success(), "cost={cost}: accepted");
         let said =
             format!(": slidewin_limit: cost must be a non-negative integer, got \"{cost}\" in ");
         let line = stderr.lines().find(|l| l.contains("[emerg]"));
@@ -715,10 +718,8 @@ fn a_bad_or_repeated_log_level_is_an_error_naming_the_directive() {
             "            slidewin_metrics;",
             &format!("            {lines}\n            slidewin_metrics;"),
         );
-        std::fs::write(prefix.dir.join("conf/bad.conf"), &text).unwrap();
-        let out = prefix.command("bad.conf").arg("-t").output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{lines}: accepted");
+        let (status, stderr) = nginx_t(&prefix, "bad.conf", &text);
+        assert!(!status.success(), "{lines}: accepted");
         assert!(stderr.contains(said), "{lines}: {stderr}");
     }
 }
@@ -902,14 +903,12 @@ fn two_hundred_malformed_directives_each_fail_nginx_t_naming_the_directive() {
             ),
         };
         assert_ne!(text, conf);
-        std::fs::write(prefix.dir.join("conf/bad.conf"), &text).unwrap();
-        let out = prefix.command("bad.conf").arg("-t").output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let (status, stderr) = nginx_t(&prefix, "bad.conf", &text);
         assert!(
-            out.status.code().is_some(),
+            status.code().is_some(),
             "{line}: nginx -t was killed by a signal"
         );
-        assert!(!out.status.success(), "{line}: accepted");
+        assert!(!status.success(), "{line}: accepted");
         let named = stderr
             .lines()
             .any(|l| l.contains("[emerg]") && l.contains(directive));

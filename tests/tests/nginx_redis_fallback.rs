@@ -22,9 +22,12 @@ fn nginx_on(config: &str, redis: &RedisServer) -> Nginx {
     )
 }
 
+/// The X-T0/X-T1 brackets of the admitted requests, and how many were refused.
+type Admissions = (Vec<(i64, i64)>, usize);
+
 /// `clients` threads sending GETs of `path` to `port` for `run`: the X-T0/X-T1 brackets
 /// (now_ms before and after the decision) of the admitted ones, sorted, and the refused count.
-fn admissions(port: u16, path: &str, clients: usize, run: Duration) -> (Vec<(i64, i64)>, usize) {
+fn admissions(port: u16, path: &str, clients: usize, run: Duration) -> Admissions {
     let until = Instant::now() + run;
     let threads: Vec<_> = (0..clients)
         .map(|_| {
@@ -63,7 +66,7 @@ fn admissions_on_each(
     nodes: &[Nginx],
     path: &'static str,
     run: Duration,
-) -> Vec<thread::JoinHandle<(Vec<(i64, i64)>, usize)>> {
+) -> Vec<thread::JoinHandle<Admissions>> {
     nodes
         .iter()
         .map(|n| {
