@@ -178,27 +178,23 @@ local function with_declared_rule(opts)
 end
 
 -- Limiters of store shm whose evictions are watched (keys evicted with units in their
--- windows: a region too small for its keys), on one timer per worker for all of them.
+-- windows: a region too small for its keys), on one timer per worker for all of them; each
+-- limiter object keeps what this worker told (lim:evictions_to_tell).
 local watched, watching = {}, false
 local WATCH_EVERY_S = 1
 
--- Tells error.log of each watched limiter's evictions since it last told, at most once per
--- its error_log_interval_ms: each eviction forgets a window.
+-- Tells error.log of each watched limiter's evictions, at most once per its
+-- error_log_interval_ms: each eviction forgets a window.
 local function tell_evictions(premature)
     if premature then
         return
     end
-    local now = now_ms()
     for i = 1, #watched do
         local w = watched[i]
-        local n = w.lim:evictions()
-        if n ~= w.told and now - w.told_at >= w.interval_ms then
-            local seconds = max(now - w.since, 1) / 1000
-            ngx.log(ngx.WARN, format("slidewin %s is full: %d keys holding units evicted in %.1f s "
-                .. "(%.1f a second), their windows forgotten (they may be admitted past their limits); "
-                .. 'it holds %d keys: raise size or set full = "refuse"', w.name, n - w.told,
-                seconds, (n - w.told) / seconds, w.lim:stats().capacity))
-            w.told, w.since, w.told_at = n, now, now
+        local told = w.lim:evictions_to_tell(w.interval_ms)
+        if told then
+            ngx.log(ngx.WARN, "slidewin ", w.name, " is full: ", told,
+                ': raise size or set full = "refuse"')
         end
     end
 end
@@ -210,10 +206,7 @@ local function watch_evictions()
     if #watched == 0 or not ngx.timer then
         return true -- nothing to watch, or Lua outside nginx
     end
-    local now = now_ms()
-    for i = 1, #watched do
-        watched[i].told, watched[i].since = watched[i].lim:evictions(), now
-    end
+    tell_evictions(false)
     local ok, err = ngx.timer.every(WATCH_EVERY_S, tell_evictions)
     if not ok then
         ngx.log(ngx.ERR, "slidewin: evictions go untold: ", err)
@@ -292,8 +285,8 @@ function _M.new(opts)
         polled_at = -huge,
     }, mt)
     if store.counts_decisions and store.lim then
-        watched[#watched + 1] = { name = conf.name, lim = store.lim, told = 0, since = 0,
-            told_at = -huge, interval_ms = conf.error_log_interval_ms }
+        watched[#watched + 1] = { name = conf.name, lim = store.lim,
+            interval_ms = conf.error_log_interval_ms }
         phases.on_init_worker("evictions", watch_evictions)
     end
     -- The limiter's block and the headers' for the FFI, compiled into the caller's trace.

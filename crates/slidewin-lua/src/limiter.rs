@@ -18,7 +18,9 @@ use mlua::ffi;
 use mlua::ffi::lua_State;
 use mlua::{Lua, Result as LuaResult, Table, Value};
 use slidewin::rule::{Limits, Rule, RuleLimiter};
-use slidewin::shared::{Full, KeyWindow, LiveLimits, RegionKind, Scan, Walk, Zone, ZoneStats};
+use slidewin::shared::{
+    EvictionWatch, Full, KeyWindow, LiveLimits, RegionKind, Scan, Walk, Zone, ZoneStats,
+};
 use slidewin::store::{LocalRule, Store};
 use slidewin::{Decision, Error, Keyed};
 
@@ -43,11 +45,16 @@ pub const METATABLE: &CStr = c"slidewin.limiter";
 /// What a `slidewin.limiter{...}` object holds: a store of the core behind the module's clock.
 pub struct LuaLimiter {
     store: Box<dyn Store>,
+    /// What this worker told error.log of the store's evictions.
+    evictions: EvictionWatch,
 }
 
 impl LuaLimiter {
     pub fn new(store: Box<dyn Store>) -> Self {
-        Self { store }
+        Self {
+            store,
+            evictions: EvictionWatch::new(),
+        }
     }
 
     /// Decide at the module's clock under `limits` (a caller's, unchecked) or the live ones;
@@ -74,8 +81,14 @@ impl LuaLimiter {
         self.store.stats()
     }
 
-    pub fn evictions(&self) -> u64 {
-        self.store.evictions()
+    /// Keys evicted with units since this worker last told, at most every `every_ms` (the
+    /// first look only counts from there): the line for error.log.
+    pub fn evictions_to_tell(&mut self, every_ms: i64) -> Option<String> {
+        let evicted = self
+            .evictions
+            .poll(self.store.evictions(), now_ms(), every_ms)?;
+        let capacity = self.store.stats().capacity;
+        Some(format!("{evicted}; it holds {capacity} keys"))
     }
 
     /// The live limits of the rule in force.

@@ -16,7 +16,7 @@
 //! `__gc` (through `debug.getmetatable`) does nothing and a method called after it raises
 //! "the limiter was collected".
 
-use std::ffi::{c_int, CStr};
+use std::ffi::{c_char, c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use mlua::ffi::{self, lua_State};
@@ -38,7 +38,7 @@ pub fn register(lua: &Lua) -> LuaResult<()> {
         (c"uncommit", uncommit),
         (c"reset", reset),
         (c"stats", stats),
-        (c"evictions", evictions),
+        (c"evictions_to_tell", evictions_to_tell),
         (c"limit", limit),
         (c"limits", limits),
         (c"set_limit", set_limit),
@@ -234,12 +234,30 @@ unsafe extern "C-unwind" fn stats(state: *mut lua_State) -> c_int {
     1
 }
 
-/// `lim:evictions()`: keys evicted with units in their windows so far (one word of a shared
-/// region: cheap to ask often).
-unsafe extern "C-unwind" fn evictions(state: *mut lua_State) -> c_int {
-    let n = with_self(state, "lim:evictions", |this| Ok(this.evictions()));
-    // SAFETY: a state Lua handed us, with room for one more value.
-    unsafe { ffi::lua_pushnumber(state, n as f64) };
+/// `lim:evictions_to_tell(every_ms)`: what error.log should be told of keys evicted with
+/// units in their windows since this worker last told (at once, then at most every
+/// `every_ms`; the first call only counts from there), or nil.
+unsafe extern "C-unwind" fn evictions_to_tell(state: *mut lua_State) -> c_int {
+    let function = "lim:evictions_to_tell";
+    let told = with_self(state, function, |this| {
+        let every_ms = match ffi::lua_type(state, 2) {
+            ffi::LUA_TNUMBER => arg::uint("every_ms", ffi::lua_tonumber(state, 2))
+                .map_err(|e| format!("{function}: {e}"))?,
+            _ => {
+                let got = describe(state, 2);
+                return Err(format!("{function}: every_ms must be a number, got {got}"));
+            }
+        };
+        Ok(this.evictions_to_tell(i64::try_from(every_ms).unwrap_or(i64::MAX)))
+    });
+    match told {
+        // SAFETY: a state Lua handed us, with room for one more value.
+        Some(line) => unsafe {
+            ffi::lua_pushlstring(state, line.as_ptr() as *const c_char, line.len());
+        },
+        // SAFETY: as above.
+        None => unsafe { ffi::lua_pushnil(state) },
+    }
     1
 }
 

@@ -9,7 +9,7 @@ use core::cell::{Cell, RefCell};
 use core::sync::atomic::AtomicU64;
 
 use slidewin::headers::{write_values, Field, Policy, PolicyWindow, Style};
-use slidewin::shared::{Attached, WindowShape, Zone, ZoneExport};
+use slidewin::shared::{Attached, EvictionWatch, WindowShape, Zone, ZoneExport};
 use slidewin::Decision;
 
 use crate::config::ZoneSpec;
@@ -33,10 +33,8 @@ pub struct ZoneState {
     /// Whether some `slidewin_limit` of the configuration only dry-runs the zone (its
     /// `/metrics` then tells would-be refusals).
     pub dry_runs: bool,
-    /// The zone's evictions this worker last told of (`u64::MAX` before its first call)...
-    evictions_told: Cell<u64>,
-    /// ... since when it counts them, and when it last warned (none before its first call).
-    evictions_since: Cell<Option<(i64, i64)>>,
+    /// What this worker told error.log of the zone's evictions.
+    evictions: Cell<EvictionWatch>,
 }
 
 /// A decision as the headers describe it.
@@ -57,8 +55,7 @@ impl ZoneState {
             zone: None,
             policy: RefCell::new((u64::MAX, Policy::default())),
             dry_runs: false,
-            evictions_told: Cell::new(u64::MAX),
-            evictions_since: Cell::new(None),
+            evictions: Cell::new(EvictionWatch::new()),
         }
     }
 
@@ -117,38 +114,17 @@ impl ZoneState {
     #[inline]
     pub fn eviction_warning(&self, now_ms: i64) -> Option<String> {
         let (zone, _) = self.zone.as_ref()?;
-        let evictions = zone.evictions();
-        // Every request asks: one load and a compare while nothing was evicted.
-        if evictions == self.evictions_told.get() {
-            return None;
-        }
-        self.evictions_changed(evictions, now_ms)
-    }
-
-    /// [`ZoneState::eviction_warning`] once the count moved (or on the worker's first call).
-    #[cold]
-    fn evictions_changed(&self, evictions: u64, now_ms: i64) -> Option<String> {
-        let (zone, _) = self.zone.as_ref()?;
-        let Some((since_ms, warned_ms)) = self.evictions_since.get() else {
-            self.evictions_told.set(evictions);
-            self.evictions_since.set(Some((now_ms, i64::MIN)));
-            return None;
-        };
-        if now_ms.saturating_sub(warned_ms) < EVICTION_WARNING_MS {
-            return None;
-        }
-        let n = evictions.wrapping_sub(self.evictions_told.get());
-        self.evictions_told.set(evictions);
-        self.evictions_since.set(Some((now_ms, now_ms)));
-        let seconds = (now_ms - since_ms).max(1) as f64 / 1000.0;
-        Some(format!(
-            "slidewin_zone \"{}\" is full: {n} keys holding units evicted in {seconds:.1} s \
-             ({:.1} a second), their windows forgotten (they may be admitted past their \
-             limits); it holds {} keys: raise size= or set full=refuse",
-            self.spec.name,
-            n as f64 / seconds,
-            zone.capacity()
-        ))
+        let mut watch = self.evictions.get();
+        let evicted = watch.poll(zone.evictions(), now_ms, EVICTION_WARNING_MS);
+        self.evictions.set(watch);
+        evicted.map(|evicted| {
+            format!(
+                "slidewin_zone \"{}\" is full: {evicted}; it holds {} keys: raise size= or set \
+                 full=refuse",
+                self.spec.name,
+                zone.capacity()
+            )
+        })
     }
 
     /// Takes back a call [`ZoneState::decide`] admitted at `now_ms` that a later limit of the

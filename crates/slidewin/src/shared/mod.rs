@@ -57,6 +57,7 @@
 //! ```
 
 mod directory;
+mod evictions;
 mod export;
 #[cfg(feature = "fault-points")]
 pub mod fault;
@@ -74,6 +75,7 @@ mod state;
 mod tests;
 
 pub use directory::{Directory, DirectoryStats, Found, Part, GRACE_MS, PAGE_BYTES};
+pub use evictions::{Evicted, EvictionWatch};
 pub use export::{WindowExport, ZoneExport};
 pub use inflight::{Entry, Inflight, InflightConfig, InflightStats, LIVENESS_CHECK_MS};
 pub use layout::{Algorithm, RegionKind, WindowShape};
