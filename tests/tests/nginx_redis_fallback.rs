@@ -118,8 +118,23 @@ fn falls_back_and_returns(config: &str) {
     }
 
     redis.restart();
-    // retry_ms (200) after their last error the workers ask Redis again: 10 a second, shared.
+    // retry_ms (200) after their last error a worker replays what its fallback admitted, and
+    // decides by its fallback until that is done: requests of another key wake every worker
+    // that fell back until each says the store answers again. Then Redis decides: 10 a
+    // second, shared.
     thread::sleep(Duration::from_millis(300));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let back = |node: &Nginx| {
+        let log = node.error_log();
+        log.matches("; fallback ended").count() >= log.matches("deciding locally").count()
+    };
+    while !nodes.iter().all(back) {
+        assert!(Instant::now() < deadline, "{}", nodes[0].error_log());
+        for node in &nodes {
+            node.get("/timed/fallback?user=wake");
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
     let statuses: Vec<u16> = (0..16)
         .map(|i| nodes[i % 2].get("/timed/fallback?user=back").status)
         .collect();
