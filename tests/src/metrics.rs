@@ -30,9 +30,18 @@ pub fn promtool_check(text: &str) {
 /// The value of the first sample of `text` that starts with `metric` (a name and its labels,
 /// e.g. `slidewin_store_errors_total{limiter="log"}`).
 pub fn sample(text: &str, metric: &str) -> u64 {
+    value(text, metric).parse().unwrap()
+}
+
+/// As [`sample`], for a gauge with a fraction (seconds).
+pub fn sample_f64(text: &str, metric: &str) -> f64 {
+    value(text, metric).parse().unwrap()
+}
+
+fn value<'a>(text: &'a str, metric: &str) -> &'a str {
     let line = text
         .lines()
         .find(|l| l.starts_with(metric))
         .unwrap_or_else(|| panic!("{metric} in {text}"));
-    line.rsplit(' ').next().unwrap().parse().unwrap()
+    line.rsplit(' ').next().unwrap()
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use slidewin_tests::delay::DelayRelay;
 use slidewin_tests::http::Response;
 use slidewin_tests::load::{admitted_times, busiest_window};
-use slidewin_tests::metrics::{promtool_check, sample};
+use slidewin_tests::metrics::{promtool_check, sample, sample_f64};
 use slidewin_tests::nginx::Nginx;
 use slidewin_tests::redis::RedisServer;
 
@@ -269,6 +269,7 @@ fn two_windows_are_spent_together() {
         "refusals_cached",
         "returned",
         "spent",
+        "validity_ms",
     ];
     assert_eq!(fields, expected, "{stats}");
     assert_eq!(
@@ -296,7 +297,7 @@ fn lease_options_are_checked_by_name() {
         ),
         (
             format!("{log}, lease = {{ validity = 100 }}"),
-            "lease.validity is not an option (validity_ms, margin_ms, max_units, keys, replicas, wait_timeout_ms)",
+            "lease.validity is not an option (validity_ms, max_validity_ms, margin_ms, max_units, keys, replicas, wait_timeout_ms)",
         ),
         (
             format!("{log}, lease = {{ max_units = 3 }}"),
@@ -449,11 +450,10 @@ fn a_reload_keeps_the_lease_table_and_its_units_come_back() {
 }
 
 /// A hot key's leases through a relay that turns slow: its round trip (240 ms) goes past
-/// validity_ms - margin_ms (200 ms less its margin), so each grant comes too late to spend,
-/// goes back (settled with nothing spent) and a per-request check decides. No store error,
-/// and the limit holds at the server's decision times.
-#[test]
-fn a_lease_that_comes_too_late_is_returned_and_a_check_decides() {
+/// validity_ms - margin_ms (200 ms less its margin) and `late_key`'s answers run on `limiter`
+/// for 3 s, the relay slow after 500 ms. No store error, and the limit holds at the server's
+/// decision times. Returns /metrics and error.log at the end, and Redis.
+fn late_leases(limiter: &str) -> (String, String, RedisServer, Vec<u64>) {
     let redis = RedisServer::start();
     let relay = DelayRelay::start(redis.port(), Duration::ZERO);
     let nginx = Nginx::start_with_env(
@@ -461,6 +461,8 @@ fn a_lease_that_comes_too_late_is_returned_and_a_check_decides() {
         2,
         &[("SLIDEWIN_REDIS_PORT", relay.port().to_string())],
     );
+    let spent = format!("slidewin_lease_units_total{{limiter=\"{limiter}\",kind=\"spent\"}}");
+    let mut spent_at = Vec::new();
     let answers: Vec<Response> = std::thread::scope(|s| {
         let clients: Vec<_> = (0..6)
             .map(|_| {
@@ -468,7 +470,7 @@ fn a_lease_that_comes_too_late_is_returned_and_a_check_decides() {
                     let start = Instant::now();
                     let mut out = Vec::new();
                     while start.elapsed() < Duration::from_millis(3_000) {
-                        out.push(nginx.get("/timed/exact?user=late"));
+                        out.push(nginx.get(&format!("/timed/{limiter}?user=late")));
                     }
                     out
                 })
@@ -477,6 +479,11 @@ fn a_lease_that_comes_too_late_is_returned_and_a_check_decides() {
         // Leases taken at loopback speed, then every call is late.
         std::thread::sleep(Duration::from_millis(500));
         relay.set_one_way(Duration::from_millis(120));
+        // Lease units spent 1.5 s and 2.9 s in.
+        std::thread::sleep(Duration::from_millis(1_000));
+        spent_at.push(sample(&nginx.get("/metrics").body, &spent));
+        std::thread::sleep(Duration::from_millis(1_400));
+        spent_at.push(sample(&nginx.get("/metrics").body, &spent));
         clients
             .into_iter()
             .flat_map(|h| h.join().unwrap())
@@ -488,20 +495,48 @@ fn a_lease_that_comes_too_late_is_returned_and_a_check_decides() {
     let (certain, _) = busiest_window(admitted, 1_000);
     assert!(certain <= 20, "{certain} admitted in one window");
     let metrics = nginx.get("/metrics").body;
-    let errors = sample(&metrics, "slidewin_store_errors_total{limiter=\"exact\"}");
+    let errors = sample(&metrics, &format!("slidewin_store_errors_total{{limiter=\"{limiter}\"}}"));
     assert_eq!(errors, 0, "{metrics}");
-    let log = nginx.error_log();
+    (metrics, nginx.error_log(), redis, spent_at)
+}
+
+/// Leases that come too late raise the validity the next calls ask for (2 x 240 + 20 ms, at
+/// most 4 x 200), said once; the late grants go back, a per-request check decides their
+/// requests, and the leases of the raised validity are spent again.
+#[test]
+fn a_lease_that_comes_too_late_raises_the_validity_of_the_next() {
+    let (metrics, log, _redis, spent_at) = late_leases("exact");
+    let validity = sample_f64(&metrics, "slidewin_lease_validity_seconds{limiter=\"exact\"}");
+    assert!((0.5..=0.8).contains(&validity), "{metrics}");
     let said = "slidewin exact: a lease came after validity_ms - margin_ms (200 ms less the \
-                margin): per-request checks decide for 10 s after each";
+                margin): lease calls now ask for validity_ms ";
     assert!(log.contains(said), "{log}");
+    assert!(!log.contains("per-request checks decide"), "{log}");
+    assert!(
+        spent_at[1] > spent_at[0],
+        "spent again at the raised validity: {spent_at:?}\n{metrics}\n{log}"
+    );
+    let returned = "slidewin_lease_units_total{limiter=\"exact\",kind=\"returned\"}";
+    assert!(sample(&metrics, returned) > 0, "{metrics}");
+}
+
+/// At lease.max_validity_ms, a late lease goes back and per-request checks decide for 10 s.
+#[test]
+fn a_lease_too_late_at_the_ceiling_is_returned_and_checks_decide() {
+    let (metrics, log, redis, _) = late_leases("exact-fixed");
+    let said = "slidewin exact-fixed: a lease came after validity_ms - margin_ms (200 ms less \
+                the margin, at lease.max_validity_ms): per-request checks decide for 10 s after \
+                each";
+    assert!(log.contains(said), "{log}");
+    let validity = "slidewin_lease_validity_seconds{limiter=\"exact-fixed\"}";
+    assert_eq!(sample_f64(&metrics, validity), 0.2);
     // The late grants go back: none stays outstanding once the sweep has run.
-    let hash = "slidewin:{exact:late}:leases";
+    let hash = "slidewin:{exact-fixed:late}:leases";
     let deadline = Instant::now() + Duration::from_secs(3);
     while redis.client().cmd(&["HLEN", hash]).int() > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(redis.client().cmd(&["HLEN", hash]).int(), 0, "returned");
-    let metrics = nginx.get("/metrics").body;
-    let returned = "slidewin_lease_units_total{limiter=\"exact\",kind=\"returned\"}";
+    let returned = "slidewin_lease_units_total{limiter=\"exact-fixed\",kind=\"returned\"}";
     assert!(sample(&metrics, returned) > 0, "{metrics}");
 }

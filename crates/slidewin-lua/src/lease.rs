@@ -5,16 +5,19 @@
 //! ```lua
 //! -- init_by_lua (the master maps the region, kept by name across reloads):
 //! local t = slidewin.lease_table{ name = "api", validity_ms = 100, margin_ms = 10,
-//!                                 max_units = 1000, keys = 10000, max_key_bytes = 64 }
+//!                                 max_validity_ms = 400, max_units = 1000, keys = 10000,
+//!                                 max_key_bytes = 64 }
 //! -- per request, one FFI call (resty.slidewin.store.lease):
 //! -- slidewin_lease_spend(t:ffi_handle(), headers, key, key_len, cost, limits, n, out, call)
 //! -- then, around a lease call to Redis, Redis's reply taken in one FFI call:
-//! -- slidewin_lease_install(t:ffi_handle(), key, key_len, seq, sent_ms, cost, limits, n,
-//! --     reply, recorded, out)
+//! -- slidewin_lease_install(t:ffi_handle(), key, key_len, seq, sent_ms, validity_ms, cost,
+//! --     limits, n, reply, recorded, out)
 //! t:fail(key, seq, sent_ms)          -- the call failed: the lease, if granted, is never spent
 //! t:settled(key, seq)                -- a settle-only call succeeded
 //! t:sweep(period_ms, max)            -- { { key, seq, settle }, ... }: ended leases with units
 //! t:id(seq), t:ahead_ms(), t:stats(), t:refund(key, cost)
+//! t:validity_ms()                    -- the V calls ask for now (raised after late answers)
+//! t:max_validity_ms()                -- the most it is raised to
 //! ```
 //!
 //! Times are the node's `CLOCK_MONOTONIC` in ms, read here on every call: never the cached
@@ -70,6 +73,7 @@ pub struct Call {
     seq: f64,
     want: f64,
     sent_ms: f64,
+    validity_ms: f64,
     settle: [u8; SETTLE_BYTES],
 }
 
@@ -79,6 +83,7 @@ impl Call {
         self.seq = fetch.seq as f64;
         self.want = fetch.want as f64;
         self.sent_ms = fetch.sent_ms as f64;
+        self.validity_ms = fetch.validity_ms as f64;
         // Ids are ASCII: a cut falls between entries' bytes at worst, which the script refuses
         // by name; the table never holds that many.
         let len = fetch.settle.len().min(SETTLE_BYTES);
@@ -117,7 +122,13 @@ pub fn new(_: &Lua, opts: Table) -> LuaResult<LuaLeases> {
         v => Some(args::uint(NEW, "margin_ms", &v)?),
     };
     let max_units = positive("max_units")?.unwrap_or(DEFAULT_MAX_UNITS);
-    let config = LeaseConfig::new(validity_ms, margin_ms, max_units).map_err(args::core(NEW))?;
+    let mut config =
+        LeaseConfig::new(validity_ms, margin_ms, max_units).map_err(args::core(NEW))?;
+    if let Some(max_validity_ms) = positive("max_validity_ms")? {
+        config = config
+            .with_max_validity_ms(max_validity_ms)
+            .map_err(args::core(NEW))?;
+    }
     let max_key_bytes = positive("max_key_bytes")?.unwrap_or(DEFAULT_MAX_KEY_BYTES);
     let max_key_bytes = usize::try_from(max_key_bytes).unwrap_or(usize::MAX);
     let size = args::region_bytes(NEW, &opts, DEFAULT_KEYS, |keys| {
@@ -169,6 +180,8 @@ fn call_of(function: &'static str, seq: &Value, sent_ms: &Value) -> LuaResult<Fe
         seq: args::uint(function, "seq", seq)?,
         want: 0,
         sent_ms: args::uint(function, "sent_ms", sent_ms)? as i64,
+        // Only an answer's install reads it.
+        validity_ms: 0,
         settle: String::new(),
     })
 }
@@ -223,6 +236,10 @@ impl UserData for LuaLeases {
         methods.add_method("ahead_ms", |_, this, ()| {
             Ok(this.table().config().ahead_ms())
         });
+        methods.add_method("validity_ms", |_, this, ()| Ok(this.table().validity_ms()));
+        methods.add_method("max_validity_ms", |_, this, ()| {
+            Ok(this.table().config().max_validity_ms())
+        });
         methods.add_method("id", |_, this, seq: Value| {
             let seq = args::uint("leases:id", "seq", &seq)?;
             Ok(this.table().id(seq).to_string())
@@ -239,6 +256,7 @@ impl UserData for LuaLeases {
             t.set("refusals_cached", s.refusals_cached)?;
             t.set("repairs", s.repairs)?;
             t.set("evictions", s.evictions)?;
+            t.set("validity_ms", s.validity_ms)?;
             t.set("capacity", s.capacity)?;
             Ok(t)
         });
@@ -385,6 +403,7 @@ pub unsafe extern "C" fn slidewin_lease_install(
     key_number: f64,
     seq: f64,
     sent_ms: f64,
+    validity_ms: f64,
     cost: f64,
     limits: *const f64,
     n_limits: usize,
@@ -414,6 +433,7 @@ pub unsafe extern "C" fn slidewin_lease_install(
             seq: uint("seq", seq)?,
             want: 0,
             sent_ms: uint("sent_ms", sent_ms)? as i64,
+            validity_ms: uint("validity_ms", validity_ms)?,
             settle: String::new(),
         };
         let window = uint("window", reply[4])?;

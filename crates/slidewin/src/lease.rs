@@ -1,7 +1,7 @@
 //! Leases: the node's half of deciding locally without ever going over a limit kept in Redis.
 //!
 //! Redis grants a node `n` units of a key's rule (every window at once) at Redis time `g`,
-//! spendable until `g + V` (`V`: [`LeaseConfig::validity_ms`]). The node spends them on
+//! spendable until `g + V` (`V`: the call's validity). The node spends them on
 //! requests with no call, and settles later: how many it spent, and when the last one was
 //! spent, as an offset from the moment it *sent* the lease call. This module holds the node's
 //! rules; [`crate::shared::Leases`] keeps them in shared memory for every worker of a node,
@@ -42,6 +42,10 @@
 //! - [`lease_id`]: `"<node id, 16 hex digits>-<sequence>"`, unique per node; a retried call
 //!   with the same id is answered the same grant.
 //! - [`Settlement`]: `"ID:SPENT:LAST_MS"`, the words of the script's `settle` option.
+//! - Validity: each call asks for its own `V` and Redis keeps it with the grant. It starts at
+//!   [`LeaseConfig::validity_ms`]; a grant that comes back after `V - margin` cannot be spent,
+//!   so the next calls ask for room for a round trip twice as long
+//!   ([`LeaseConfig::raised_validity_ms`]), up to [`LeaseConfig::max_validity_ms`].
 //!
 //! ```
 //! use slidewin::lease::{want, Lease, LeaseConfig, Spend};
@@ -51,7 +55,7 @@
 //! assert_eq!(want(&config, 0.0, 1), 1);
 //! assert_eq!(want(&config, 2.0, 1), 301);
 //! // Sent at 1_000 (node clock), granted 3 units.
-//! let mut lease = Lease::granted(7, 3, 1_000);
+//! let mut lease = Lease::granted(7, 3, 1_000, config.validity_ms());
 //! assert_eq!(lease.spend(&config, 1_005, 2), Spend::Spent);
 //! assert_eq!(lease.spend(&config, 1_010, 2), Spend::Short); // 1 unit left
 //! assert_eq!(lease.spend(&config, 1_091, 1), Spend::Ended); // past V - margin = 90 ms
@@ -75,12 +79,14 @@ pub const DEFAULT_MAX_UNITS: u64 = 1_000;
 const WANT_VALIDITIES: f64 = 1.5;
 
 /// A limiter's lease options: `validity_ms` (V), `margin_ms` (default `max(2, V / 10)`),
-/// `max_units` (the most units one lease asks for).
+/// `max_units` (the most units one lease asks for), `max_validity_ms` (how far V is raised
+/// when lease calls take longer than `V - margin`; default `4 V`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LeaseConfig {
     validity_ms: u64,
     margin_ms: u64,
     max_units: u64,
+    max_validity_ms: u64,
 }
 
 impl LeaseConfig {
@@ -116,7 +122,43 @@ impl LeaseConfig {
             validity_ms,
             margin_ms,
             max_units,
+            max_validity_ms: validity_ms.saturating_mul(4).min(MAX_VALIDITY_MS),
         })
+    }
+
+    /// The same options with V raised no further than `max_validity_ms`: from `validity_ms`
+    /// (no raise) to 2^30.
+    pub fn with_max_validity_ms(mut self, max_validity_ms: u64) -> Result<Self, Error> {
+        if !(self.validity_ms..=MAX_VALIDITY_MS).contains(&max_validity_ms) {
+            let expected = "from validity_ms to 2^30";
+            return Err(Error::invalid(
+                "max_validity_ms",
+                expected,
+                Value::UInt(max_validity_ms),
+            ));
+        }
+        self.max_validity_ms = max_validity_ms;
+        Ok(self)
+    }
+
+    /// The most V is raised to.
+    pub fn max_validity_ms(&self) -> u64 {
+        self.max_validity_ms
+    }
+
+    /// The V of the next calls after one under `current` was answered `round_trip_ms` after it
+    /// was sent: unchanged while the answer leaves time to spend, else room for a round trip
+    /// twice as long (and at least half again `current`, so raises are few), at most
+    /// [`LeaseConfig::max_validity_ms`].
+    pub fn raised_validity_ms(&self, current: u64, round_trip_ms: u64) -> u64 {
+        if round_trip_ms.saturating_add(self.margin_ms) <= current {
+            return current;
+        }
+        let wanted = round_trip_ms
+            .saturating_mul(2)
+            .saturating_add(self.margin_ms)
+            .max(current.saturating_add(current / 2));
+        wanted.min(self.max_validity_ms).max(current)
     }
 
     /// V: how long Redis counts a lease's units as outstanding, from its grant.
@@ -136,7 +178,12 @@ impl LeaseConfig {
 
     /// How long after its call was sent a lease is spent: `V - margin`.
     pub fn spend_ms(&self) -> i64 {
-        (self.validity_ms - self.margin_ms) as i64
+        self.spend_ms_under(self.validity_ms)
+    }
+
+    /// [`LeaseConfig::spend_ms`] for a call made under `validity_ms` (raised or not).
+    pub fn spend_ms_under(&self, validity_ms: u64) -> i64 {
+        validity_ms.saturating_sub(self.margin_ms) as i64
     }
 
     /// A check ahead's stamp, from Redis's now: `V / 2`, when more than the margin (else
@@ -232,7 +279,7 @@ pub enum Spend {
 
 /// A key's lease at the node: `seq` its id's sequence (0: none), `units` granted, `spent`,
 /// `sent_ms` the node's monotonic time before the call was sent, `last_ms` the last spend's
-/// offset from it.
+/// offset from it, `validity_ms` the V its call asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Lease {
     /// The sequence of the lease's id (0: no lease).
@@ -245,23 +292,35 @@ pub struct Lease {
     pub sent_ms: i64,
     /// The last spend, in ms after `sent_ms`.
     pub last_ms: u64,
+    /// The V its call asked for (0: none, the configured V).
+    pub validity_ms: u64,
 }
 
 impl Lease {
-    /// A lease of `units` whose call was sent at `sent_ms`, nothing spent.
-    pub fn granted(seq: u64, units: u64, sent_ms: i64) -> Self {
+    /// A lease of `units` whose call, asking for `validity_ms`, was sent at `sent_ms`, nothing
+    /// spent.
+    pub fn granted(seq: u64, units: u64, sent_ms: i64, validity_ms: u64) -> Self {
         Self {
             seq,
             units,
             spent: 0,
             sent_ms,
             last_ms: 0,
+            validity_ms,
+        }
+    }
+
+    /// How long after its call was sent it is spent: its `V - margin`.
+    pub fn spend_ms(&self, config: &LeaseConfig) -> i64 {
+        match self.validity_ms {
+            0 => config.spend_ms(),
+            validity_ms => config.spend_ms_under(validity_ms),
         }
     }
 
     /// Whether it is still spent at `now_ms` (promise 1 of the [module docs](self)).
     pub fn is_live(&self, config: &LeaseConfig, now_ms: i64) -> bool {
-        self.seq != 0 && now_ms.saturating_sub(self.sent_ms) <= config.spend_ms()
+        self.seq != 0 && now_ms.saturating_sub(self.sent_ms) <= self.spend_ms(config)
     }
 
     /// Takes `cost` units at `now_ms` when the lease is live and holds them.
@@ -292,7 +351,7 @@ impl Lease {
     /// that needs them, so the key is decided a call at a time, as without leases.
     pub fn wants_next(&self, config: &LeaseConfig, now_ms: i64, remote: u64) -> bool {
         let half = self.spent * 2 >= self.units
-            || now_ms.saturating_sub(self.sent_ms) * 2 >= config.spend_ms();
+            || now_ms.saturating_sub(self.sent_ms) * 2 >= self.spend_ms(config);
         half && remote >= self.units.saturating_mul(2)
     }
 
@@ -424,7 +483,7 @@ mod tests {
     #[test]
     fn a_lease_is_spent_only_until_v_minus_margin_after_its_send() {
         let c = config();
-        let mut lease = Lease::granted(1, 10, 500);
+        let mut lease = Lease::granted(1, 10, 500, 100);
         assert_eq!(lease.spend(&c, 590, 1), Spend::Spent);
         assert_eq!(lease.spend(&c, 591, 1), Spend::Ended);
         assert_eq!(
@@ -439,9 +498,35 @@ mod tests {
     }
 
     #[test]
+    fn a_lease_under_a_raised_validity_is_spent_until_its_own_v_minus_margin() {
+        let c = config();
+        let mut lease = Lease::granted(1, 10, 500, 250);
+        assert_eq!(lease.spend(&c, 740, 1), Spend::Spent);
+        assert_eq!(lease.spend(&c, 741, 1), Spend::Ended);
+    }
+
+    #[test]
+    fn validity_is_raised_for_late_answers_only_and_within_its_ceiling() {
+        let c = config();
+        assert_eq!(c.max_validity_ms(), 400, "default 4 V");
+        assert_eq!(c.raised_validity_ms(100, 90), 100, "answered at V - margin: spendable");
+        assert_eq!(c.raised_validity_ms(100, 91), 192, "2 x 91 + margin 10");
+        assert_eq!(c.raised_validity_ms(100, 95), 200, "2 x 95 + 10");
+        assert_eq!(c.raised_validity_ms(200, 195), 400, "2 x 195 + 10, at the ceiling");
+        assert_eq!(c.raised_validity_ms(100, 5_000), 400);
+        assert_eq!(c.raised_validity_ms(150, 141), 292);
+        let wide = LeaseConfig::new(100, Some(60), 1_000).unwrap();
+        assert_eq!(wide.raised_validity_ms(100, 41), 150, "at least half again");
+        let capped = c.with_max_validity_ms(100).unwrap();
+        assert_eq!(capped.raised_validity_ms(100, 500), 100, "no raise");
+        let err = c.with_max_validity_ms(99).unwrap_err().to_string();
+        assert!(err.contains("max_validity_ms") && err.contains("99"), "{err}");
+    }
+
+    #[test]
     fn last_ms_never_moves_back() {
         let c = config();
-        let mut lease = Lease::granted(1, 10, 500);
+        let mut lease = Lease::granted(1, 10, 500, 100);
         assert_eq!(lease.spend(&c, 520, 1), Spend::Spent);
         assert_eq!(lease.spend(&c, 499, 1), Spend::Spent);
         assert_eq!(lease.last_ms, 20);
@@ -450,7 +535,7 @@ mod tests {
     #[test]
     fn the_next_lease_is_wanted_at_half_units_or_half_time_with_room_for_it() {
         let c = config();
-        let mut lease = Lease::granted(1, 10, 0);
+        let mut lease = Lease::granted(1, 10, 0, 100);
         assert!(!lease.wants_next(&c, 44, 20));
         assert!(lease.wants_next(&c, 45, 20));
         assert!(!lease.wants_next(&c, 45, 19), "near the limit");

@@ -37,6 +37,8 @@ struct ModelKey {
 
 struct Model {
     keys: HashMap<u8, ModelKey>,
+    /// The V of the next calls: raised by grants that came too late to spend.
+    validity: u64,
 }
 
 impl Model {
@@ -116,7 +118,7 @@ proptest! {
         let words = region(64);
         let (table, _) = Leases::attach(&words[..], config, 16, Threads, [3, 4]).unwrap();
         let node = table.node_id();
-        let mut model = Model { keys: HashMap::new() };
+        let mut model = Model { keys: HashMap::new(), validity: 100 };
         let limits = [10u64];
         let mut now = 1i64;
         // The calls in flight: (key, fetch, cost).
@@ -139,9 +141,11 @@ proptest! {
                             prop_assert_eq!(prefetch.is_some(), expected);
                             if let Some(f) = prefetch {
                                 prop_assert_eq!(&f.settle, &model.settle_text(key, node));
+                                prop_assert_eq!(f.validity_ms, model.validity);
+                                let until = now + model.validity as i64;
                                 let k = model.keys.get_mut(&key).unwrap();
                                 k.settle.iter_mut().for_each(|e| e.2 = f.seq);
-                                k.claim = Some((f.seq, now + 100));
+                                k.claim = Some((f.seq, until));
                                 pending.push((key, f, 0));
                             }
                         }
@@ -166,9 +170,11 @@ proptest! {
                                     };
                                     prop_assert_eq!(f.want, want(&config, k.rate, cost));
                                     prop_assert_eq!(&f.settle, &model.settle_text(key, node));
+                                    prop_assert_eq!(f.validity_ms, model.validity);
+                                    let until = now + model.validity as i64;
                                     let k = model.keys.get_mut(&key).unwrap();
                                     k.settle.iter_mut().for_each(|e| e.2 = f.seq);
-                                    k.claim = Some((f.seq, now + 100));
+                                    k.claim = Some((f.seq, until));
                                     pending.push((key, f, cost));
                                 }
                             }
@@ -177,7 +183,8 @@ proptest! {
                 }
                 Op::Answer { granted, retry, late } => {
                     let Some((key, fetch, cost)) = pending.pop() else { continue };
-                    let at = if late { fetch.sent_ms + config.spend_ms() + 1 } else { now };
+                    let spend_ms = config.spend_ms_under(fetch.validity_ms);
+                    let at = if late { fetch.sent_ms + spend_ms + 1 } else { now };
                     now = now.max(at);
                     let granted = if granted == 0 { 0 } else { granted.max(cost.max(1)) };
                     let grant = Grant {
@@ -195,9 +202,15 @@ proptest! {
                         prop_assert_eq!(got, None);
                         continue;
                     }
-                    let mut lease = Lease::granted(fetch.seq, granted, fetch.sent_ms);
+                    let mut lease = Lease::granted(fetch.seq, granted, fetch.sent_ms, fetch.validity_ms);
                     if lease.spend(&config, now, cost) != Spend::Spent {
                         prop_assert_eq!(got, None);
+                        if !lease.is_live(&config, now) {
+                            let round_trip = (now - fetch.sent_ms) as u64;
+                            let raised = config.raised_validity_ms(fetch.validity_ms, round_trip);
+                            model.validity = model.validity.max(raised);
+                        }
+                        prop_assert_eq!(table.validity_ms(), model.validity);
                         model.end(key, lease, now);
                         continue;
                     }
@@ -538,4 +551,45 @@ fn a_lease_redis_recorded_is_never_settled_nor_swept_and_still_teaches_the_rate(
         (stats.granted, stats.spent, stats.returned, stats.calls),
         (3, 2, 0, 5)
     );
+}
+
+#[test]
+fn a_grant_too_late_to_spend_raises_the_next_calls_validity_and_theirs_holds() {
+    let config = LeaseConfig::new(100, None, 50).unwrap();
+    let words = region(8);
+    let (table, _) = Leases::attach(&words[..], config, 16, Threads, [3, 4]).unwrap();
+    let grant = Grant {
+        granted: 5,
+        remaining: 40,
+        ..Grant::default()
+    };
+    let Spent::Fetch(f) = table.spend_at(b"k", 0, 1, &[50]).unwrap() else {
+        panic!()
+    };
+    assert_eq!(f.validity_ms, 100);
+    // Answered 120 ms after the send: past V - margin (90 ms), not spent.
+    assert_eq!(table.install_at(b"k", &f, 120, 1, &[50], &grant).unwrap(), None);
+    assert_eq!(table.validity_ms(), 250, "2 x 120 + margin 10");
+    assert_eq!(table.stats().validity_ms, 250);
+    let Spent::Fetch(g) = table.spend_at(b"k", 121, 1, &[50]).unwrap() else {
+        panic!()
+    };
+    assert_eq!(g.validity_ms, 250);
+    // Its grant, as late, is spent: V - margin is now 240 ms.
+    let admitted = table.install_at(b"k", &g, 241, 1, &[50], &grant).unwrap();
+    assert!(admitted.is_some());
+    assert!(matches!(
+        table.spend_at(b"k", 121 + 240, 1, &[50]).unwrap(),
+        Spent::Admitted { .. }
+    ));
+    assert!(!matches!(
+        table.spend_at(b"k", 121 + 241, 1, &[50]).unwrap(),
+        Spent::Admitted { .. }
+    ), "ended at its own V - margin");
+    // Never past the ceiling (4 V by default), however late.
+    let Spent::Fetch(h) = table.spend_at(b"j", 400, 1, &[50]).unwrap() else {
+        panic!()
+    };
+    assert_eq!(table.install_at(b"j", &h, 5_000, 1, &[50], &grant).unwrap(), None);
+    assert_eq!(table.validity_ms(), 400);
 }

@@ -114,8 +114,8 @@ end
 -- `limits` (one per window of `windows`) checked: true, or nil, err naming `field`.
 _M.check_limits = slidewin.check_limits
 
-local LEASE_FIELDS = { validity_ms = true, margin_ms = true, max_units = true, keys = true,
-    replicas = true, wait_timeout_ms = true }
+local LEASE_FIELDS = { validity_ms = true, max_validity_ms = true, margin_ms = true,
+    max_units = true, keys = true, replicas = true, wait_timeout_ms = true }
 
 -- conf.lease (store "redis", log or buckets windows): true, or nil, err naming the field. The
 -- numbers' bounds are the core's (slidewin.lease_table checks them when the store is made).
@@ -132,8 +132,8 @@ local function check_lease(conf)
     end
     for k in pairs(lease) do
         if not LEASE_FIELDS[k] then
-            return nil, "lease." .. tostring(k) .. " is not an option (validity_ms, margin_ms, max_units, keys, "
-                .. "replicas, wait_timeout_ms)"
+            return nil, "lease." .. tostring(k) .. " is not an option (validity_ms, max_validity_ms, "
+                .. "margin_ms, max_units, keys, replicas, wait_timeout_ms)"
         end
     end
     for _, w in ipairs(conf.windows) do
@@ -145,7 +145,8 @@ local function check_lease(conf)
     if lease.validity_ms == nil then
         return nil, "lease.validity_ms is required (how long a lease is spent, ms)"
     end
-    for _, field in ipairs { "validity_ms", "max_units", "keys", "replicas", "wait_timeout_ms" } do
+    for _, field in ipairs { "validity_ms", "max_validity_ms", "max_units", "keys", "replicas",
+            "wait_timeout_ms" } do
         if lease[field] ~= nil and not positive_integer(lease[field]) then
             return invalid("lease." .. field, "a positive integer", lease[field])
         end

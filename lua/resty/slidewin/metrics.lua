@@ -159,6 +159,9 @@ local LEASE_LOCAL = prometheus.family("slidewin_lease_local_decisions_total", "c
     "Decisions made with no Redis call: spent from a lease, or a refusal Redis gave that holds.")
 local LEASE_REFUSALS = prometheus.family("slidewin_lease_refusals_cached_total", "counter",
     "Refusals answered from Redis's last refusal until its retry time (no call).")
+local LEASE_VALIDITY = prometheus.family("slidewin_lease_validity_seconds", "gauge",
+    "The validity lease calls ask for now: lease.validity_ms, raised (up to "
+        .. "lease.max_validity_ms) when grants came back too late to spend.")
 -- The units' kinds in slidewin_lease_units_total, and the lease_stats field of each.
 local LEASE_UNIT_KINDS = { "granted", "granted", "spent", "spent", "returned", "returned",
     "expired_unspent", "expired" }
@@ -209,6 +212,7 @@ function _M.render(list)
             end
             out:sample(LEASE_LOCAL, limiter, lease["local"])
             out:sample(LEASE_REFUSALS, limiter, lease.refusals_cached)
+            out:sample(LEASE_VALIDITY, limiter, lease.validity_ms / 1000)
         end
     end
     window_metrics.write(out, list, scans)
@@ -229,7 +233,8 @@ function _M.json(list, now_ms, members)
             members[#members + 1] = "lease"
             members[#members + 1] = json.object { "calls", lease.calls, "granted", lease.granted,
                 "spent", lease.spent, "returned", lease.returned, "expired", lease.expired,
-                "local", lease["local"], "refusals_cached", lease.refusals_cached }
+                "local", lease["local"], "refusals_cached", lease.refusals_cached,
+                "validity_ms", lease.validity_ms }
         end
         if m.falls_back then
             members[#members + 1], members[#members + 2] = "fallback_decisions", v.fallback_decisions

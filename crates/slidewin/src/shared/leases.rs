@@ -19,7 +19,7 @@ use crate::Error;
 pub const SETTLE_SLOTS: usize = 8;
 
 const HEADER_WORDS: usize = 16;
-const MAGIC: u64 = u64::from_le_bytes(*b"slidewl1");
+const MAGIC: u64 = u64::from_le_bytes(*b"slidewl2");
 // Header words after the magic, fingerprint and seed (as in a Zone's).
 const H_SEQ: usize = 4;
 const H_SWEEP_AT: usize = 5;
@@ -32,6 +32,8 @@ const H_LOCAL: usize = 11;
 const H_CACHED: usize = 12;
 const H_REPAIRS: usize = 13;
 const H_EVICTIONS: usize = 14;
+// The V of the next lease calls, raised when calls come late (0: the configured V).
+const H_VALIDITY: usize = 15;
 
 // A set's header after its lock: the earliest time a sweep has work in it (0: none).
 const S_DUE: usize = 1;
@@ -60,8 +62,9 @@ const R_WINDOW: usize = 16;
 const R_LIMITS: usize = 17;
 // 1: Redis recorded the lease's units in its windows (a check ahead): nothing to settle.
 const L_RECORDED: usize = 18;
-const L_SETTLE_N: usize = 19;
-const L_SETTLE: usize = 20;
+const L_VALIDITY: usize = 19;
+const L_SETTLE_N: usize = 20;
+const L_SETTLE: usize = 21;
 // An entry of the settle list: the lease, what it spent, its last spend, its unspent units
 // (1 for a call that failed: the grant is unknown), and the call that last carried it.
 const E_SEQ: usize = 0;
@@ -83,6 +86,8 @@ pub struct Fetch {
     pub want: u64,
     /// The node's monotonic ms before the call is sent.
     pub sent_ms: i64,
+    /// The V to ask for ([`Leases::validity_ms`] when the call was claimed).
+    pub validity_ms: u64,
     /// `"ID:SPENT:LAST_MS ..."`.
     pub settle: String,
 }
@@ -147,6 +152,8 @@ pub struct LeaseStats {
     pub repairs: u64,
     /// Keys dropped to make room (their lease is then settled by Redis's expiry).
     pub evictions: u64,
+    /// The V lease calls ask for now (raised above the configured one by late answers).
+    pub validity_ms: u64,
     /// Keys the table can hold.
     pub capacity: u64,
 }
@@ -456,9 +463,14 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
             return Ok(None);
         }
         self.count(H_GRANTED, grant.granted);
-        let mut lease = Lease::granted(fetch.seq, grant.granted, fetch.sent_ms);
-        let late = recorded && now_ms.saturating_sub(fetch.sent_ms) > self.config.ahead_spend_ms();
+        let validity_ms = fetch.validity_ms.clamp(1, self.config.max_validity_ms());
+        let mut lease = Lease::granted(fetch.seq, grant.granted, fetch.sent_ms, validity_ms);
+        let round_trip_ms = now_ms.saturating_sub(fetch.sent_ms).max(0);
+        let late = recorded && round_trip_ms > self.config.ahead_spend_ms();
         if late || lease.spend(&self.config, now_ms, cost) != Spend::Spent {
+            if !recorded && !lease.is_live(&self.config, now_ms) {
+                self.raise_validity(validity_ms, round_trip_ms as u64);
+            }
             self.end(&set, at, &lease, recorded, now_ms);
             return Ok(None);
         }
@@ -486,11 +498,12 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
             (L_WINDOW, grant.window as u64),
             (L_LIMITS, limits),
             (L_RECORDED, recorded as u64),
+            (L_VALIDITY, validity_ms),
         ] {
             set.set(at + field, value);
         }
         if !recorded {
-            let end = fetch.sent_ms.saturating_add(self.config.spend_ms() + 1);
+            let end = fetch.sent_ms.saturating_add(lease.spend_ms(&self.config) + 1);
             due(&set, end);
         }
         Ok(Some(Admitted {
@@ -594,7 +607,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
                 } else if lease.seq != 0 && live {
                     due(
                         &set,
-                        lease.sent_ms.saturating_add(self.config.spend_ms() + 1),
+                        lease.sent_ms.saturating_add(lease.spend_ms(&self.config) + 1),
                     );
                 }
                 let unspent: u64 = (0..self.entries(&set, at))
@@ -636,8 +649,25 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
             refusals_cached: get(H_CACHED),
             repairs: get(H_REPAIRS),
             evictions: get(H_EVICTIONS),
+            validity_ms: self.validity_ms(),
             capacity: self.capacity() as u64,
         }
+    }
+
+    /// The V lease calls ask for now: the configured one, raised by
+    /// [`LeaseConfig::raised_validity_ms`] when a grant came too late to spend.
+    pub fn validity_ms(&self) -> u64 {
+        match self.words()[H_VALIDITY].load(Ordering::Relaxed) {
+            0 => self.config.validity_ms(),
+            // A region kept through a reload that lowered max_validity_ms.
+            raised => raised.min(self.config.max_validity_ms()),
+        }
+    }
+
+    /// A call under `validity_ms` answered `round_trip_ms` after it was sent, too late.
+    fn raise_validity(&self, validity_ms: u64, round_trip_ms: u64) {
+        let raised = self.config.raised_validity_ms(validity_ms, round_trip_ms);
+        self.words()[H_VALIDITY].fetch_max(raised, Ordering::Relaxed);
     }
 
     fn words(&self) -> &[AtomicU64] {
@@ -681,6 +711,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
             spent: set.get(at + L_SPENT),
             sent_ms: set.get(at + L_SENT) as i64,
             last_ms: set.get(at + L_LAST),
+            validity_ms: set.get(at + L_VALIDITY),
         }
     }
 
@@ -729,7 +760,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         self.count(H_CALLS, 1);
         let fetch = self.fetch(set, at, now_ms, cost);
         set.set(at + L_CLAIM, fetch.seq);
-        let until = now_ms.saturating_add(self.config.validity_ms() as i64);
+        let until = now_ms.saturating_add(fetch.validity_ms as i64);
         set.set(at + L_CLAIM_UNTIL, until as u64);
         fetch
     }
@@ -758,6 +789,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
             seq,
             want: want(&self.config, rate, cost),
             sent_ms: now_ms,
+            validity_ms: self.validity_ms(),
             settle,
         }
     }

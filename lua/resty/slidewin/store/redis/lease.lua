@@ -18,7 +18,8 @@
 --   store:record(key, text): as the Redis store's (the fallback's journal; leases spent while
 --       it decides were granted, not admitted by it, and are not in it).
 --   store:lease_stats() -> { calls, granted, spent, returned, expired, local, refusals_cached,
---       repairs, evictions, capacity }: node-wide counters of the table.
+--       repairs, evictions, validity_ms, capacity }: node-wide counters of the table, and the
+--       validity lease calls ask for now.
 -- Every call of this store, whatever its action, carries the key's lease hash (so Redis counts
 -- outstanding leases) and the key's settle list (leases that ended: spent, last spend). A
 -- lease half spent, or half way to its end, is fetched again in the background by the worker
@@ -42,14 +43,15 @@ if not pcall(ffi.typeof, "slidewin_lease_call_t") then
     ffi.cdef [[
     typedef struct {
         int status, settle_len;
-        double seq, want, sent_ms;
+        double seq, want, sent_ms, validity_ms;
         char settle[1024];
     } slidewin_lease_call_t;
     int slidewin_lease_spend(void *table, void *headers, const char *key, size_t key_len,
         double key_number, double cost, const double *limits, size_t n_limits,
         slidewin_answer_t *out, slidewin_lease_call_t *call);
     int slidewin_lease_install(void *table, const char *key, size_t key_len, double key_number,
-        double seq, double sent_ms, double cost, const double *limits, size_t n_limits,
+        double seq, double sent_ms, double validity_ms, double cost, const double *limits,
+        size_t n_limits,
         const double *reply, int recorded, slidewin_answer_t *out);
     ]]
 end
@@ -95,7 +97,7 @@ function _M.new(base, conf)
     local lease = conf.lease
     local ok, leases = pcall(slidewin.lease_table, {
         name = conf.name, validity_ms = lease.validity_ms, margin_ms = lease.margin_ms,
-        max_units = lease.max_units, keys = lease.keys,
+        max_validity_ms = lease.max_validity_ms, max_units = lease.max_units, keys = lease.keys,
         -- Only which keys the table keeps as they are (the rest as a digest): any length works.
         max_key_bytes = math.min(math.max(conf.max_key_bytes, 16), 65536),
     })
@@ -108,7 +110,9 @@ function _M.new(base, conf)
         leases = leases,
         handle = ffi.cast("void *", leases:ffi_handle()),
         name = conf.name,
-        validity_ms = lease.validity_ms,
+        -- The validity this worker last saw the table ask for (it logs each raise it sees).
+        validity_ms = leases:validity_ms(),
+        max_validity_ms = leases:max_validity_ms(),
         -- Leases that came too late to spend, and until when checks decide after the last.
         late = 0,
         checks_until = 0,
@@ -149,13 +153,13 @@ end
 -- nil, err (with lease.replicas: also when fewer replicas took it). `recorded`: a call that
 -- wants its cost alone (a cold key) goes as a check ahead, which Redis records at once
 -- ahead_ms ahead: no id, nothing left in the lease hash to settle.
-local function lease_call(self, key, cost, limits, seq, want, settle, recorded)
+local function lease_call(self, key, cost, limits, seq, want, validity_ms, settle, recorded)
     local options, action
     if recorded then
         action, options = "check", { "ahead_ms", self.ahead_ms }
     else
         action = "lease"
-        options = { "want", want, "validity_ms", self.validity_ms, "id", self.leases:id(seq) }
+        options = { "want", want, "validity_ms", validity_ms, "id", self.leases:id(seq) }
     end
     if settle ~= "" then
         options[#options + 1], options[#options + 2] = "settle", settle
@@ -164,6 +168,7 @@ local function lease_call(self, key, cost, limits, seq, want, settle, recorded)
     if res and recorded then
         -- A check's allowed (1/0) as a grant of the cost.
         res[1] = res[1] == 1 and cost or 0
+        res.recorded = true
     end
     if res and self.replicas and res.replicas < self.replicas then
         return nil, "redis: WAIT " .. self.replicas .. " " .. self.wait_timeout_ms .. " answered "
@@ -175,9 +180,9 @@ end
 -- Redis's answer to call `seq` (sent at `sent_ms`) taken into the table: the remaining of the
 -- request it admitted (false: refused, or answered too late to spend) and the reply; nil, err
 -- when the call failed.
-local function fetch(self, key, cost, limits, seq, want, sent_ms, settle)
+local function fetch(self, key, cost, limits, seq, want, sent_ms, validity_ms, settle)
     local recorded = cost > 0 and want == cost and self.ahead_ms ~= nil
-    local res, err = lease_call(self, key, cost, limits, seq, want, settle, recorded)
+    local res, err = lease_call(self, key, cost, limits, seq, want, validity_ms, settle, recorded)
     if not res then
         self.leases:fail(key, seq, sent_ms)
         return nil, err
@@ -191,11 +196,11 @@ local function fetch(self, key, cost, limits, seq, want, sent_ms, settle)
     end
     local rc
     if type(key) == "string" then
-        rc = lib.slidewin_lease_install(self.handle, key, #key, 0, seq, sent_ms, cost, call_limits, n,
-            reply, recorded and 1 or 0, out)
+        rc = lib.slidewin_lease_install(self.handle, key, #key, 0, seq, sent_ms, validity_ms, cost,
+            call_limits, n, reply, recorded and 1 or 0, out)
     else
-        rc = lib.slidewin_lease_install(self.handle, nil, 0, key, seq, sent_ms, cost, call_limits, n,
-            reply, recorded and 1 or 0, out)
+        rc = lib.slidewin_lease_install(self.handle, nil, 0, key, seq, sent_ms, validity_ms, cost,
+            call_limits, n, reply, recorded and 1 or 0, out)
     end
     if rc == INSTALLED then
         return out.remaining, res
@@ -205,11 +210,11 @@ local function fetch(self, key, cost, limits, seq, want, sent_ms, settle)
     error(ffi_str(out.message, out.message_len), 0)
 end
 
-local function prefetch(premature, self, key, limits, seq, want, sent_ms, settle)
+local function prefetch(premature, self, key, limits, seq, want, sent_ms, validity_ms, settle)
     if premature then
         return
     end
-    local ok, err = fetch(self, key, 0, limits, seq, want, sent_ms, settle)
+    local ok, err = fetch(self, key, 0, limits, seq, want, sent_ms, validity_ms, settle)
     if ok == nil then
         ngx.log(ngx.INFO, "slidewin: lease prefetch of ", key, ": ", err)
     end
@@ -265,20 +270,33 @@ end
 
 -- A lease Redis granted that came after validity_ms - margin_ms, too late to spend: the table
 -- ended it (the sweep settles it with nothing spent) and a per-request check decides, which
--- keeps the proof (it is stamped at the decision). Redis answered: no store error. Lease calls
--- that come late cost two calls and hold their grants away until settled, so for
--- LATE_CHECKS_MS this worker decides what its table does not hold by per-request checks (and
--- sends no check ahead, whose units Redis counts at once and no settlement gives back). Said
--- in error.log once per worker.
-local function decide_late(self, key, cost, limits)
+-- keeps the proof (it is stamped at the decision). Redis answered: no store error. The table
+-- raised the validity the next calls ask for (room for a round trip twice as long, at most
+-- lease.max_validity_ms); said once per raise. A check ahead that came late (`recorded`:
+-- stamped V / 2 ahead, which no raise moves) ends this worker's checks ahead: cold keys go as
+-- lease calls. At the ceiling, lease calls that come late cost two calls and hold their grants
+-- away until settled, so for LATE_CHECKS_MS this worker decides what its table does not hold
+-- by per-request checks; said once per worker.
+local function decide_late(self, key, cost, limits, recorded)
+    self.ahead_ms = nil
+    local validity_ms = self.leases:validity_ms()
+    if validity_ms > self.validity_ms then
+        ngx.log(ngx.WARN, "slidewin ", self.name, ": a lease came after validity_ms - margin_ms (",
+            self.validity_ms, " ms less the margin): lease calls now ask for validity_ms ",
+            validity_ms, " (at most lease.max_validity_ms ", self.max_validity_ms, ")")
+        self.validity_ms = validity_ms
+        return check(self, key, cost, limits)
+    elseif recorded or validity_ms < self.max_validity_ms then
+        -- A check ahead, or a call sent before the last raise.
+        return check(self, key, cost, limits)
+    end
     self.late = self.late + 1
     if self.late == 1 then
         ngx.log(ngx.WARN, "slidewin ", self.name, ": a lease came after validity_ms - margin_ms (",
-            self.validity_ms, " ms less the margin): per-request checks decide for ",
-            LATE_CHECKS_MS / 1000, " s after each; raise lease.validity_ms above the lease call's",
-            " round trip")
+            validity_ms, " ms less the margin, at lease.max_validity_ms): per-request checks ",
+            "decide for ", LATE_CHECKS_MS / 1000, " s after each; raise lease.max_validity_ms ",
+            "above the lease call's round trip")
     end
-    self.ahead_ms = nil
     self.checks_until = now_ms() + LATE_CHECKS_MS
     return check(self, key, cost, limits)
 end
@@ -325,7 +343,7 @@ local function spend(self, headers_block, key, cost, limits, in_hand_only)
         return out
     end
     -- The buffers are this worker's: read the call before anything yields.
-    local seq, want, sent_ms = call.seq, call.want, call.sent_ms
+    local seq, want, sent_ms, validity_ms = call.seq, call.want, call.sent_ms, call.validity_ms
     local settle = ffi_str(call.settle, call.settle_len)
     if rc == 0 and checks then
         -- Decided; no next lease while checks decide.
@@ -333,7 +351,8 @@ local function spend(self, headers_block, key, cost, limits, in_hand_only)
         return out
     elseif rc == 0 then
         -- Decided; this worker claimed the next lease's fetch.
-        local ok, err = ngx.timer.at(0, prefetch, self, key, limits, seq, want, sent_ms, settle)
+        local ok, err = ngx.timer.at(0, prefetch, self, key, limits, seq, want, sent_ms,
+            validity_ms, settle)
         if not ok then
             self.leases:fail(key, seq, sent_ms)
             ngx.log(ngx.WARN, "slidewin: cannot fetch the next lease of ", key, ": ", err)
@@ -348,7 +367,7 @@ local function spend(self, headers_block, key, cost, limits, in_hand_only)
         end
         return nil, NOT_IN_HAND
     end
-    local remaining, res = fetch(self, key, cost, limits, seq, want, sent_ms, settle)
+    local remaining, res = fetch(self, key, cost, limits, seq, want, sent_ms, validity_ms, settle)
     if remaining == nil then
         return nil, res
     end
@@ -356,7 +375,7 @@ local function spend(self, headers_block, key, cost, limits, in_hand_only)
         return false, true, remaining, 0, res[4], res[5]
     end
     if res[1] > 0 then
-        return decide_late(self, key, cost, limits)
+        return decide_late(self, key, cost, limits, res.recorded)
     end
     local retry = res[3]
     return false, false, res[2], retry >= 0 and retry or nil, res[4], res[5]
