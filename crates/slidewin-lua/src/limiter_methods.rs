@@ -21,7 +21,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use mlua::ffi::{self, lua_State};
 use mlua::{Lua, Result as LuaResult};
-use slidewin::rule::{Limits, WindowConfig, MAX_WINDOWS};
+use slidewin::rule::{Limits, MAX_WINDOWS};
 use slidewin::{arg, Decision};
 
 use crate::limiter::{decide_versioned, with_self, Block, METATABLE};
@@ -336,18 +336,14 @@ unsafe extern "C-unwind" fn rule(state: *mut lua_State) -> c_int {
     set_number(state, c"version", version);
     ffi::lua_createtable(state, windows.len() as c_int, 0);
     for (i, window) in windows.iter().enumerate() {
-        let (algorithm, bucket_ms) = match window.config() {
-            WindowConfig::Log(_) => (c"log", None),
-            WindowConfig::Buckets(c) => (c"buckets", Some(c.bucket_ms() as u64)),
-            WindowConfig::Counter(_) => (c"counter", None),
-        };
+        let algorithm = window.algorithm().name();
         ffi::lua_createtable(state, 0, 5);
-        ffi::lua_pushstring(state, algorithm.as_ptr());
+        ffi::lua_pushlstring(state, algorithm.as_ptr().cast(), algorithm.len());
         ffi::lua_setfield(state, -2, c"algorithm".as_ptr());
         set_number(state, c"limit", limits[i]);
         set_number(state, c"window_ms", window.window_ms() as u64);
-        if let Some(bucket_ms) = bucket_ms {
-            set_number(state, c"bucket_ms", bucket_ms);
+        if let Some(bucket_ms) = window.bucket_ms() {
+            set_number(state, c"bucket_ms", bucket_ms as u64);
         }
         set_number(state, c"max_limit", window.max_limit());
         ffi::lua_rawseti(state, -2, i as ffi::lua_Integer + 1);

@@ -11,8 +11,8 @@
 
 use mlua::{Result as LuaResult, Table, Value};
 use slidewin::rule::{Rule, RuleWindow, MAX_WINDOWS};
-use slidewin::shared::Algorithm;
-use slidewin::{BucketQuota, Error, Quota};
+use slidewin::window_spec::{Algorithm, WindowSpec};
+use slidewin::Error;
 
 use crate::args::{self, error};
 
@@ -109,26 +109,29 @@ fn window_of(t: &Table) -> Result<RuleWindow, Bad> {
     let window_ms = window_ms as i64;
     let algorithm = match t.raw_get::<Value>("algorithm")? {
         Value::Nil => Algorithm::Log,
-        Value::String(s) if s == "log" => Algorithm::Log,
-        Value::String(s) if s == "buckets" => Algorithm::Buckets {
-            bucket_ms: required(t, "bucket_ms")? as i64,
-        },
-        Value::String(s) if s == "counter" => Algorithm::Counter,
+        Value::String(s) => s.to_str().ok().and_then(|s| Algorithm::named(&s)).ok_or_else(|| {
+            let got = args::describe(&Value::String(s));
+            Bad::Field(format!("algorithm must be {}, got {got}", Algorithm::EXPECTED))
+        })?,
         other => {
             let got = args::describe(&other);
             return Err(Bad::Field(format!(
-                "algorithm must be \"log\", \"buckets\" or \"counter\", got {got}"
+                "algorithm must be {}, got {got}",
+                Algorithm::EXPECTED
             )));
         }
     };
-    let max_limit = positive(t, "max_limit")?.unwrap_or(limit);
-    let window = match algorithm {
-        Algorithm::Log => Quota::new(limit, window_ms).map(RuleWindow::log),
-        Algorithm::Buckets { bucket_ms } => {
-            BucketQuota::new(limit, window_ms, bucket_ms).map(RuleWindow::buckets)
-        }
-        Algorithm::Counter => Quota::new(limit, window_ms).map(RuleWindow::counter),
+    let bucket_ms = match algorithm {
+        Algorithm::Buckets => Some(required(t, "bucket_ms")? as i64),
+        _ => None,
+    };
+    let window = WindowSpec {
+        algorithm,
+        limit,
+        window_ms,
+        bucket_ms,
+        max_limit: positive(t, "max_limit")?,
     }
-    .and_then(|w| w.with_max_limit(max_limit))?;
+    .build()?;
     Ok(window)
 }

@@ -12,12 +12,11 @@
 //! options after it (`bucket=`, `max_limit=`, `name=`) are its own. Spans are in nginx's time
 //! syntax: `500ms`, `10s`, `1m`, `1h30m`, `1d`, `1w`, `1M` (30 days), `1y` (365 days).
 
-use slidewin::buckets::BucketQuota;
 use slidewin::headers::Style;
-use slidewin::rule::{Rule, RuleWindow, MAX_WINDOWS};
+use slidewin::rule::{Rule, MAX_WINDOWS};
 use slidewin::shared::{Full, ProcessOwner, Zone};
 use slidewin::window_name;
-use slidewin::Quota;
+use slidewin::window_spec::{Algorithm, WindowSpec};
 
 /// The smallest zone: nginx's slab header takes its first pages.
 const MIN_SIZE: usize = 32 * 1024;
@@ -66,7 +65,10 @@ pub enum Cost<'a> {
 fn once(directive: &str, before: &[&[u8]], arg: &[u8]) -> Result<(), String> {
     let name_of = |a: &[u8]| -> Vec<u8> { a.split(|&b| b == b'=').next().unwrap_or(a).to_vec() };
     let name = name_of(arg);
-    let algorithm = matches!(&name[..], b"log" | b"buckets" | b"counter");
+    let algorithm = std::str::from_utf8(&name)
+        .ok()
+        .and_then(Algorithm::named)
+        .is_some();
     match !algorithm && before.iter().any(|b| name_of(b) == name) {
         true => Err(invalid(
             directive,
@@ -154,8 +156,8 @@ fn span_ms(s: &str) -> Option<i64> {
 }
 
 /// One window being read.
-struct WindowArgs<'a> {
-    algorithm: &'a str,
+struct WindowArgs {
+    algorithm: Algorithm,
     limit: u64,
     window_ms: i64,
     bucket_ms: Option<i64>,
@@ -210,9 +212,9 @@ pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
                 "refuse" => Full::Refuse,
                 _ => return Err(invalid(D, "full", "evict or refuse", arg)),
             };
-        } else if matches!(s, "log" | "buckets" | "counter") {
+        } else if let Some(algorithm) = Algorithm::named(s) {
             windows.push(WindowArgs {
-                algorithm: s,
+                algorithm,
                 limit: 0,
                 window_ms: 0,
                 bucket_ms: None,
@@ -247,7 +249,7 @@ pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
         let at = format!(
             "window {} ({} {}/{}ms)",
             i + 1,
-            w.algorithm,
+            w.algorithm.name(),
             w.limit,
             w.window_ms
         );
@@ -260,12 +262,10 @@ pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
             ));
         }
         let core = |e: slidewin::Error| format!("{D}: {at}: {e}");
-        let window = match (w.algorithm, w.bucket_ms) {
-            ("buckets", Some(bucket)) => {
-                RuleWindow::buckets(BucketQuota::new(w.limit, w.window_ms, bucket).map_err(core)?)
-            }
-            ("buckets", None) => return Err(invalid(D, &at, "given bucket=SPAN", b"")),
-            (_, Some(bucket)) => {
+        // The directive's own words for bucket=; the rest is the core's check.
+        match (w.algorithm, w.bucket_ms) {
+            (Algorithm::Buckets, None) => return Err(invalid(D, &at, "given bucket=SPAN", b"")),
+            (Algorithm::Log | Algorithm::Counter, Some(bucket)) => {
                 return Err(invalid(
                     D,
                     &at,
@@ -273,12 +273,17 @@ pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
                     bucket.to_string().as_bytes(),
                 ))
             }
-            ("log", None) => RuleWindow::log(Quota::new(w.limit, w.window_ms).map_err(core)?),
-            _ => RuleWindow::counter(Quota::new(w.limit, w.window_ms).map_err(core)?),
-        };
-        let window = window
-            .with_max_limit(w.max_limit.unwrap_or(w.limit))
-            .map_err(core)?;
+            _ => {}
+        }
+        let window = WindowSpec {
+            algorithm: w.algorithm,
+            limit: w.limit,
+            window_ms: w.window_ms,
+            bucket_ms: w.bucket_ms,
+            max_limit: w.max_limit,
+        }
+        .build()
+        .map_err(core)?;
         let window_name = w
             .name
             .clone()
@@ -363,7 +368,7 @@ fn window_option(w: &mut WindowArgs, s: &str, arg: &[u8]) -> Result<(), String> 
         let (limit, window_ms) = parsed.ok_or_else(|| {
             invalid(
                 D,
-                &format!("the {} window", w.algorithm),
+                &format!("the {} window", w.algorithm.name()),
                 "LIMIT/SPAN (10/1s, 1000/1h)",
                 arg,
             )

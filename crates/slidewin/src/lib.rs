@@ -65,6 +65,7 @@ pub mod store;
 pub mod stream;
 mod window;
 pub mod window_name;
+pub mod window_spec;
 
 pub use buckets::{BucketQuota, BucketState, BucketWindow};
 #[cfg(feature = "std")]

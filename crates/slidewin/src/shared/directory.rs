@@ -4,8 +4,9 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use super::{lock, Owner, Zone};
-use crate::rule::{Rule, RuleWindow, WindowConfig, MAX_WINDOWS};
-use crate::{BucketQuota, Error, Quota, Value};
+use crate::rule::{Rule, RuleWindow, MAX_WINDOWS};
+use crate::window_spec::WINDOW_WORDS;
+use crate::{Error, Value};
 
 /// Bytes of a page, the unit a rule's memory comes in.
 pub const PAGE_BYTES: usize = 4096;
@@ -33,7 +34,6 @@ const E_WINDOWS: usize = 5;
 const E_NAME_LEN: usize = 6;
 const E_NAME: usize = 7;
 const E_RULE: usize = E_NAME + MAX_NAME_BYTES / 8;
-const WINDOW_WORDS: usize = 5;
 const ENTRY_WORDS: usize = E_RULE + MAX_WINDOWS * WINDOW_WORDS;
 
 /// A rule the directory holds: its place in the table and in the pages.
@@ -348,7 +348,7 @@ impl<R: AsRef<[AtomicU64]> + Clone, O: Owner> Directory<R, O> {
             (0..self.entries).find(|&e| self.get(e, E_GENERATION) != 0 && self.name(e) == name)?;
         let windows = (0..self.get(entry, E_WINDOWS) as usize).map(|w| {
             let at = E_RULE + w * WINDOW_WORDS;
-            window_from(core::array::from_fn(|i| self.get(entry, at + i)))
+            RuleWindow::from_words(core::array::from_fn(|i| self.get(entry, at + i))).ok()
         });
         // Written by `put` from a valid rule: read back, it is one.
         let rule = Rule::new(windows.collect::<Option<Vec<_>>>()?).ok()?;
@@ -407,7 +407,7 @@ impl<R: AsRef<[AtomicU64]> + Clone, O: Owner> Directory<R, O> {
             self.set(entry, E_NAME + i, u64::from_le_bytes(word));
         }
         for (w, window) in rule.windows().iter().enumerate() {
-            for (i, word) in window_words(window).into_iter().enumerate() {
+            for (i, word) in window.words().into_iter().enumerate() {
                 self.set(entry, E_RULE + w * WINDOW_WORDS + i, word);
             }
         }
@@ -417,7 +417,7 @@ impl<R: AsRef<[AtomicU64]> + Clone, O: Owner> Directory<R, O> {
 /// Whether two rules cut a zone alike: the same windows but for their configured limits.
 fn same_layout(a: &Rule, b: &Rule) -> bool {
     let shape = |w: &RuleWindow| {
-        let mut words = window_words(w);
+        let mut words = w.words();
         words[1] = 0;
         words
     };
@@ -434,26 +434,4 @@ fn check_name(name: &[u8]) -> Result<(), Error> {
         return Err(Error::invalid("name", "from 1 to 64 bytes long", got));
     }
     Ok(())
-}
-
-/// A window as words: algorithm, limit, window_ms, bucket_ms, max_limit.
-fn window_words(window: &RuleWindow) -> [u64; WINDOW_WORDS] {
-    let (code, bucket_ms) = match window.config() {
-        WindowConfig::Log(_) => (1, 0),
-        WindowConfig::Buckets(c) => (2, c.bucket_ms() as u64),
-        WindowConfig::Counter(_) => (3, 0),
-    };
-    let (limit, window_ms) = (window.limit(), window.window_ms() as u64);
-    [code, limit, window_ms, bucket_ms, window.max_limit()]
-}
-
-fn window_from(
-    [code, limit, window_ms, bucket_ms, max_limit]: [u64; WINDOW_WORDS],
-) -> Option<RuleWindow> {
-    let window = match code {
-        1 => RuleWindow::log(Quota::new(limit, window_ms as i64).ok()?),
-        2 => RuleWindow::buckets(BucketQuota::new(limit, window_ms as i64, bucket_ms as i64).ok()?),
-        _ => RuleWindow::counter(Quota::new(limit, window_ms as i64).ok()?),
-    };
-    window.with_max_limit(max_limit).ok()
 }

@@ -8,25 +8,9 @@
 
 use core::sync::atomic::AtomicU64;
 
-use crate::buckets::BucketQuota;
-use crate::rule::{Rule, RuleWindow, WindowConfig, MAX_WINDOWS};
-use crate::{Error, Quota};
-
-/// One window of an exported rule.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WindowExport {
-    /// 0: log, 1: buckets, 2: counter.
-    pub algorithm: u32,
-    /// The configured limit.
-    pub limit: u64,
-    /// The window's length.
-    pub window_ms: i64,
-    /// A bucket's length (buckets), else 0.
-    pub bucket_ms: i64,
-    /// The most the limit may become.
-    pub max_limit: u64,
-}
+use crate::rule::{Rule, RuleWindow, MAX_WINDOWS};
+use crate::window_spec::WINDOW_WORDS;
+use crate::Error;
 
 /// A zone's words and layout, C-compatible.
 #[repr(C)]
@@ -40,27 +24,16 @@ pub struct ZoneExport {
     pub max_key_bytes: usize,
     /// The rule's windows: the first `n_windows` of `windows`.
     pub n_windows: usize,
-    /// The rule's windows.
-    pub windows: [WindowExport; MAX_WINDOWS],
+    /// The rule's windows, as [`RuleWindow::words`].
+    pub windows: [[u64; WINDOW_WORDS]; MAX_WINDOWS],
 }
 
 impl ZoneExport {
     /// The export of a zone laid out over `words` for `rule` and `max_key_bytes`.
     pub fn new(words: &[AtomicU64], rule: &Rule, max_key_bytes: usize) -> Self {
-        let mut windows = [WindowExport::default(); MAX_WINDOWS];
+        let mut windows = [[0; WINDOW_WORDS]; MAX_WINDOWS];
         for (out, w) in windows.iter_mut().zip(rule.windows()) {
-            let (algorithm, bucket_ms) = match w.config() {
-                WindowConfig::Log(_) => (0, 0),
-                WindowConfig::Buckets(b) => (1, b.bucket_ms()),
-                WindowConfig::Counter(_) => (2, 0),
-            };
-            *out = WindowExport {
-                algorithm,
-                limit: w.limit(),
-                window_ms: w.window_ms(),
-                bucket_ms,
-                max_limit: w.max_limit(),
-            };
+            *out = w.words();
         }
         Self {
             words: words.as_ptr(),
@@ -74,14 +47,7 @@ impl ZoneExport {
     /// The rule the words were laid out for.
     pub fn rule(&self) -> Result<Rule, Error> {
         let windows = self.windows.iter().take(self.n_windows.min(MAX_WINDOWS));
-        let windows = windows.map(|w| {
-            let window = match w.algorithm {
-                0 => RuleWindow::log(Quota::new(w.limit, w.window_ms)?),
-                1 => RuleWindow::buckets(BucketQuota::new(w.limit, w.window_ms, w.bucket_ms)?),
-                _ => RuleWindow::counter(Quota::new(w.limit, w.window_ms)?),
-            };
-            window.with_max_limit(w.max_limit)
-        });
+        let windows = windows.map(|&w| RuleWindow::from_words(w));
         Rule::new(windows.collect::<Result<alloc::vec::Vec<_>, Error>>()?)
     }
 }
@@ -89,6 +55,7 @@ impl ZoneExport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{BucketQuota, Quota};
 
     #[test]
     fn a_rule_comes_back_as_it_was_exported() {

@@ -6,7 +6,8 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use super::{state, HEADER_WORDS, REFUSED_WORDS, SET_HEADER, WAYS, W_KEY};
-use crate::rule::{Rule, RuleWindow, WindowConfig, MAX_WINDOWS};
+use crate::rule::{Rule, RuleWindow, MAX_WINDOWS};
+use crate::window_spec::Algorithm;
 use crate::{Error, Value};
 
 /// What a region of shared memory is made for, with what fixes its layout: a host that keeps
@@ -78,38 +79,20 @@ impl RegionKind {
 pub struct WindowShape {
     /// How the window counts.
     pub algorithm: Algorithm,
+    /// A bucket's length, for buckets.
+    pub bucket_ms: Option<i64>,
     /// The window's length.
     pub window_ms: i64,
     /// The most its limit may be.
     pub max_limit: u64,
 }
 
-/// A window's algorithm, with what sizes its state beside the window's length.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Algorithm {
-    /// An exact sliding log.
-    Log,
-    /// Buckets of `bucket_ms`.
-    Buckets {
-        /// A bucket's length.
-        bucket_ms: i64,
-    },
-    /// A sliding-window counter.
-    Counter,
-}
-
 impl WindowShape {
     /// The shape of `window`.
     pub fn of(window: &RuleWindow) -> Self {
-        let algorithm = match window.config() {
-            WindowConfig::Log(_) => Algorithm::Log,
-            WindowConfig::Buckets(b) => Algorithm::Buckets {
-                bucket_ms: b.bucket_ms(),
-            },
-            WindowConfig::Counter(_) => Algorithm::Counter,
-        };
         Self {
-            algorithm,
+            algorithm: window.algorithm(),
+            bucket_ms: window.bucket_ms(),
             window_ms: window.window_ms(),
             max_limit: window.max_limit(),
         }
@@ -120,17 +103,16 @@ impl WindowShape {
 impl fmt::Display for WindowShape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Self {
+            algorithm,
+            bucket_ms,
             window_ms,
             max_limit,
-            ..
         } = self;
-        match self.algorithm {
-            Algorithm::Log => write!(f, "log max_limit {max_limit} window_ms {window_ms}"),
-            Algorithm::Buckets { bucket_ms } => write!(
-                f,
-                "buckets max_limit {max_limit} window_ms {window_ms} bucket_ms {bucket_ms}"
-            ),
-            Algorithm::Counter => write!(f, "counter max_limit {max_limit} window_ms {window_ms}"),
+        let name = algorithm.name();
+        write!(f, "{name} max_limit {max_limit} window_ms {window_ms}")?;
+        match bucket_ms {
+            Some(bucket_ms) => write!(f, " bucket_ms {bucket_ms}"),
+            None => Ok(()),
         }
     }
 }

@@ -76,9 +76,9 @@ mod tests;
 
 pub use directory::{Directory, DirectoryStats, Found, Part, GRACE_MS, PAGE_BYTES};
 pub use evictions::{Evicted, EvictionWatch};
-pub use export::{WindowExport, ZoneExport};
+pub use export::ZoneExport;
 pub use inflight::{Entry, Inflight, InflightConfig, InflightStats, LIVENESS_CHECK_MS};
-pub use layout::{Algorithm, RegionKind, WindowShape};
+pub use layout::{RegionKind, WindowShape};
 pub use leases::{Admitted, Fetch, LeaseStats, Leases, Spent, SETTLE_SLOTS};
 pub use limits::LiveLimits;
 pub use lock::Owner;
