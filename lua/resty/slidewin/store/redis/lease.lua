@@ -31,7 +31,6 @@
 
 local ffi = require "ffi"
 local answer = require "resty.slidewin.answer"
-local redis = require "resty.slidewin.store.redis"
 local slidewin = require "slidewin"
 
 local ngx = ngx
@@ -80,7 +79,7 @@ local mt = { __index = _M }
 -- `timeout_ms` on the same connection: the reply, with `replicas` set.
 local function send_and_wait(replicas, timeout_ms)
     return function(base, red, asking, args)
-        local res, err = redis.send_script(base, red, asking, args)
+        local res, err = base:send_script(red, asking, args)
         if not res then
             return nil, err
         end
@@ -164,7 +163,7 @@ local function lease_call(self, key, cost, limits, seq, want, validity_ms, settl
     if settle ~= "" then
         options[#options + 1], options[#options + 2] = "settle", settle
     end
-    local res, err = redis.call_script(self.base, key, cost, action, limits, options, self.send)
+    local res, err = self.base:call_script(key, cost, action, limits, options, self.send)
     if res and recorded then
         -- A check's allowed (1/0) as a grant of the cost.
         res[1] = res[1] == 1 and cost or 0
@@ -228,7 +227,7 @@ local function sweep(premature, self)
     local due = self.leases:sweep(self.sweep_ms, SWEEP_KEYS)
     for i = 1, #due do
         local item = due[i]
-        local res = redis.call_script(self.base, item.key, 0, "peek", self.base.configured,
+        local res = self.base:call_script(item.key, 0, "peek", self.base.configured,
             { "settle", item.settle })
         if res then
             self.leases:settled(item.key, item.seq)
