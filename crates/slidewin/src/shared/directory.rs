@@ -3,7 +3,8 @@
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use super::{lock, Owner, Zone};
+use super::lock::{self, Owner};
+use super::zone::Zone;
 use crate::rule::{Rule, RuleWindow, MAX_WINDOWS};
 use crate::window_spec::WINDOW_WORDS;
 use crate::{Error, Value};

@@ -2,12 +2,13 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use super::keys::{Key, KeyCodec};
-use super::{
-    attach_header, layout, lock_set, set_of, set_totals, Attached, Owner, Set, WAYS, W_KEY,
-    W_USED_MS,
+use super::keys::{Key, KeyCodec, W_KEY};
+use super::layout;
+use super::lock::Owner;
+use super::table::{
+    attach_header, check_key_bytes, lock_set, set_of, set_totals, Attached, Set, SET_HEADER,
+    S_TAGS, WAYS, W_USED_MS,
 };
-use super::{SET_HEADER, S_TAGS};
 use crate::clock::check_time;
 use crate::{Error, Value};
 
@@ -189,7 +190,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         owner: O,
         seed: [u64; 2],
     ) -> Result<(Self, Attached), Error> {
-        super::check_key_bytes(max_key_bytes)?;
+        check_key_bytes(max_key_bytes)?;
         let words = region.as_ref();
         let key_words = max_key_bytes.div_ceil(8);
         let way_words = Self::way_words(key_words, config.max_limit);
@@ -545,7 +546,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
 mod tests {
     use alloc::vec::Vec;
 
-    use super::super::S_LOCK;
+    use super::super::table::S_LOCK;
     use super::*;
 
     struct Survivor;

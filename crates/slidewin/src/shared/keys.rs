@@ -8,6 +8,11 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::keyed::KeyHasher;
 
+// A stored key's words in its way: its length word, then (after the way's last use, table.rs)
+// the key's bytes.
+pub(crate) const W_LEN: usize = 0;
+pub(crate) const W_KEY: usize = 2;
+
 /// The length word of a key stored as a digest.
 const DIGEST: u64 = 1 << 63;
 
@@ -80,8 +85,8 @@ impl KeyCodec {
     /// The key stored in `words` (length word, then key words), or `None` when the length
     /// word is not one a key can have.
     pub(crate) fn stored(&self, words: &[AtomicU64]) -> Option<Stored> {
-        let len = words[super::W_LEN].load(Relaxed);
-        let key = &words[super::W_KEY..];
+        let len = words[W_LEN].load(Relaxed);
+        let key = &words[W_KEY..];
         if len & DIGEST != 0 {
             return Some(Stored::Digest([0, 1].map(|i| key[i].load(Relaxed))));
         }
@@ -160,8 +165,8 @@ impl Key<'_> {
 
     /// Whether `stored` (length word, then key words) holds this key.
     pub(crate) fn matches(&self, stored: &[AtomicU64]) -> bool {
-        let key = &stored[super::W_KEY..];
-        if stored[super::W_LEN].load(Relaxed) != self.length_word() {
+        let key = &stored[W_KEY..];
+        if stored[W_LEN].load(Relaxed) != self.length_word() {
             return false;
         }
         let Form::Bytes(bytes) = self.form else {
@@ -180,9 +185,9 @@ impl Key<'_> {
 
     /// Writes the key into `stored`.
     pub(crate) fn store(&self, stored: &[AtomicU64]) {
-        stored[super::W_LEN].store(self.length_word(), Relaxed);
+        stored[W_LEN].store(self.length_word(), Relaxed);
         super::fault::point();
-        let key = &stored[super::W_KEY..];
+        let key = &stored[W_KEY..];
         for (i, word) in key.iter().enumerate() {
             word.store(if i < self.words() { self.word(i) } else { 0 }, Relaxed);
             super::fault::point();

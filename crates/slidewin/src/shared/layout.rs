@@ -5,10 +5,18 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::{state, HEADER_WORDS, REFUSED_WORDS, SET_HEADER, WAYS, W_KEY};
+use super::keys::W_KEY;
+use super::state;
+use super::table::{check_key_bytes, SET_HEADER, WAYS};
 use crate::rule::{Rule, RuleWindow, MAX_WINDOWS};
 use crate::window_spec::Algorithm;
 use crate::{Error, Value};
+
+/// Header words of a zone's region (zone.rs names them).
+pub(crate) const HEADER_WORDS: usize = 32;
+/// After the key, a zone's way keeps its refusals since its windows were last all empty
+/// (scan.rs), then the windows' states.
+pub(crate) const REFUSED_WORDS: usize = 1;
 
 /// What a region of shared memory is made for, with what fixes its layout: a host that keeps
 /// regions by name (across an nginx reload) reuses one only for an equal kind and size, so
@@ -162,7 +170,7 @@ impl Layout {
         rule: &Rule,
         max_key_bytes: usize,
     ) -> Result<(usize, [usize; MAX_WINDOWS + 1]), Error> {
-        super::check_key_bytes(max_key_bytes)?;
+        check_key_bytes(max_key_bytes)?;
         let mut offsets = [0_usize; MAX_WINDOWS + 1];
         for (w, window) in rule.windows().iter().enumerate() {
             let words = offsets[w].checked_add(state::state_words(window)?);

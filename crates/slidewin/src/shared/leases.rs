@@ -4,9 +4,11 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use super::keys::{Key, KeyCodec, Stored};
-use super::{
-    attach_header, layout, lock_set, set_of, Attached, Owner, Set, SET_HEADER, S_TAGS, WAYS, W_KEY,
+use super::keys::{Key, KeyCodec, Stored, W_KEY};
+use super::layout;
+use super::lock::Owner;
+use super::table::{
+    attach_header, check_key_bytes, lock_set, set_of, Attached, Set, SET_HEADER, S_TAGS, WAYS,
     W_USED_MS,
 };
 use crate::clock::check_time;
@@ -271,7 +273,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
 
     /// Words of a key and of a set for keys of `max_key_bytes`.
     fn cut(max_key_bytes: usize) -> Result<(usize, usize), Error> {
-        super::check_key_bytes(max_key_bytes)?;
+        check_key_bytes(max_key_bytes)?;
         let key_words = max_key_bytes.div_ceil(8);
         let way_words = W_KEY + key_words + LEASE_WORDS;
         Ok((
@@ -930,7 +932,7 @@ mod tests {
     use alloc::vec::Vec;
 
     use super::super::tests::Survivor;
-    use super::super::S_LOCK;
+    use super::super::table::S_LOCK;
     use super::*;
 
     #[test]

@@ -6,7 +6,7 @@
 //! at a time ([`Zone::walk_step`]), so that a host serving many requests on one thread (an
 //! nginx worker) serves the others between slices: a region of a million keys takes a tenth
 //! of a second to walk, too long to keep anyone waiting. A way only adds a word counting its
-//! refusals since its windows were last all empty ([`count_refusal`]); everything else is
+//! refusals since its windows were last all empty ([`super::zone`]'s `count_refusal`); everything else is
 //! read off its windows, under the live limits, recording nothing.
 //!
 //! A key of a rule with several windows is reported by the window nearest its limit (the
@@ -16,10 +16,12 @@
 use alloc::collections::BinaryHeap;
 use alloc::vec::Vec;
 use core::cmp::Reverse;
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::AtomicU64;
 
 pub use super::keys::Stored as StoredKey;
-use super::{Owner, Zone, ZoneStats, S_TAGS, WAYS};
+use super::lock::Owner;
+use super::table::{S_TAGS, WAYS};
+use super::zone::{Zone, ZoneStats};
 use crate::clock::check_time;
 use crate::{Decision, Error};
 
@@ -156,16 +158,6 @@ fn nearest(windows: impl Iterator<Item = Usage>) -> Usage {
     windows
         .reduce(|best, u| if u.nearer_than(&best) { u } else { best })
         .unwrap_or_default()
-}
-
-/// After a committed call: a key whose windows had drained starts a new streak of refusals;
-/// a refused call adds one.
-pub(crate) fn count_refusal(word: &AtomicU64, drained: bool, allowed: bool) {
-    let before = if drained { 0 } else { word.load(Relaxed) };
-    if drained || !allowed {
-        word.store(before.saturating_add(u64::from(!allowed)), Relaxed);
-        super::fault::point();
-    }
 }
 
 /// The `n` best of what is offered, by rank (a min-heap of the kept ones: the worst is dropped).

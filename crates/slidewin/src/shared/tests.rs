@@ -3,6 +3,9 @@
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
+use super::keys::W_KEY;
+use super::layout::{HEADER_WORDS, REFUSED_WORDS};
+use super::table::{S_LOCK, S_TAGS};
 use super::*;
 use crate::rule::{Rule, RuleWindow};
 use crate::{BucketQuota, Quota};

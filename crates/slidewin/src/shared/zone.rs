@@ -1,0 +1,539 @@
+//! A keyed [`Rule`] over one region of shared memory: [`Zone`].
+
+use core::ops::Range;
+use core::sync::atomic::{AtomicU64, Ordering, Ordering::Relaxed};
+
+use super::keys::{Key, KeyCodec, W_KEY};
+use super::layout::{Layout, HEADER_WORDS, REFUSED_WORDS};
+use super::limits::LiveLimits;
+use super::lock::Owner;
+use super::state;
+use super::table::{
+    attach_header, lock_set, set_of, set_totals, Attached, Set, H_FINGERPRINT, H_MAGIC, H_SEED,
+    SET_HEADER, S_TAGS, WAYS, W_USED_MS,
+};
+use crate::clock::check_time;
+use crate::rule::{Limits, Rule, RuleLimiter};
+use crate::{Clock, Decision, Error, Limiter};
+
+const MAGIC: u64 = u64::from_le_bytes(*b"slidewn3");
+// Header words after the magic, fingerprint and seed (table.rs).
+/// Keys evicted with units in their windows, over every set: one word that a host reads on
+/// each call to notice a zone too small (written only when a key is evicted).
+const H_EVICTIONS: usize = 4;
+/// New keys refused because every way of their set held units ([`Full::Refuse`]).
+const H_FULL_REFUSALS: usize = 5;
+/// The live limits ([`LiveLimits`]).
+const H_LIMITS: usize = 8;
+
+// A set's counters after its lock (table.rs).
+const S_ALLOWED: usize = 1;
+const S_REJECTED: usize = 2;
+const S_EVICTIONS: usize = 3;
+const S_RECLAIMED: usize = 4;
+const S_REPAIRS: usize = 5;
+const S_KEYS: usize = 6;
+const S_WOULD_REJECT: usize = 7;
+
+/// What a zone does with a new key when every way of its set holds units (no empty or idle
+/// one to take).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Full {
+    /// Evict the least recently used key: the new key is decided, the evicted one's windows
+    /// are forgotten (its next call starts afresh, so a zone too small admits more than the
+    /// limit). What nginx's `limit_req` does.
+    #[default]
+    Evict,
+    /// Refuse the new key until a way of its set empties: no window is forgotten, so no key
+    /// is ever admitted past its limit, at the cost of refusing new keys while the zone is
+    /// full.
+    Refuse,
+}
+
+/// Counters of a region, summed over its sets (for every process that shares it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ZoneStats {
+    /// Keys held now.
+    pub keys: u64,
+    /// Keys the region can hold.
+    pub capacity: u64,
+    /// Live keys dropped to make room.
+    pub evictions: u64,
+    /// Idle keys (empty window) dropped to make room.
+    pub reclaimed: u64,
+    /// Locks taken over from a dead process (its set repaired).
+    pub repairs: u64,
+    /// Calls admitted.
+    pub allowed: u64,
+    /// Calls refused (a dry run's apart).
+    pub rejected: u64,
+    /// Refusals of dry runs ([`Zone::check_dry_run_at`]): the calls went on.
+    pub would_reject: u64,
+    /// New keys refused because their set was full of keys holding units ([`Full::Refuse`];
+    /// also counted in `rejected`).
+    pub full_refusals: u64,
+}
+
+/// What a decision does besides deciding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Call {
+    /// Records nothing (an unknown key is not stored).
+    Peek,
+    /// Records the cost when it fits; a refusal is counted as one.
+    Check,
+    /// Records as `Check`; the caller lets a refused call through, a would-be refusal.
+    DryRun,
+}
+
+/// A keyed [`Rule`] over a shared region; see the [module docs](super).
+pub struct Zone<R, O: Owner> {
+    pub(super) region: R,
+    pub(super) rule: Rule,
+    pub(super) layout: Layout,
+    pub(super) codec: KeyCodec,
+    pub(super) owner: O,
+    pub(super) full: Full,
+}
+
+impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
+    /// Bytes one key takes in a region (its share of a set), for sizing: a region of `size`
+    /// bytes holds about `size / bytes_per_key` keys.
+    pub fn bytes_per_key(rule: &Rule, max_key_bytes: usize) -> Result<usize, Error> {
+        let (key_words, offsets) = Layout::per_key(rule, max_key_bytes)?;
+        let state_words = offsets[rule.windows().len()];
+        let set_words =
+            (SET_HEADER + WAYS + WAYS * (W_KEY + key_words + REFUSED_WORDS + state_words))
+                .next_multiple_of(8);
+        Ok(set_words * 8 / WAYS)
+    }
+
+    /// How many keys a region of `size_bytes` holds for `config`: an error naming `size`
+    /// when not one set of keys fits, before any memory is mapped.
+    pub fn capacity_for(
+        rule: &Rule,
+        max_key_bytes: usize,
+        size_bytes: usize,
+    ) -> Result<usize, Error> {
+        Ok(Layout::new(rule, max_key_bytes, size_bytes / 8)?.sets * WAYS)
+    }
+
+    /// The rule over `words`, for keys of up to `max_key_bytes` stored as they are.
+    /// A region already laid out for the same layout is reused as it is (with its live
+    /// limits, but for windows whose configured limit differs from the last attach); any other
+    /// is laid out anew with `seed` (secret and random: it keys the hashes). Processes that
+    /// attach at once with the same rule all find one layout (nginx attaches in the master,
+    /// before the workers fork).
+    pub fn attach(
+        region: R,
+        rule: Rule,
+        max_key_bytes: usize,
+        owner: O,
+        seed: [u64; 2],
+    ) -> Result<(Self, Attached), Error> {
+        let words = region.as_ref();
+        let layout = Layout::new(&rule, max_key_bytes, words.len())?;
+        let fingerprint = layout.fingerprint(&rule, words.len());
+        let (attached, seed) = attach_header(words, MAGIC, fingerprint, seed, &owner);
+        LiveLimits::attach(&words[H_LIMITS..H_LIMITS + LiveLimits::<R>::WORDS], &rule);
+        let codec = KeyCodec::new(seed, layout.key_words * 8);
+        let zone = Self {
+            region,
+            rule,
+            layout,
+            codec,
+            owner,
+            full: Full::Evict,
+        };
+        Ok((zone, attached))
+    }
+
+    /// The rule over `words` laid out already by an [`Zone::attach`] for the same rule, key
+    /// length and size (another module of the process attached it): nothing is written
+    /// when the layout differs, an error naming the region's fingerprint is.
+    pub fn open(region: R, rule: Rule, max_key_bytes: usize, owner: O) -> Result<Self, Error> {
+        let words = region.as_ref();
+        let layout = Layout::new(&rule, max_key_bytes, words.len())?;
+        let fingerprint = layout.fingerprint(&rule, words.len());
+        let seen = words[H_FINGERPRINT].load(Ordering::Relaxed);
+        if words[H_MAGIC].load(Ordering::Acquire) != MAGIC || seen != fingerprint {
+            let expected = "the fingerprint of a region laid out for this rule and size";
+            return Err(Error::invalid("region", expected, crate::Value::UInt(seen)));
+        }
+        let seed = [0, 1].map(|i| words[H_SEED + i].load(Ordering::Relaxed));
+        LiveLimits::attach(&words[H_LIMITS..H_LIMITS + LiveLimits::<R>::WORDS], &rule);
+        let codec = KeyCodec::new(seed, layout.key_words * 8);
+        Ok(Self {
+            region,
+            rule,
+            layout,
+            codec,
+            owner,
+            full: Full::Evict,
+        })
+    }
+
+    /// This process's zone with `full` for new keys in a full set ([`Full::Evict`] unless
+    /// set): every process of the region should say the same.
+    pub fn with_full(self, full: Full) -> Self {
+        Self { full, ..self }
+    }
+
+    /// Keys evicted with units in their windows so far, over the whole region: one word,
+    /// cheap enough to read on every call to notice a zone too small.
+    pub fn evictions(&self) -> u64 {
+        self.words()[H_EVICTIONS].load(Ordering::Relaxed)
+    }
+
+    /// Keys the region holds at most.
+    pub fn capacity(&self) -> usize {
+        self.layout.sets * WAYS
+    }
+
+    /// The rule (with its configured limits).
+    pub fn rule(&self) -> &Rule {
+        &self.rule
+    }
+
+    /// The live limits, one per window: what every process decides with now.
+    pub fn limits(&self) -> Limits {
+        self.live().get(&self.rule)
+    }
+
+    /// Sets window `window`'s live limit (`1..=max_limit`) for every process of the region;
+    /// the next decision of each uses it, and every key keeps its window.
+    pub fn set_limit(&self, window: usize, limit: u64) -> Result<(), Error> {
+        self.live().set(&self.rule, window, limit)
+    }
+
+    /// How many times a live limit changed ([`LiveLimits::version`]).
+    pub fn limits_version(&self) -> u64 {
+        self.live().version()
+    }
+
+    fn live(&self) -> LiveLimits<&[AtomicU64]> {
+        LiveLimits {
+            words: &self.words()[H_LIMITS..H_LIMITS + LiveLimits::<R>::WORDS],
+        }
+    }
+
+    /// Decide for `key` at `now_ms` under the live limits and record `cost` when it fits.
+    pub fn check_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<Decision, Error> {
+        self.decide_live(key, now_ms, cost, Call::Check)
+    }
+
+    /// [`Zone::check_at`] for a dry run, which lets a refused call through: the same decision
+    /// and record, its refusal counted in [`ZoneStats::would_reject`] instead of `rejected`.
+    pub fn check_dry_run_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<Decision, Error> {
+        self.decide_live(key, now_ms, cost, Call::DryRun)
+    }
+
+    /// Decide for `key` without recording anything (an unknown key is not stored).
+    pub fn peek_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<Decision, Error> {
+        self.decide_live(key, now_ms, cost, Call::Peek)
+    }
+
+    /// [`Zone::decide_at`] under the live limits, which are not checked again: only
+    /// [`LiveLimits`] writes them, each one checked against the rule (one atomic word, so no
+    /// crash leaves one half written), and this is every request's path.
+    fn decide_live(
+        &self,
+        key: &[u8],
+        now_ms: i64,
+        cost: u64,
+        call: Call,
+    ) -> Result<Decision, Error> {
+        let now_ms = check_time("now_ms", now_ms)?;
+        let decided = self.decide_checked(key, || Ok(now_ms), cost, call, &self.limits());
+        decided.map(|(decision, _)| decision)
+    }
+
+    /// [`Zone::check_at`] (or [`Zone::check_dry_run_at`]) at the time `clock` gives once the
+    /// key's set is locked: the decision and its time. Calls on one key are then stamped in
+    /// the order they were decided, also across processes, so a log of the times replays the
+    /// zone exactly (a time read before the lock may be older than one recorded already).
+    pub fn check_now(
+        &self,
+        key: &[u8],
+        clock: &impl Clock,
+        cost: u64,
+        dry_run: bool,
+    ) -> Result<(Decision, i64), Error> {
+        let call = if dry_run { Call::DryRun } else { Call::Check };
+        let now_ms = || check_time("now_ms", clock.now_ms());
+        self.decide_checked(key, now_ms, cost, call, &self.limits())
+    }
+
+    /// Give back `cost` recorded for `key` (nothing for an unknown key).
+    pub fn uncommit_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
+        check_time("now_ms", now_ms)?;
+        let key = self.codec.key(key);
+        let set = self.lock(&key);
+        match self.find(&set, &key) {
+            Some(way) => self.state(&set, way).refund(now_ms, cost),
+            None => Ok(()),
+        }
+    }
+
+    /// Take back a call [`Zone::check_at`] admitted at `now_ms` that another limit then
+    /// refused (nginx's `limit_req` charges no zone for a request another one refuses): its
+    /// `cost` given back and its admission no longer counted.
+    pub fn withdraw_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
+        check_time("now_ms", now_ms)?;
+        let key = self.codec.key(key);
+        let set = self.lock(&key);
+        if let Some(way) = self.find(&set, &key) {
+            self.state(&set, way).refund(now_ms, cost)?;
+            set.add(S_ALLOWED, u64::MAX);
+        }
+        Ok(())
+    }
+
+    /// Forget `key`.
+    pub fn reset(&self, key: &[u8]) {
+        let key = self.codec.key(key);
+        let set = self.lock(&key);
+        if let Some(way) = self.find(&set, &key) {
+            set.set(S_TAGS + way, 0);
+            set.add(S_KEYS, u64::MAX);
+        }
+    }
+
+    /// Counters summed over every set (read without locks: each is exact, the sum is a
+    /// moment's view). A walk a slice at a time: [`super::Walk::counters`].
+    pub fn stats(&self) -> ZoneStats {
+        let mut stats = ZoneStats::default();
+        self.add_counters(&mut stats, 0..self.layout.sets);
+        stats
+    }
+
+    /// Adds the counters of sets `sets` to `stats`, and sets its capacity.
+    pub(super) fn add_counters(&self, stats: &mut ZoneStats, sets: Range<usize>) {
+        let fields = [
+            S_KEYS,
+            S_EVICTIONS,
+            S_RECLAIMED,
+            S_REPAIRS,
+            S_ALLOWED,
+            S_REJECTED,
+            S_WOULD_REJECT,
+        ];
+        let [keys, evictions, reclaimed, repairs, allowed, rejected, would_reject] = set_totals(
+            self.words(),
+            HEADER_WORDS,
+            self.layout.set_words,
+            sets,
+            fields,
+        );
+        stats.keys += keys;
+        stats.evictions += evictions;
+        stats.reclaimed += reclaimed;
+        stats.repairs += repairs;
+        stats.allowed += allowed;
+        stats.rejected += rejected;
+        stats.would_reject += would_reject;
+        stats.capacity = self.capacity() as u64;
+        stats.full_refusals = self.words()[H_FULL_REFUSALS].load(Ordering::Relaxed);
+    }
+
+    /// Decide for `key` at `now_ms` under `limits` (the live ones, or a caller's from
+    /// [`Rule::check_limits`]), recording `cost` in every window when all admit it and
+    /// `commit` is true (an unknown key is stored only then).
+    pub fn decide_at(
+        &self,
+        key: &[u8],
+        now_ms: i64,
+        cost: u64,
+        commit: bool,
+        limits: &Limits,
+    ) -> Result<Decision, Error> {
+        let now_ms = check_time("now_ms", now_ms)?;
+        // Limits made for another rule would leave windows unchecked, or index past them.
+        let limits = &self.rule.check_limits(limits)?;
+        let call = if commit { Call::Check } else { Call::Peek };
+        let decided = self.decide_checked(key, || Ok(now_ms), cost, call, limits);
+        decided.map(|(decision, _)| decision)
+    }
+
+    /// [`Zone::decide_at`] with `limits` checked, at the time `now_ms` gives (checked) once the
+    /// key's set is locked: the decision and its time.
+    #[inline(always)]
+    fn decide_checked(
+        &self,
+        key: &[u8],
+        now_ms: impl FnOnce() -> Result<i64, Error>,
+        cost: u64,
+        call: Call,
+        limits: &Limits,
+    ) -> Result<(Decision, i64), Error> {
+        let key = self.codec.key(key);
+        let set = self.lock(&key);
+        let now_ms = now_ms()?;
+        let decision = self.decide_locked(&set, &key, now_ms, cost, call, limits)?;
+        Ok((decision, now_ms))
+    }
+
+    /// [`Zone::decide_checked`] in the set locked for `key`, at `now_ms`.
+    #[inline(always)]
+    fn decide_locked(
+        &self,
+        set: &Set<'_>,
+        key: &Key,
+        now_ms: i64,
+        cost: u64,
+        call: Call,
+        limits: &Limits,
+    ) -> Result<Decision, Error> {
+        let commit = call != Call::Peek;
+        let way = match self.find(set, key) {
+            Some(way) => way,
+            // A peek at an unknown key answers for empty windows and stores nothing.
+            None if !commit => {
+                let mut empty = RuleLimiter::new_state(&self.rule);
+                return self
+                    .rule
+                    .decide_with(&mut empty, now_ms, cost, false, limits);
+            }
+            None => match self.insert(set, key, now_ms) {
+                Some(way) => way,
+                None => return Ok(self.refuse_full(set, now_ms, limits)),
+            },
+        };
+        let refused = &set.words[self.refused_at(way)];
+        // Only a key refused before pays for the check that its windows drained since.
+        let drained =
+            commit && refused.load(Ordering::Relaxed) != 0 && self.state(set, way).is_idle(now_ms);
+        let decision =
+            crate::assessment::fold(&mut self.state(set, way), limits, now_ms, cost, commit);
+        set.set(self.way(way) + W_USED_MS, now_ms as u64);
+        if commit {
+            count_refusal(refused, drained, decision.allowed);
+            let outcome = match (decision.allowed, call) {
+                (true, _) => S_ALLOWED,
+                (false, Call::DryRun) => S_WOULD_REJECT,
+                (false, _) => S_REJECTED,
+            };
+            set.add(outcome, 1);
+        }
+        Ok(decision)
+    }
+
+    /// Locks the set of `key`, repairing it first when its last owner died holding it.
+    fn words(&self) -> &[AtomicU64] {
+        self.region.as_ref()
+    }
+
+    pub(super) fn lock(&self, key: &Key) -> Set<'_> {
+        self.lock_index(set_of(key, self.layout.sets))
+    }
+
+    /// Locks set `index`, repairing it first when its last owner died holding it.
+    pub(super) fn lock_index(&self, index: usize) -> Set<'_> {
+        let cut = (HEADER_WORDS, self.layout.set_words);
+        lock_set(self.words(), cut, index, &self.owner, |set| {
+            self.repair(set)
+        })
+    }
+
+    /// First word of `way` within its set.
+    pub(super) fn way(&self, way: usize) -> usize {
+        S_TAGS + WAYS + way * self.layout.way_words
+    }
+
+    /// The word of `way` counting its refusals (scan.rs).
+    pub(super) fn refused_at(&self, way: usize) -> usize {
+        self.way(way) + W_KEY + self.layout.key_words
+    }
+
+    pub(super) fn state<'s>(&'s self, set: &Set<'s>, way: usize) -> state::Way<'s> {
+        let at = self.refused_at(way) + REFUSED_WORDS;
+        state::Way {
+            windows: self.rule.windows(),
+            offsets: &self.layout.offsets,
+            words: &set.words[at..at + self.layout.state_words],
+        }
+    }
+
+    pub(super) fn stored_key<'s>(&self, set: &Set<'s>, way: usize) -> &'s [AtomicU64] {
+        set.stored_key(way, self.layout.way_words, self.layout.key_words)
+    }
+
+    pub(super) fn find(&self, set: &Set<'_>, key: &Key) -> Option<usize> {
+        set.find(key, self.layout.way_words, self.layout.key_words)
+    }
+
+    /// A way for `key`: an empty one, else an idle one, else the least recently used (none
+    /// when the zone refuses new keys in a full set).
+    fn insert(&self, set: &Set<'_>, key: &Key, now_ms: i64) -> Option<usize> {
+        let empty = (0..WAYS).find(|&way| set.get(S_TAGS + way) == 0);
+        let way = match empty {
+            Some(way) => way,
+            None => match (0..WAYS).find(|&w| self.state(set, w).is_idle(now_ms)) {
+                Some(way) => {
+                    set.add(S_RECLAIMED, 1);
+                    way
+                }
+                None if self.full == Full::Refuse => return None,
+                None => {
+                    set.add(S_EVICTIONS, 1);
+                    self.words()[H_EVICTIONS].fetch_add(1, Ordering::Relaxed);
+                    let used_ms = |w: usize| set.get(self.way(w) + W_USED_MS) as i64;
+                    (0..WAYS).min_by_key(|&w| used_ms(w)).unwrap_or(0)
+                }
+            },
+        };
+        if empty.is_some() {
+            set.add(S_KEYS, 1);
+        }
+        // The tag goes last: a process that dies half way leaves a way whose key does not
+        // match its tag, which the repair drops.
+        set.set(S_TAGS + way, 0);
+        key.store(self.stored_key(set, way));
+        set.set(self.way(way) + W_USED_MS, now_ms as u64);
+        self.state(set, way).clear();
+        set.set(self.refused_at(way), 0);
+        set.set(S_TAGS + way, key.tag());
+        Some(way)
+    }
+
+    /// The refusal of a new key whose set is full ([`Full::Refuse`]): it may retry when the
+    /// first way of the set empties.
+    fn refuse_full(&self, set: &Set<'_>, now_ms: i64, limits: &Limits) -> Decision {
+        let wait_ms = (0..WAYS)
+            .map(|w| self.state(set, w).idle_in_ms(now_ms))
+            .min()
+            .unwrap_or(0);
+        set.add(S_REJECTED, 1);
+        self.words()[H_FULL_REFUSALS].fetch_add(1, Ordering::Relaxed);
+        Decision {
+            allowed: false,
+            limit: limits.first().copied().unwrap_or(0),
+            remaining: 0,
+            retry_after_ms: Some(wait_ms),
+            reset_after_ms: wait_ms,
+            window: 0,
+        }
+    }
+
+    /// After a takeover from a dead owner: drop ways whose key does not match its tag, empty
+    /// states the algorithm cannot have made, recount the keys.
+    fn repair(&self, set: &Set<'_>) {
+        let mut keys = 0;
+        let held = set.drop_torn_keys(&self.codec, self.layout.way_words, self.layout.key_words);
+        for way in (0..WAYS).filter(|&way| held[way]) {
+            self.state(set, way).repair();
+            keys += 1;
+        }
+        set.set(S_KEYS, keys);
+        set.add(S_REPAIRS, 1);
+    }
+}
+
+/// After a committed call: a key whose windows had drained starts a new streak of refusals;
+/// a refused call adds one.
+fn count_refusal(word: &AtomicU64, drained: bool, allowed: bool) {
+    let before = if drained { 0 } else { word.load(Relaxed) };
+    if drained || !allowed {
+        word.store(before.saturating_add(u64::from(!allowed)), Relaxed);
+        super::fault::point();
+    }
+}
