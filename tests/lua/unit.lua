@@ -1,32 +1,11 @@
 -- LuaJIT-level tests of the slidewin module and resty.slidewin logic that need no nginx.
--- Run by tests/tests/lua_unit.rs: luajit tests/lua/unit.lua (LUA_PATH = lua/, LUA_CPATH = slidewin.so).
+-- Run by tests/tests/lua_unit.rs: luajit tests/lua/unit.lua (LUA_PATH = lua/ and tests/lua/,
+-- LUA_CPATH = slidewin.so).
+
+local harness = require "unit.harness"
+local test, eq, raised = harness.test, harness.eq, harness.raised
 
 local slidewin = require "slidewin"
-
-local passed, failed = 0, 0
-
-local function test(name, fn)
-    local ok, err = pcall(fn)
-    if ok then
-        passed = passed + 1
-    else
-        failed = failed + 1
-        print("FAIL " .. name .. ": " .. tostring(err))
-    end
-end
-
-local function eq(got, want, what)
-    if got ~= want then
-        error((what or "value") .. ": want " .. tostring(want) .. ", got " .. tostring(got), 2)
-    end
-end
-
--- The first line of the error `fn(...)` raises (the module appends a traceback).
-local function raised(fn, ...)
-    local ok, err = pcall(fn, ...)
-    assert(not ok, "no error raised")
-    return (tostring(err):match("^[^\n]*"))
-end
 
 test("limiter arguments are named with their values", function()
     local cases = {
@@ -454,18 +433,7 @@ end)
 -- resty.slidewin without nginx: config validation and the shdict store on a fake dict and clock.
 
 local fake_now = 0
-package.loaded.slidewin = setmetatable({ now_ms = function() return fake_now end }, { __index = slidewin })
-
--- A dict and sha1_bin standing in for nginx's (tests/lua/fake_ngx.lua).
-local fake = dofile((arg[0]:match("^(.*/)") or "./") .. "fake_ngx.lua")
-local fake_dict, fake_sha1_bin = fake.dict, fake.sha1_bin
-ngx = { -- luacheck: ignore (the global the layer reads)
-    shared = { slidewin = fake_dict() },
-    sha1_bin = fake_sha1_bin,
-    encode_base64 = function(s) return s end,
-}
-
-local layer = require "resty.slidewin"
+local layer = require("unit.fake_nginx").layer(function() return fake_now end)
 
 test("new returns nil, err naming the field and the value", function()
     local cases = {
@@ -1004,5 +972,4 @@ test("journal: entries per key merged into the newest past the bound, keys bound
     eq(journal:takes("b"), true)
 end)
 
-print(string.format("%d passed, %d failed", passed, failed))
-os.exit(failed == 0 and 0 or 1)
+harness.done()

@@ -11,7 +11,10 @@ fn lua_unit_tests_pass_under_luajit() {
     let root = repo_root();
     let out = Command::new("luajit")
         .arg(root.join("tests/lua/unit.lua"))
-        .env("LUA_PATH", format!("{}/lua/?.lua;;", root.display()))
+        .env(
+            "LUA_PATH",
+            format!("{0}/lua/?.lua;{0}/tests/lua/?.lua;;", root.display()),
+        )
         .env("LUA_CPATH", format!("{}/?.so;;", dir.path().display()))
         .output()
         .expect("run luajit (scripts/deps.sh nginx installs it)");
