@@ -1,5 +1,6 @@
 -- Stand-ins for what resty.slidewin's stores read of nginx, for the LuaJIT-level tests
--- (tests/lua/unit.lua, tests/lua/shdict_trace.lua): dofile it, it returns { dict, sha1_bin }.
+-- (tests/lua/unit/fake_nginx.lua, tests/lua/shdict_trace.lua): require or dofile it, it returns
+-- { dict, sha1_bin }.
 
 local _M = {}
 
