@@ -495,7 +495,10 @@ fn late_leases(limiter: &str) -> (String, String, RedisServer, Vec<u64>) {
     let (certain, _) = busiest_window(admitted, 1_000);
     assert!(certain <= 20, "{certain} admitted in one window");
     let metrics = nginx.get("/metrics").body;
-    let errors = sample(&metrics, &format!("slidewin_store_errors_total{{limiter=\"{limiter}\"}}"));
+    let errors = sample(
+        &metrics,
+        &format!("slidewin_store_errors_total{{limiter=\"{limiter}\"}}"),
+    );
     assert_eq!(errors, 0, "{metrics}");
     (metrics, nginx.error_log(), redis, spent_at)
 }
@@ -506,7 +509,10 @@ fn late_leases(limiter: &str) -> (String, String, RedisServer, Vec<u64>) {
 #[test]
 fn a_lease_that_comes_too_late_raises_the_validity_of_the_next() {
     let (metrics, log, _redis, spent_at) = late_leases("exact");
-    let validity = sample_f64(&metrics, "slidewin_lease_validity_seconds{limiter=\"exact\"}");
+    let validity = sample_f64(
+        &metrics,
+        "slidewin_lease_validity_seconds{limiter=\"exact\"}",
+    );
     assert!((0.5..=0.8).contains(&validity), "{metrics}");
     let said = "slidewin exact: a lease came after validity_ms - margin_ms (200 ms less the \
                 margin): lease calls now ask for validity_ms ";

@@ -136,6 +136,9 @@ fn no_lua_module_requires_one_that_requires_it_back() {
             .map(str::to_string);
         graph.entry(name_of(path)).or_default().extend(required);
     }
-    assert!(graph["resty.slidewin"].contains("resty.slidewin.answer"), "the graph is read");
+    assert!(
+        graph["resty.slidewin"].contains("resty.slidewin.answer"),
+        "the graph is read"
+    );
     assert_eq!(cycle(&graph), None, "{graph:#?}");
 }

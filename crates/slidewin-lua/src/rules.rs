@@ -109,10 +109,17 @@ fn window_of(t: &Table) -> Result<RuleWindow, Bad> {
     let window_ms = window_ms as i64;
     let algorithm = match t.raw_get::<Value>("algorithm")? {
         Value::Nil => Algorithm::Log,
-        Value::String(s) => s.to_str().ok().and_then(|s| Algorithm::named(&s)).ok_or_else(|| {
-            let got = args::describe(&Value::String(s));
-            Bad::Field(format!("algorithm must be {}, got {got}", Algorithm::EXPECTED))
-        })?,
+        Value::String(s) => s
+            .to_str()
+            .ok()
+            .and_then(|s| Algorithm::named(&s))
+            .ok_or_else(|| {
+                let got = args::describe(&Value::String(s));
+                Bad::Field(format!(
+                    "algorithm must be {}, got {got}",
+                    Algorithm::EXPECTED
+                ))
+            })?,
         other => {
             let got = args::describe(&other);
             return Err(Bad::Field(format!(

@@ -509,10 +509,18 @@ mod tests {
     fn validity_is_raised_for_late_answers_only_and_within_its_ceiling() {
         let c = config();
         assert_eq!(c.max_validity_ms(), 400, "default 4 V");
-        assert_eq!(c.raised_validity_ms(100, 90), 100, "answered at V - margin: spendable");
+        assert_eq!(
+            c.raised_validity_ms(100, 90),
+            100,
+            "answered at V - margin: spendable"
+        );
         assert_eq!(c.raised_validity_ms(100, 91), 192, "2 x 91 + margin 10");
         assert_eq!(c.raised_validity_ms(100, 95), 200, "2 x 95 + 10");
-        assert_eq!(c.raised_validity_ms(200, 195), 400, "2 x 195 + 10, at the ceiling");
+        assert_eq!(
+            c.raised_validity_ms(200, 195),
+            400,
+            "2 x 195 + 10, at the ceiling"
+        );
         assert_eq!(c.raised_validity_ms(100, 5_000), 400);
         assert_eq!(c.raised_validity_ms(150, 141), 292);
         let wide = LeaseConfig::new(100, Some(60), 1_000).unwrap();
@@ -520,7 +528,10 @@ mod tests {
         let capped = c.with_max_validity_ms(100).unwrap();
         assert_eq!(capped.raised_validity_ms(100, 500), 100, "no raise");
         let err = c.with_max_validity_ms(99).unwrap_err().to_string();
-        assert!(err.contains("max_validity_ms") && err.contains("99"), "{err}");
+        assert!(
+            err.contains("max_validity_ms") && err.contains("99"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -568,7 +568,10 @@ fn a_grant_too_late_to_spend_raises_the_next_calls_validity_and_theirs_holds() {
     };
     assert_eq!(f.validity_ms, 100);
     // Answered 120 ms after the send: past V - margin (90 ms), not spent.
-    assert_eq!(table.install_at(b"k", &f, 120, 1, &[50], &grant).unwrap(), None);
+    assert_eq!(
+        table.install_at(b"k", &f, 120, 1, &[50], &grant).unwrap(),
+        None
+    );
     assert_eq!(table.validity_ms(), 250, "2 x 120 + margin 10");
     assert_eq!(table.stats().validity_ms, 250);
     let Spent::Fetch(g) = table.spend_at(b"k", 121, 1, &[50]).unwrap() else {
@@ -582,14 +585,20 @@ fn a_grant_too_late_to_spend_raises_the_next_calls_validity_and_theirs_holds() {
         table.spend_at(b"k", 121 + 240, 1, &[50]).unwrap(),
         Spent::Admitted { .. }
     ));
-    assert!(!matches!(
-        table.spend_at(b"k", 121 + 241, 1, &[50]).unwrap(),
-        Spent::Admitted { .. }
-    ), "ended at its own V - margin");
+    assert!(
+        !matches!(
+            table.spend_at(b"k", 121 + 241, 1, &[50]).unwrap(),
+            Spent::Admitted { .. }
+        ),
+        "ended at its own V - margin"
+    );
     // Never past the ceiling (4 V by default), however late.
     let Spent::Fetch(h) = table.spend_at(b"j", 400, 1, &[50]).unwrap() else {
         panic!()
     };
-    assert_eq!(table.install_at(b"j", &h, 5_000, 1, &[50], &grant).unwrap(), None);
+    assert_eq!(
+        table.install_at(b"j", &h, 5_000, 1, &[50], &grant).unwrap(),
+        None
+    );
     assert_eq!(table.validity_ms(), 400);
 }

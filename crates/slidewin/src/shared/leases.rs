@@ -505,7 +505,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
             set.set(at + field, value);
         }
         if !recorded {
-            let end = fetch.sent_ms.saturating_add(lease.spend_ms(&self.config) + 1);
+            let end = fetch
+                .sent_ms
+                .saturating_add(lease.spend_ms(&self.config) + 1);
             due(&set, end);
         }
         Ok(Some(Admitted {
@@ -609,7 +611,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
                 } else if lease.seq != 0 && live {
                     due(
                         &set,
-                        lease.sent_ms.saturating_add(lease.spend_ms(&self.config) + 1),
+                        lease
+                            .sent_ms
+                            .saturating_add(lease.spend_ms(&self.config) + 1),
                     );
                 }
                 let unspent: u64 = (0..self.entries(&set, at))
@@ -931,8 +935,8 @@ fn after(at: u64, now_ms: i64) -> u64 {
 mod tests {
     use alloc::vec::Vec;
 
-    use super::super::tests::Survivor;
     use super::super::table::S_LOCK;
+    use super::super::tests::Survivor;
     use super::*;
 
     #[test]

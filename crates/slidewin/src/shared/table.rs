@@ -170,13 +170,23 @@ impl<'z> Set<'z> {
     }
     /// The stored key (length word, last use, key words) of `way`, in ways of `way_words`
     /// with room for `key_words`.
-    pub(crate) fn stored_key(&self, way: usize, way_words: usize, key_words: usize) -> &'z [AtomicU64] {
+    pub(crate) fn stored_key(
+        &self,
+        way: usize,
+        way_words: usize,
+        key_words: usize,
+    ) -> &'z [AtomicU64] {
         let at = S_TAGS + WAYS + way * way_words;
         &self.words[at..at + W_KEY + key_words]
     }
     /// Drops the ways whose key does not match its tag (a key half written by a process that
     /// died): which ways hold a key now.
-    pub(crate) fn drop_torn_keys(&self, codec: &KeyCodec, way_words: usize, key_words: usize) -> [bool; WAYS] {
+    pub(crate) fn drop_torn_keys(
+        &self,
+        codec: &KeyCodec,
+        way_words: usize,
+        key_words: usize,
+    ) -> [bool; WAYS] {
         core::array::from_fn(|way| {
             let tag = self.get(S_TAGS + way);
             let torn = codec.stored_tag(self.stored_key(way, way_words, key_words)) != Some(tag);
