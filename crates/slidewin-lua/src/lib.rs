@@ -19,6 +19,7 @@ mod limiter_methods;
 mod mapping;
 mod nginx_zone;
 mod operator_view;
+mod prometheus;
 mod queue;
 mod region;
 mod rules;
@@ -60,6 +61,7 @@ fn slidewin(lua: &Lua) -> LuaResult<LuaTable> {
     adaptive::register(lua, &module)?;
     answer::register(lua, &module)?;
     formulas::register(lua, &module)?;
+    prometheus::register(lua, &module)?;
     lua.load(include_str!("prelude.lua"))
         .set_name("=slidewin")
         .call(module)

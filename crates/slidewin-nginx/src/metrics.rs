@@ -7,10 +7,10 @@
 //! between two steps, so a zone of a million keys (a tenth of a second's walk) keeps no
 //! request waiting longer than a step. One walk gives both the usage and the counters.
 
-use core::fmt::Write;
 use core::time::Duration;
 use std::time::Instant;
 
+use slidewin::prometheus::{Exposition, Family, Kind, Number};
 use slidewin::shared::{Scan, Walk, Zone, ZoneExport, ZoneStats};
 use slidewin::store::Store;
 use slidewin::{Clock, SystemClock};
@@ -99,30 +99,31 @@ impl Scrape {
     }
 }
 
-const FAMILIES: [(&str, &str, &str); 5] = [
+/// The families, as `resty.slidewin`'s `/metrics` names them.
+const FAMILIES: [(&str, Kind, &str); 5] = [
     (
         "slidewin_requests_total",
-        "counter",
+        Kind::Counter,
         "Rate-limit decisions by outcome.",
     ),
     (
         "slidewin_keys",
-        "gauge",
+        Kind::Gauge,
         "Keys the store tracks (shdict: keys seen in the current window).",
     ),
     (
         "slidewin_evictions_total",
-        "counter",
+        Kind::Counter,
         "Live keys dropped to make room (store shm).",
     ),
     (
         "slidewin_window_keys_at_limit",
-        "gauge",
+        Kind::Gauge,
         "Keys with a full window now: their next request is refused.",
     ),
     (
         "slidewin_window_usage_ratio",
-        "histogram",
+        Kind::Histogram,
         "In-window count / limit of the keys whose window holds something (several windows: \
          the one nearest its limit).",
     ),
@@ -138,88 +139,62 @@ struct Seen {
 
 /// Every family of every zone, family by family.
 fn text(zones: &[Seen]) -> String {
-    let mut out = String::new();
-    for (i, (family, kind, help)) in FAMILIES.iter().enumerate() {
-        let _ = writeln!(out, "# HELP {family} {help}\n# TYPE {family} {kind}");
-        for Seen {
-            name,
-            dry_runs,
-            scan,
-            stats,
-        } in zones
-        {
-            let _ = match i {
-                0 => requests(&mut out, family, name, *dry_runs, stats),
-                1 => writeln!(out, "{family}{{limiter=\"{name}\"}} {}", stats.keys),
-                2 => writeln!(out, "{family}{{limiter=\"{name}\"}} {}", stats.evictions),
-                3 => writeln!(out, "{family}{{limiter=\"{name}\"}} {}", scan.at_limit),
-                _ => histogram(&mut out, family, name, scan),
-            };
+    let mut out = Exposition::new();
+    for (i, (name, kind, help)) in FAMILIES.into_iter().enumerate() {
+        let family = Family::new(name, kind, help).expect("a metric name");
+        for seen in zones {
+            let limiter = [("limiter", seen.name.as_bytes())];
+            let int = |n: u64| Number::Int(n as i64);
+            match i {
+                0 => requests(&mut out, &family, seen),
+                1 => out.sample(&family, &limiter, int(seen.stats.keys), ""),
+                2 => out.sample(&family, &limiter, int(seen.stats.evictions), ""),
+                3 => out.sample(&family, &limiter, int(seen.scan.at_limit), ""),
+                _ => histogram(&mut out, &family, seen),
+            }
         }
     }
-    out
+    out.text()
 }
 
-/// The decisions of zone `name` by outcome: a dry run's refusal let the request through and
-/// is `would_reject` (as a Lua limiter's with `dry_run`), shown where some limit dry-runs.
-fn requests(
-    out: &mut String,
-    family: &str,
-    name: &str,
-    dry_runs: bool,
-    stats: &ZoneStats,
-) -> core::fmt::Result {
-    let line = |out: &mut String, outcome: &str, n: u64| {
-        writeln!(
-            out,
-            "{family}{{limiter=\"{name}\",outcome=\"{outcome}\"}} {n}"
-        )
+/// The decisions of a zone by outcome: a dry run's refusal let the request through and is
+/// `would_reject` (as a Lua limiter's with `dry_run`), shown where some limit dry-runs.
+fn requests(out: &mut Exposition, family: &Family, seen: &Seen) {
+    let mut line = |outcome: &str, n: u64| {
+        let labels = [
+            ("limiter", seen.name.as_bytes()),
+            ("outcome", outcome.as_bytes()),
+        ];
+        out.sample(family, &labels, Number::Int(n as i64), "");
     };
-    line(out, "allowed", stats.allowed)?;
-    line(out, "rejected", stats.rejected)?;
-    if dry_runs {
-        line(out, "would_reject", stats.would_reject)?;
+    line("allowed", seen.stats.allowed);
+    line("rejected", seen.stats.rejected);
+    if seen.dry_runs {
+        line("would_reject", seen.stats.would_reject);
     }
-    Ok(())
 }
 
-/// The usage histogram of zone `name`, as `resty.slidewin.window_metrics` writes it.
-fn histogram(out: &mut String, family: &str, name: &str, scan: &Scan) -> core::fmt::Result {
-    let series = |le: &dyn core::fmt::Display, n: u64| {
-        format!("{family}_bucket{{limiter=\"{name}\",le=\"{le}\"}} {n}\n")
+/// The usage histogram of a zone, as `resty.slidewin.window_metrics` writes it.
+fn histogram(out: &mut Exposition, family: &Family, seen: &Seen) {
+    let (name, scan) = (seen.name.as_bytes(), &seen.scan);
+    let mut bucket = |le: &str, n: u64| {
+        out.sample(
+            family,
+            &[("limiter", name), ("le", le.as_bytes())],
+            Number::Int(n as i64),
+            "_bucket",
+        );
     };
     for (bound, n) in scan.buckets() {
-        out.push_str(&series(&bound, n));
+        bucket(&bound.to_string(), n);
     }
-    out.push_str(&series(&"+Inf", scan.live));
-    let sum = significant_9(scan.usage_sum);
-    writeln!(out, "{family}_sum{{limiter=\"{name}\"}} {sum}")?;
-    writeln!(out, "{family}_count{{limiter=\"{name}\"}} {}", scan.live)
-}
-
-/// `x` as C's `%.9g` writes it, the text the Lua layer's `/metrics` gives the same sum (nine
-/// significant digits hide the float's last bits): fixed for exponents -4 to 8, else
-/// `d.ddde+XX`, trailing zeros dropped either way.
-fn significant_9(x: f64) -> String {
-    if !x.is_finite() {
-        return x.to_string();
-    }
-    // Nine significant digits, rounded as printf rounds: `d.dddddddde<exp>`.
-    let scientific = format!("{x:.8e}");
-    let (mantissa, exp) = scientific.split_once('e').unwrap_or((&scientific, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let trim = |digits: String| match digits.contains('.') {
-        true => digits
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_string(),
-        false => digits,
-    };
-    if (-4..9).contains(&exp) {
-        let decimals = (8 - exp) as usize;
-        trim(format!("{x:.decimals$}"))
-    } else {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", trim(mantissa.to_string()), exp.abs())
-    }
+    bucket("+Inf", scan.live);
+    let sum = Number::Significant(scan.usage_sum, 9);
+    out.sample(family, &[("limiter", name)], sum, "_sum");
+    out.sample(
+        family,
+        &[("limiter", name)],
+        Number::Int(scan.live as i64),
+        "_count",
+    );
 }

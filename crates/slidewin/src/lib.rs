@@ -55,6 +55,7 @@ pub mod lease;
 pub mod limiter;
 pub mod live;
 pub mod log;
+pub mod prometheus;
 pub mod queue;
 pub mod quota;
 pub mod rule;
