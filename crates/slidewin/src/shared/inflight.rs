@@ -2,13 +2,10 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use super::keys::{Key, KeyCodec, W_KEY};
+use super::keys::Key;
 use super::layout;
 use super::lock::Owner;
-use super::table::{
-    attach_header, check_key_bytes, lock_set, set_of, set_totals, Attached, Set, SET_HEADER,
-    S_TAGS, WAYS, W_USED_MS,
-};
+use super::table::{Attached, Cut, Set, Table, S_TAGS, WAYS};
 use crate::clock::check_time;
 use crate::{Error, Value};
 
@@ -168,14 +165,8 @@ pub struct InflightStats {
 /// # Ok::<(), slidewin::Error>(())
 /// ```
 pub struct Inflight<R, O: Owner> {
-    region: R,
+    table: Table<R, O>,
     config: InflightConfig,
-    codec: KeyCodec,
-    owner: O,
-    key_words: usize,
-    way_words: usize,
-    set_words: usize,
-    sets: usize,
 }
 
 impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
@@ -190,58 +181,43 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         owner: O,
         seed: [u64; 2],
     ) -> Result<(Self, Attached), Error> {
-        check_key_bytes(max_key_bytes)?;
-        let words = region.as_ref();
-        let key_words = max_key_bytes.div_ceil(8);
-        let way_words = Self::way_words(key_words, config.max_limit);
-        let set_words = (SET_HEADER + WAYS + WAYS * way_words).next_multiple_of(8);
-        let sets = words.len().saturating_sub(HEADER_WORDS) / set_words;
-        if sets == 0 {
-            return Err(Error::RegionTooSmall {
-                needed: ((HEADER_WORDS + set_words) * 8) as u64,
-                got: (words.len() * 8) as u64,
-            });
-        }
-        let sets = sets.min(u32::MAX as usize);
+        let region_words = region.as_ref().len();
+        let cut = Cut::new(
+            HEADER_WORDS,
+            max_key_bytes,
+            Self::payload_words(config.max_limit),
+            region_words,
+        )?;
         let fingerprint = layout::fingerprint([
             config.max_limit,
-            key_words as u64,
-            sets as u64,
-            words.len() as u64,
+            cut.key_words as u64,
+            cut.sets as u64,
+            region_words as u64,
         ]);
-        let (attached, seed) = attach_header(words, MAGIC, fingerprint, seed, &owner);
+        let (table, attached) = Table::attach(region, cut, (MAGIC, fingerprint), seed, owner);
+        let words = table.words();
         if words[H_CONFIG_LIMIT].load(Ordering::Relaxed) != config.limit {
             words[H_CONFIG_LIMIT].store(config.limit, Ordering::Relaxed);
             words[H_LIMIT].store(config.limit, Ordering::Relaxed);
         }
-        let codec = KeyCodec::new(seed, key_words * 8);
-        let inflight = Self {
-            region,
-            config,
-            codec,
-            owner,
-            key_words,
-            way_words,
-            set_words,
-            sets,
-        };
-        Ok((inflight, attached))
+        Ok((Self { table, config }, attached))
     }
 
-    fn way_words(key_words: usize, max_limit: u64) -> usize {
-        W_KEY + key_words + 2 + RECORD_WORDS * max_limit as usize
+    /// A way's payload: its count of slots held, when its owners were last asked about, then
+    /// its slots.
+    fn payload_words(max_limit: u64) -> usize {
+        2 + RECORD_WORDS * max_limit as usize
     }
 
     /// Bytes a region needs for `config` to hold at least `keys` keys at once.
     pub fn bytes_for(config: &InflightConfig, max_key_bytes: usize, keys: usize) -> usize {
-        let way_words = Self::way_words(max_key_bytes.div_ceil(8), config.max_limit);
-        let set_words = (SET_HEADER + WAYS + WAYS * way_words).next_multiple_of(8);
-        (HEADER_WORDS + keys.div_ceil(WAYS).max(1) * set_words) * 8
+        let payload_words = Self::payload_words(config.max_limit);
+        Cut::bytes_for(HEADER_WORDS, max_key_bytes, payload_words, keys)
     }
 
     /// Keys the region holds at once.
     pub fn capacity(&self) -> usize {
-        self.sets * WAYS
+        self.table.cut.capacity()
     }
 
     /// The config it was attached with.
@@ -270,9 +246,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         check_time("now_ms", now_ms)?;
         let limit = self.limit();
         let token = now_ms.saturating_add(self.config.max_hold_ms);
-        let key = self.codec.key(key);
+        let key = self.table.codec.key(key);
         let set = self.lock(&key);
-        let way = match self.find(&set, &key) {
+        let way = match self.table.find(&set, &key) {
             Some(way) => way,
             None => match self.insert(&set, &key, now_ms) {
                 Some(way) => way,
@@ -287,8 +263,8 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
                 }
             },
         };
-        let at = self.way(way) + W_KEY + self.key_words;
-        set.set(self.way(way) + W_USED_MS, now_ms as u64);
+        let at = self.table.cut.payload(way);
+        self.table.touch(&set, way, now_ms);
         let mut count = set.get(at);
         if count >= limit {
             count = self.sweep_way(&set, way, now_ms, false, &mut Asked::default());
@@ -306,7 +282,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         // past the count, which the repair counts again.
         let record = self.record(way, count as usize);
         set.set(record + R_DEADLINE, token as u64);
-        set.set(record + R_OWNER, self.owner.id());
+        set.set(record + R_OWNER, self.table.owner.id());
         set.set(at, count + 1);
         set.add(S_INFLIGHT, 1);
         set.add(S_ADMITTED, 1);
@@ -322,13 +298,13 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
     /// false when it is no longer held (its lease ran out and a sweep freed it).
     pub fn leave_at(&self, key: &[u8], token: i64) -> Result<bool, Error> {
         check_time("token", token)?;
-        let key = self.codec.key(key);
+        let key = self.table.codec.key(key);
         let set = self.lock(&key);
-        let Some(way) = self.find(&set, &key) else {
+        let Some(way) = self.table.find(&set, &key) else {
             return Ok(false);
         };
-        let me = self.owner.id();
-        let count = set.get(self.way(way) + W_KEY + self.key_words) as usize;
+        let me = self.table.owner.id();
+        let count = set.get(self.table.cut.payload(way)) as usize;
         let held = (0..count).rev().find(|&i| {
             let record = self.record(way, i);
             set.get(record + R_OWNER) == me && set.get(record + R_DEADLINE) == token as u64
@@ -345,9 +321,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
     /// Slots of `key` held at `now_ms`, after freeing its expired ones and those of dead owners.
     pub fn inflight_at(&self, key: &[u8], now_ms: i64) -> Result<u64, Error> {
         check_time("now_ms", now_ms)?;
-        let key = self.codec.key(key);
+        let key = self.table.codec.key(key);
         let set = self.lock(&key);
-        Ok(self.find(&set, &key).map_or(0, |way| {
+        Ok(self.table.find(&set, &key).map_or(0, |way| {
             self.sweep_way(&set, way, now_ms, true, &mut Asked::default())
         }))
     }
@@ -357,13 +333,12 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
     pub fn sweep_at(&self, now_ms: i64) -> Result<(), Error> {
         check_time("now_ms", now_ms)?;
         let mut asked = Asked::default();
-        for set in 0..self.sets {
+        for set in 0..self.table.cut.sets {
             // A set holding nothing has nothing to free (a slot taken meanwhile is live).
-            let base = HEADER_WORDS + set * self.set_words;
-            if self.words()[base + S_INFLIGHT].load(Ordering::Relaxed) == 0 {
+            if self.table.totals([S_INFLIGHT], set..set + 1) == [0] {
                 continue;
             }
-            let set = self.lock_set(set);
+            let set = self.lock_index(set);
             for way in 0..WAYS {
                 if set.get(S_TAGS + way) != 0 {
                     self.sweep_way(&set, way, now_ms, true, &mut asked);
@@ -390,63 +365,42 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
             stats.expired,
             stats.dead_owner,
             stats.repairs,
-        ] = set_totals(
-            self.words(),
-            HEADER_WORDS,
-            self.set_words,
-            0..self.sets,
-            fields,
-        );
+        ] = self.table.totals(fields, 0..self.table.cut.sets);
         Ok(stats)
     }
 
     fn words(&self) -> &[AtomicU64] {
-        self.region.as_ref()
+        self.table.words()
     }
 
+    /// Locks the set of `key`, repairing it first when its last owner died holding it.
     fn lock(&self, key: &Key) -> Set<'_> {
-        self.lock_set(set_of(key, self.sets))
+        self.table.lock(key, |set| self.repair(set))
     }
 
     /// Locks set `set`, repairing it first when its last owner died holding it.
-    fn lock_set(&self, set: usize) -> Set<'_> {
-        let cut = (HEADER_WORDS, self.set_words);
-        lock_set(self.words(), cut, set, &self.owner, |set| self.repair(set))
-    }
-
-    fn way(&self, way: usize) -> usize {
-        S_TAGS + WAYS + way * self.way_words
+    fn lock_index(&self, set: usize) -> Set<'_> {
+        self.table.lock_index(set, |set| self.repair(set))
     }
 
     fn record(&self, way: usize, i: usize) -> usize {
-        self.way(way) + W_KEY + self.key_words + 2 + i * RECORD_WORDS
-    }
-
-    fn stored_key<'s>(&self, set: &Set<'s>, way: usize) -> &'s [AtomicU64] {
-        set.stored_key(way, self.way_words, self.key_words)
-    }
-
-    fn find(&self, set: &Set<'_>, key: &Key) -> Option<usize> {
-        set.find(key, self.way_words, self.key_words)
+        self.table.cut.payload(way) + 2 + i * RECORD_WORDS
     }
 
     /// A way for `key`: an empty or idle one (no slot held, after a sweep), else none.
     fn insert(&self, set: &Set<'_>, key: &Key, now_ms: i64) -> Option<usize> {
-        let count = |way: usize| set.get(self.way(way) + W_KEY + self.key_words);
+        let count = |way: usize| set.get(self.table.cut.payload(way));
         let free = |way: usize| set.get(S_TAGS + way) == 0 || count(way) == 0;
         let mut asked = Asked::default();
         let way = (0..WAYS).find(|&w| free(w)).or_else(|| {
             (0..WAYS).find(|&w| self.sweep_way(set, w, now_ms, false, &mut asked) == 0 || free(w))
         })?;
-        // The tag goes last: a process that dies half way leaves a way whose key does not
-        // match its tag, which the repair drops.
-        set.set(S_TAGS + way, 0);
-        key.store(self.stored_key(set, way));
-        let at = self.way(way) + W_KEY + self.key_words;
-        set.set(at, 0);
-        // Its first sweep asks about owners.
-        set.set(at + 1, now_ms.saturating_sub(LIVENESS_CHECK_MS) as u64);
-        set.set(S_TAGS + way, key.tag());
+        self.table.take(set, way, key, now_ms, || {
+            let at = self.table.cut.payload(way);
+            set.set(at, 0);
+            // Its first sweep asks about owners.
+            set.set(at + 1, now_ms.saturating_sub(LIVENESS_CHECK_MS) as u64);
+        });
         Some(way)
     }
 
@@ -460,7 +414,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         check_owners: bool,
         asked: &mut Asked,
     ) -> u64 {
-        let at = self.way(way) + W_KEY + self.key_words;
+        let at = self.table.cut.payload(way);
         let checked_ms = set.get(at + 1) as i64;
         let check_owners = check_owners || now_ms.saturating_sub(checked_ms) >= LIVENESS_CHECK_MS;
         if check_owners {
@@ -486,7 +440,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         if let Some(&(_, alive)) = asked.iter().find(|(id, _)| *id == owner) {
             return alive;
         }
-        let alive = owner == self.owner.id() || self.owner.is_alive(owner);
+        let alive = owner == self.table.owner.id() || self.table.owner.is_alive(owner);
         if let Some(slot) = asked.iter_mut().find(|(id, _)| *id == 0) {
             *slot = (owner, alive);
         }
@@ -495,7 +449,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
 
     /// Removes record `i` of `way`: the last record takes its place.
     fn remove(&self, set: &Set<'_>, way: usize, i: usize) {
-        let at = self.way(way) + W_KEY + self.key_words;
+        let at = self.table.cut.payload(way);
         let last = set.get(at) as usize - 1;
         let (from, to) = (self.record(way, last), self.record(way, i));
         set.set(to + R_DEADLINE, set.get(from + R_DEADLINE));
@@ -510,7 +464,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
     /// copied twice by a remove cut short counts twice until it leaves or expires).
     fn repair(&self, set: &Set<'_>) {
         let mut inflight = 0;
-        let held = set.drop_torn_keys(&self.codec, self.way_words, self.key_words);
+        let held = self.table.drop_torn_keys(set);
         for (way, &held) in held.iter().enumerate() {
             if !held {
                 // No key, so no record: a new key finds its way empty.
@@ -534,7 +488,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
                 }
                 count += 1;
             }
-            set.set(self.way(way) + W_KEY + self.key_words, count as u64);
+            set.set(self.table.cut.payload(way), count as u64);
             inflight += count as u64;
         }
         set.set(S_INFLIGHT, inflight);

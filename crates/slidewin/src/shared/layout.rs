@@ -5,9 +5,8 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::keys::W_KEY;
 use super::state;
-use super::table::{check_key_bytes, SET_HEADER, WAYS};
+use super::table::{check_key_bytes, Cut};
 use crate::rule::{Rule, RuleWindow, MAX_WINDOWS};
 use crate::window_spec::Algorithm;
 use crate::{Error, Value};
@@ -125,14 +124,12 @@ impl fmt::Display for WindowShape {
     }
 }
 
-/// How a region is cut for one config.
+/// How a zone's region is cut for one rule: the table's [`Cut`], and where each window's
+/// state starts in a way's payload (after its refusals word).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Layout {
-    pub(crate) key_words: usize,
+    pub(crate) cut: Cut,
     pub(crate) state_words: usize,
-    pub(crate) way_words: usize,
-    pub(crate) set_words: usize,
-    pub(crate) sets: usize,
     /// Where each window's state starts within the way's state (and where the last ends).
     pub(crate) offsets: [usize; MAX_WINDOWS + 1],
 }
@@ -143,34 +140,29 @@ impl Layout {
         max_key_bytes: usize,
         region_words: usize,
     ) -> Result<Self, Error> {
-        let (key_words, offsets) = Self::per_key(rule, max_key_bytes)?;
-        let state_words = offsets[rule.windows().len()];
-        let way_words = W_KEY + key_words + REFUSED_WORDS + state_words;
-        // Sets start on 64-byte lines, so two sets never share one.
-        let set_words = (SET_HEADER + WAYS + WAYS * way_words).next_multiple_of(8);
-        let sets = region_words.saturating_sub(HEADER_WORDS) / set_words;
-        if sets == 0 {
-            return Err(Error::RegionTooSmall {
-                needed: ((HEADER_WORDS + set_words) * 8) as u64,
-                got: (region_words * 8) as u64,
-            });
-        }
+        let (state_words, offsets) = Self::states(rule)?;
+        let payload_words = REFUSED_WORDS + state_words;
         Ok(Self {
-            key_words,
+            cut: Cut::new(HEADER_WORDS, max_key_bytes, payload_words, region_words)?,
             state_words,
-            way_words,
-            set_words,
-            sets: sets.min(u32::MAX as usize),
             offsets,
         })
     }
 
-    /// Words per key for the key, and where each window's state starts.
-    pub(crate) fn per_key(
-        rule: &Rule,
-        max_key_bytes: usize,
-    ) -> Result<(usize, [usize; MAX_WINDOWS + 1]), Error> {
+    /// Bytes one key of `rule` takes in a region (its share of a set).
+    pub(crate) fn bytes_per_key(rule: &Rule, max_key_bytes: usize) -> Result<usize, Error> {
         check_key_bytes(max_key_bytes)?;
+        let (state_words, _) = Self::states(rule)?;
+        let payload_words = REFUSED_WORDS + state_words;
+        Ok(Cut::bytes_per_key(
+            HEADER_WORDS,
+            max_key_bytes,
+            payload_words,
+        ))
+    }
+
+    /// Words of a key's windows' states, and where each window's starts.
+    fn states(rule: &Rule) -> Result<(usize, [usize; MAX_WINDOWS + 1]), Error> {
         let mut offsets = [0_usize; MAX_WINDOWS + 1];
         for (w, window) in rule.windows().iter().enumerate() {
             let words = offsets[w].checked_add(state::state_words(window)?);
@@ -180,7 +172,7 @@ impl Layout {
                 Value::UInt(window.max_limit()),
             ))?;
         }
-        Ok((max_key_bytes.div_ceil(8), offsets))
+        Ok((offsets[rule.windows().len()], offsets))
     }
 
     /// The rule's windows (by algorithm, max_limit and length: not their limits, which may
@@ -189,9 +181,9 @@ impl Layout {
         let windows = rule.windows().iter().flat_map(state::fingerprint);
         let words = windows.chain([
             rule.windows().len() as u64,
-            self.key_words as u64,
+            self.cut.key_words as u64,
             self.state_words as u64,
-            self.sets as u64,
+            self.cut.sets as u64,
             region_words as u64,
         ]);
         fingerprint(words)

@@ -4,13 +4,10 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use super::keys::{Key, KeyCodec, Stored, W_KEY};
+use super::keys::{Key, Stored};
 use super::layout;
 use super::lock::Owner;
-use super::table::{
-    attach_header, check_key_bytes, lock_set, set_of, Attached, Set, SET_HEADER, S_TAGS, WAYS,
-    W_USED_MS,
-};
+use super::table::{check_key_bytes, Attached, Cut, Set, Table, S_TAGS, WAYS};
 use crate::clock::check_time;
 use crate::lease::{next_rate, want, Grant, Lease, LeaseConfig, Settlement, Spend};
 use crate::Error;
@@ -214,14 +211,8 @@ pub struct LeaseStats {
 /// # Ok::<(), slidewin::Error>(())
 /// ```
 pub struct Leases<R, O: Owner> {
-    region: R,
+    table: Table<R, O>,
     config: LeaseConfig,
-    codec: KeyCodec,
-    owner: O,
-    key_words: usize,
-    way_words: usize,
-    set_words: usize,
-    sets: usize,
     node_id: u64,
 }
 
@@ -238,59 +229,40 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         owner: O,
         seed: [u64; 2],
     ) -> Result<(Self, Attached), Error> {
-        let words = region.as_ref();
-        let (key_words, set_words) = Self::cut(max_key_bytes)?;
-        let sets = words.len().saturating_sub(HEADER_WORDS) / set_words;
-        if sets == 0 {
-            return Err(Error::RegionTooSmall {
-                needed: ((HEADER_WORDS + set_words) * 8) as u64,
-                got: (words.len() * 8) as u64,
-            });
-        }
-        let sets = sets.min(u32::MAX as usize);
+        let region_words = region.as_ref().len();
+        let cut = Cut::new(HEADER_WORDS, max_key_bytes, LEASE_WORDS, region_words)?;
         let fingerprint = layout::fingerprint([
             LEASE_WORDS as u64,
             config.validity_ms(),
             config.margin_ms(),
-            key_words as u64,
-            sets as u64,
-            words.len() as u64,
+            cut.key_words as u64,
+            cut.sets as u64,
+            region_words as u64,
         ]);
-        let (attached, seed) = attach_header(words, MAGIC, fingerprint, seed, &owner);
-        let table = Self {
-            region,
+        let (table, attached) = Table::attach(region, cut, (MAGIC, fingerprint), seed, owner);
+        let seed = table.seed;
+        let leases = Self {
+            table,
             config,
-            codec: KeyCodec::new(seed, key_words * 8),
-            owner,
-            key_words,
-            way_words: W_KEY + key_words + LEASE_WORDS,
-            set_words,
-            sets,
             node_id: (seed[0] ^ seed[1].rotate_left(32)) | 1,
         };
-        Ok((table, attached))
-    }
-
-    /// Words of a key and of a set for keys of `max_key_bytes`.
-    fn cut(max_key_bytes: usize) -> Result<(usize, usize), Error> {
-        check_key_bytes(max_key_bytes)?;
-        let key_words = max_key_bytes.div_ceil(8);
-        let way_words = W_KEY + key_words + LEASE_WORDS;
-        Ok((
-            key_words,
-            (SET_HEADER + WAYS + WAYS * way_words).next_multiple_of(8),
-        ))
+        Ok((leases, attached))
     }
 
     /// Bytes a region needs to hold at least `keys` keys of up to `max_key_bytes`.
     pub fn bytes_for(max_key_bytes: usize, keys: usize) -> Result<usize, Error> {
-        let (_, set_words) = Self::cut(max_key_bytes)?;
-        Ok((HEADER_WORDS + keys.div_ceil(WAYS).max(1) * set_words) * 8)
+        check_key_bytes(max_key_bytes)?;
+        Ok(Cut::bytes_for(
+            HEADER_WORDS,
+            max_key_bytes,
+            LEASE_WORDS,
+            keys,
+        ))
     }
 
     /// Keys the region holds at once.
     pub fn capacity(&self) -> usize {
-        self.sets * WAYS
+        self.table.cut.capacity()
     }
 
     /// The lease options it was attached with.
@@ -345,11 +317,11 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     ) -> Result<Spent, Error> {
         let now_ms = check_time("now_ms", now_ms)?;
         let limits = layout::fingerprint(limits.iter().copied());
-        let key = self.codec.key(key);
+        let key = self.table.codec.key(key);
         let set = self.lock(&key);
         let way = self.find_or_insert(&set, &key, now_ms);
         let at = self.lease_at(way);
-        set.set(self.way(way) + W_USED_MS, now_ms as u64);
+        self.table.touch(&set, way, now_ms);
         let mut lease = self.lease(&set, at);
         if lease.seq != 0 && set.get(at + L_LIMITS) != limits {
             self.end_current(&set, at, &lease, now_ms);
@@ -448,7 +420,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     ) -> Result<Option<Admitted>, Error> {
         let now_ms = check_time("now_ms", now_ms)?;
         let limits = layout::fingerprint(limits.iter().copied());
-        let key = self.codec.key(key);
+        let key = self.table.codec.key(key);
         let set = self.lock(&key);
         let way = self.find_or_insert(&set, &key, now_ms);
         let at = self.lease_at(way);
@@ -519,7 +491,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     /// Redis granted it, is never spent and goes to the settle list with nothing spent.
     pub fn fail_at(&self, key: &[u8], fetch: &Fetch, now_ms: i64) -> Result<(), Error> {
         let now_ms = check_time("now_ms", now_ms)?;
-        let key = self.codec.key(key);
+        let key = self.table.codec.key(key);
         let set = self.lock(&key);
         let way = self.find_or_insert(&set, &key, now_ms);
         let at = self.lease_at(way);
@@ -537,9 +509,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
 
     /// Redis took the settle list a call with `seq` carried: those entries are dropped.
     pub fn settled(&self, key: &[u8], seq: u64) {
-        let key = self.codec.key(key);
+        let key = self.table.codec.key(key);
         let set = self.lock(&key);
-        if let Some(way) = set.find(&key, self.way_words, self.key_words) {
+        if let Some(way) = self.table.find(&set, &key) {
             self.drop_sent(&set, self.lease_at(way), seq);
         }
     }
@@ -548,9 +520,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     /// the lease it came from is gone (then Redis must be told).
     pub fn refund_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<bool, Error> {
         let now_ms = check_time("now_ms", now_ms)?;
-        let key = self.codec.key(key);
+        let key = self.table.codec.key(key);
         let set = self.lock(&key);
-        let Some(way) = set.find(&key, self.way_words, self.key_words) else {
+        let Some(way) = self.table.find(&set, &key) else {
             return Ok(false);
         };
         let at = self.lease_at(way);
@@ -589,9 +561,8 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         {
             return Ok(out);
         }
-        for set in 0..self.sets {
-            let base = HEADER_WORDS + set * self.set_words;
-            let due_ms = self.words()[base + S_DUE].load(Ordering::Relaxed);
+        for set in 0..self.table.cut.sets {
+            let [due_ms] = self.table.totals([S_DUE], set..set + 1);
             if due_ms == 0 || due_ms as i64 > now_ms || out.len() >= max {
                 continue;
             }
@@ -624,9 +595,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
                 // g + V + W (a key far from its limit: nobody is refused for want of them).
                 let worth_a_call =
                     unspent > 0 && unspent.saturating_mul(WORTH_A_CALL) >= set.get(at + L_REMOTE);
-                let stored = self
-                    .codec
-                    .stored(set.stored_key(way, self.way_words, self.key_words));
+                let stored = self.table.codec.stored(self.table.stored_key(&set, way));
                 match stored {
                     Some(Stored::Bytes(bytes)) if worth_a_call && out.len() < max => {
                         out.push((bytes, self.fetch(&set, at, now_ms, 0)));
@@ -677,7 +646,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     }
 
     fn words(&self) -> &[AtomicU64] {
-        self.region.as_ref()
+        self.table.words()
     }
 
     fn count(&self, field: usize, n: u64) {
@@ -685,21 +654,18 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         super::fault::point();
     }
 
+    /// Locks the set of `key`, repairing it first when its last owner died holding it.
     fn lock(&self, key: &Key) -> Set<'_> {
-        self.lock_index(set_of(key, self.sets))
+        self.table.lock(key, |set| self.repair(set))
     }
 
+    /// Locks set `set`, repairing it first when its last owner died holding it.
     fn lock_index(&self, set: usize) -> Set<'_> {
-        let cut = (HEADER_WORDS, self.set_words);
-        lock_set(self.words(), cut, set, &self.owner, |set| self.repair(set))
-    }
-
-    fn way(&self, way: usize) -> usize {
-        S_TAGS + WAYS + way * self.way_words
+        self.table.lock_index(set, |set| self.repair(set))
     }
 
     fn lease_at(&self, way: usize) -> usize {
-        self.way(way) + W_KEY + self.key_words
+        self.table.cut.payload(way)
     }
 
     fn entry(&self, at: usize, i: usize) -> usize {
@@ -725,7 +691,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     /// lease, else the least recently used (its lease and settlements then left to Redis's
     /// expiry).
     fn find_or_insert(&self, set: &Set<'_>, key: &Key, now_ms: i64) -> usize {
-        if let Some(way) = set.find(key, self.way_words, self.key_words) {
+        if let Some(way) = self.table.find(set, key) {
             return way;
         }
         let idle = |w: usize| {
@@ -739,19 +705,14 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
             .or_else(|| (0..WAYS).find(|&w| idle(w)))
             .unwrap_or_else(|| {
                 self.count(H_EVICTIONS, 1);
-                let used_ms = |w: usize| set.get(self.way(w) + W_USED_MS);
-                (0..WAYS).min_by_key(|&w| used_ms(w)).unwrap_or(0)
+                self.table.least_recently_used(set)
             });
-        // The tag goes last: a process that dies half way leaves a way whose key does not
-        // match its tag, which the repair drops.
-        set.set(S_TAGS + way, 0);
-        key.store(set.stored_key(way, self.way_words, self.key_words));
-        set.set(self.way(way) + W_USED_MS, now_ms as u64);
-        let at = self.lease_at(way);
-        for i in 0..LEASE_WORDS {
-            set.set(at + i, 0);
-        }
-        set.set(S_TAGS + way, key.tag());
+        self.table.take(set, way, key, now_ms, || {
+            let at = self.lease_at(way);
+            for i in 0..LEASE_WORDS {
+                set.set(at + i, 0);
+            }
+        });
         way
     }
 
@@ -899,7 +860,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     /// After a takeover from a dead owner: drop ways whose key does not match its tag, clamp
     /// counts a half-written call may have left out of range, and have the sweep look.
     fn repair(&self, set: &Set<'_>) {
-        let held = set.drop_torn_keys(&self.codec, self.way_words, self.key_words);
+        let held = self.table.drop_torn_keys(set);
         for way in (0..WAYS).filter(|&w| held[w]) {
             let at = self.lease_at(way);
             set.set(at + L_SETTLE_N, self.entries(set, at) as u64);

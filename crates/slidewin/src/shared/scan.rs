@@ -253,14 +253,14 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     /// every set is walked. A region laid out anew meanwhile ends the walk at its last set.
     pub fn walk_step(&self, walk: &mut Walk, now_ms: i64, sets: usize) -> Result<bool, Error> {
         let now_ms = check_time("now_ms", now_ms)?;
-        let from = walk.next.min(self.layout.sets);
-        let to = from.saturating_add(sets).min(self.layout.sets);
+        let from = walk.next.min(self.table.cut.sets);
+        let to = from.saturating_add(sets).min(self.table.cut.sets);
         walk.next = to;
         self.add_counters(&mut walk.stats, from..to);
         if let Some((scan, refused, admitted)) = &mut walk.keys {
             self.scan_sets(from..to, now_ms, scan, refused, admitted);
         }
-        Ok(to == self.layout.sets)
+        Ok(to == self.table.cut.sets)
     }
 
     /// Adds the live keys of sets `sets` at `now_ms` to `scan` and offers them to the top lists.
@@ -283,7 +283,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
                 }
                 let times = set.get(self.refused_at(way));
                 let hitter = || {
-                    let key = self.codec.stored(self.stored_key(&set, way))?;
+                    let key = self.table.codec.stored(self.table.stored_key(&set, way))?;
                     Some(HeavyHitter {
                         key,
                         usage: near,
@@ -311,9 +311,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         let now_ms = check_time("now_ms", now_ms)?;
         let limits = self.limits();
         let found = {
-            let key = self.codec.key(key);
+            let key = self.table.codec.key(key);
             let set = self.lock(&key);
-            self.find(&set, &key).map(|way| {
+            self.table.find(&set, &key).map(|way| {
                 let mut states = self.state(&set, way);
                 let windows = {
                     let states = self.state(&set, way);

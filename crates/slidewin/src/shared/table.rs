@@ -1,9 +1,10 @@
 //! The set-associative table every keyed region is: a header, then sets of [`WAYS`] ways,
 //! each set a lock word and its payload's counters, the ways' tags, then the ways (a key's
-//! length word, its last use, the key, then the payload). One piece for [`super::Zone`],
-//! [`super::Inflight`] and [`super::Leases`]: laying a region out ([`attach_header`]), a key's
-//! set ([`set_of`]), locking a set with a repair after a dead owner ([`lock_set`]), finding a
-//! key and dropping torn ones ([`Set`]), summing counters ([`set_totals`]).
+//! length word, its last use, the key, then the payload). One [`Table`] for
+//! [`super::Zone`], [`super::Inflight`] and [`super::Leases`], each only its payload: the cut
+//! of a region ([`Cut`]), laying it out (a header claimed by one process at a time), a key's
+//! set, locking a set with the payload's repair after a dead owner, finding a key, taking a
+//! way for a new one (its tag written last), dropping torn keys, summing counters.
 
 use core::ops::Range;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -68,7 +69,7 @@ const LAYING_OUT: u64 = 1 << 63;
 /// Callers attaching at once are safe: one claims the layout in the magic word and the others
 /// wait for it (taking the claim over when its owner died), so none zeroes a region another
 /// has started to use.
-pub(crate) fn attach_header(
+fn attach_header(
     words: &[AtomicU64],
     magic: u64,
     fingerprint: u64,
@@ -103,47 +104,244 @@ pub(crate) fn attach_header(
     (attached, seed)
 }
 
-/// Counters `fields` of sets `sets`, summed (read without locks: each is exact, the sum is a
-/// moment's view); sets of `set_words` follow `header` words.
-pub(crate) fn set_totals<const N: usize>(
-    words: &[AtomicU64],
-    header: usize,
-    set_words: usize,
-    sets: Range<usize>,
-    fields: [usize; N],
-) -> [u64; N] {
-    let mut totals = [0; N];
-    for set in sets {
-        let base = header + set * set_words;
-        for (total, field) in totals.iter_mut().zip(fields) {
-            *total += words[base + field].load(Ordering::Relaxed);
+/// How a region is cut: `header` words, then `sets` sets of [`WAYS`] ways on 64-byte lines,
+/// each way a key (`key_words` after its length and last-use words) and `payload_words`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Cut {
+    pub(crate) header: usize,
+    pub(crate) key_words: usize,
+    pub(crate) way_words: usize,
+    pub(crate) set_words: usize,
+    pub(crate) sets: usize,
+}
+
+impl Cut {
+    /// The cut of `region_words` for keys of `max_key_bytes`: an error when not one set fits.
+    pub(crate) fn new(
+        header: usize,
+        max_key_bytes: usize,
+        payload_words: usize,
+        region_words: usize,
+    ) -> Result<Self, Error> {
+        check_key_bytes(max_key_bytes)?;
+        let cut = Self::of(header, max_key_bytes, payload_words);
+        let sets = region_words.saturating_sub(header) / cut.set_words;
+        if sets == 0 {
+            return Err(Error::RegionTooSmall {
+                needed: ((header + cut.set_words) * 8) as u64,
+                got: (region_words * 8) as u64,
+            });
+        }
+        Ok(Self {
+            sets: sets.min(u32::MAX as usize),
+            ..cut
+        })
+    }
+
+    /// The cut's shape, with no sets.
+    fn of(header: usize, max_key_bytes: usize, payload_words: usize) -> Self {
+        let key_words = max_key_bytes.div_ceil(8);
+        let way_words = W_KEY + key_words + payload_words;
+        Self {
+            header,
+            key_words,
+            way_words,
+            // Sets start on 64-byte lines, so two sets never share one.
+            set_words: (SET_HEADER + WAYS + WAYS * way_words).next_multiple_of(8),
+            sets: 0,
         }
     }
-    totals
-}
 
-/// The set `key` lives in, of `sets`: the high half of its hash, scaled.
-pub(crate) fn set_of(key: &Key, sets: usize) -> usize {
-    (((key.hash >> 32) * sets as u64) >> 32) as usize
-}
-
-/// Locks set `index` of `words` (sets of `set_words` after `header` words) for `owner`,
-/// calling `repair` on it first when its last owner died holding it.
-pub(crate) fn lock_set<'w>(
-    words: &'w [AtomicU64],
-    (header, set_words): (usize, usize),
-    index: usize,
-    owner: &impl Owner,
-    repair: impl FnOnce(&Set<'w>),
-) -> Set<'w> {
-    let base = header + index * set_words;
-    let set = Set {
-        words: &words[base..base + set_words],
-    };
-    if lock::lock(&set.words[S_LOCK], owner) == Taken::FromDead {
-        repair(&set);
+    /// Bytes a region needs to hold at least `keys` keys.
+    pub(crate) fn bytes_for(
+        header: usize,
+        max_key_bytes: usize,
+        payload_words: usize,
+        keys: usize,
+    ) -> usize {
+        let cut = Self::of(header, max_key_bytes, payload_words);
+        (header + keys.div_ceil(WAYS).max(1) * cut.set_words) * 8
     }
-    set
+
+    /// Bytes one key takes (its share of a set).
+    pub(crate) fn bytes_per_key(
+        header: usize,
+        max_key_bytes: usize,
+        payload_words: usize,
+    ) -> usize {
+        Self::of(header, max_key_bytes, payload_words).set_words * 8 / WAYS
+    }
+
+    /// Keys the region holds at once.
+    pub(crate) fn capacity(&self) -> usize {
+        self.sets * WAYS
+    }
+
+    /// The first word of `way` within its set.
+    pub(crate) fn way(&self, way: usize) -> usize {
+        S_TAGS + WAYS + way * self.way_words
+    }
+
+    /// The first word of `way`'s payload within its set.
+    pub(crate) fn payload(&self, way: usize) -> usize {
+        self.way(way) + W_KEY + self.key_words
+    }
+}
+
+/// A table over a region: its cut, the owner its locks name, its keys' codec.
+pub(crate) struct Table<R, O> {
+    pub(crate) region: R,
+    pub(crate) owner: O,
+    pub(crate) codec: KeyCodec,
+    pub(crate) cut: Cut,
+    /// The region's secret seed (it keys the hashes).
+    pub(crate) seed: [u64; 2],
+}
+
+impl<R: AsRef<[AtomicU64]>, O: Owner> Table<R, O> {
+    /// The table over `region`, laid out afresh for `magic` and `fingerprint` (every word
+    /// zeroed, `seed` stored) unless it holds them already. Callers attaching at once are
+    /// safe: one claims the layout in the magic word and the others wait for it (taking the
+    /// claim over when its owner died), so none zeroes a region another has started to use.
+    pub(crate) fn attach(
+        region: R,
+        cut: Cut,
+        (magic, fingerprint): (u64, u64),
+        seed: [u64; 2],
+        owner: O,
+    ) -> (Self, Attached) {
+        let (attached, seed) = attach_header(region.as_ref(), magic, fingerprint, seed, &owner);
+        let codec = KeyCodec::new(seed, cut.key_words * 8);
+        let table = Self {
+            region,
+            owner,
+            codec,
+            cut,
+            seed,
+        };
+        (table, attached)
+    }
+
+    /// The table over `region` laid out already for `magic` and `fingerprint` (by another
+    /// module of the process): `None`, nothing written, when it holds another layout.
+    pub(crate) fn open(
+        region: R,
+        cut: Cut,
+        (magic, fingerprint): (u64, u64),
+        owner: O,
+    ) -> Option<Self> {
+        let words = region.as_ref();
+        let laid_out = words[H_MAGIC].load(Ordering::Acquire) == magic
+            && words[H_FINGERPRINT].load(Ordering::Relaxed) == fingerprint;
+        let seed = [0, 1].map(|i| words[H_SEED + i].load(Ordering::Relaxed));
+        let codec = KeyCodec::new(seed, cut.key_words * 8);
+        laid_out.then_some(Self {
+            region,
+            owner,
+            codec,
+            cut,
+            seed,
+        })
+    }
+
+    pub(crate) fn words(&self) -> &[AtomicU64] {
+        self.region.as_ref()
+    }
+
+    /// Locks the set of `key`, calling `repair` on it first when its last owner died holding it.
+    pub(crate) fn lock<'a>(&'a self, key: &Key, repair: impl FnOnce(&Set<'a>)) -> Set<'a> {
+        let index = (((key.hash >> 32) * self.cut.sets as u64) >> 32) as usize;
+        self.lock_index(index, repair)
+    }
+
+    /// Locks set `index`, calling `repair` on it first when its last owner died holding it.
+    pub(crate) fn lock_index<'a>(&'a self, index: usize, repair: impl FnOnce(&Set<'a>)) -> Set<'a> {
+        let base = self.cut.header + index * self.cut.set_words;
+        let set = Set {
+            words: &self.words()[base..base + self.cut.set_words],
+        };
+        if lock::lock(&set.words[S_LOCK], &self.owner) == Taken::FromDead {
+            repair(&set);
+        }
+        set
+    }
+
+    /// The stored key (length word, last use, key words) of `way`.
+    pub(crate) fn stored_key<'s>(&self, set: &Set<'s>, way: usize) -> &'s [AtomicU64] {
+        let at = self.cut.way(way);
+        &set.words[at..at + W_KEY + self.cut.key_words]
+    }
+
+    /// The way holding `key`.
+    pub(crate) fn find(&self, set: &Set<'_>, key: &Key) -> Option<usize> {
+        let (tag, tags) = (key.tag(), &set.words[S_TAGS..S_TAGS + WAYS]);
+        (0..WAYS).find(|&way| {
+            tags[way].load(Ordering::Relaxed) == tag && key.matches(self.stored_key(set, way))
+        })
+    }
+
+    /// Gives `way` to `key` at `now_ms`, `clear` emptying its payload. The tag goes last: a
+    /// process that dies half way leaves a way whose key does not match its tag, which the
+    /// repair drops.
+    pub(crate) fn take(
+        &self,
+        set: &Set<'_>,
+        way: usize,
+        key: &Key,
+        now_ms: i64,
+        clear: impl FnOnce(),
+    ) {
+        set.set(S_TAGS + way, 0);
+        key.store(self.stored_key(set, way));
+        set.set(self.cut.way(way) + W_USED_MS, now_ms as u64);
+        clear();
+        set.set(S_TAGS + way, key.tag());
+    }
+
+    /// When `way` was last used.
+    pub(crate) fn used_ms(&self, set: &Set<'_>, way: usize) -> u64 {
+        set.get(self.cut.way(way) + W_USED_MS)
+    }
+
+    /// Marks `way` used at `now_ms`.
+    pub(crate) fn touch(&self, set: &Set<'_>, way: usize, now_ms: i64) {
+        set.set(self.cut.way(way) + W_USED_MS, now_ms as u64);
+    }
+
+    /// The least recently used way of `set`.
+    pub(crate) fn least_recently_used(&self, set: &Set<'_>) -> usize {
+        (0..WAYS).min_by_key(|&w| self.used_ms(set, w)).unwrap_or(0)
+    }
+
+    /// Drops the ways whose key does not match its tag (a key half written by a process that
+    /// died): which ways hold a key now.
+    pub(crate) fn drop_torn_keys(&self, set: &Set<'_>) -> [bool; WAYS] {
+        core::array::from_fn(|way| {
+            let tag = set.get(S_TAGS + way);
+            let torn = self.codec.stored_tag(self.stored_key(set, way)) != Some(tag);
+            if tag != 0 && torn {
+                set.set(S_TAGS + way, 0);
+            }
+            tag != 0 && !torn
+        })
+    }
+
+    /// Counters `fields` of sets `sets`, summed (read without locks: each is exact, the sum
+    /// is a moment's view).
+    pub(crate) fn totals<const N: usize>(
+        &self,
+        fields: [usize; N],
+        sets: Range<usize>,
+    ) -> [u64; N] {
+        let mut totals = [0; N];
+        for set in sets {
+            let base = self.cut.header + set * self.cut.set_words;
+            for (total, field) in totals.iter_mut().zip(fields) {
+                *total += self.words()[base + field].load(Ordering::Relaxed);
+            }
+        }
+        totals
+    }
 }
 
 /// One set, locked.
@@ -157,7 +355,7 @@ impl Drop for Set<'_> {
     }
 }
 
-impl<'z> Set<'z> {
+impl Set<'_> {
     pub(crate) fn get(&self, i: usize) -> u64 {
         self.words[i].load(Ordering::Relaxed)
     }
@@ -167,41 +365,5 @@ impl<'z> Set<'z> {
     }
     pub(crate) fn add(&self, i: usize, n: u64) {
         self.set(i, self.get(i).wrapping_add(n));
-    }
-    /// The stored key (length word, last use, key words) of `way`, in ways of `way_words`
-    /// with room for `key_words`.
-    pub(crate) fn stored_key(
-        &self,
-        way: usize,
-        way_words: usize,
-        key_words: usize,
-    ) -> &'z [AtomicU64] {
-        let at = S_TAGS + WAYS + way * way_words;
-        &self.words[at..at + W_KEY + key_words]
-    }
-    /// Drops the ways whose key does not match its tag (a key half written by a process that
-    /// died): which ways hold a key now.
-    pub(crate) fn drop_torn_keys(
-        &self,
-        codec: &KeyCodec,
-        way_words: usize,
-        key_words: usize,
-    ) -> [bool; WAYS] {
-        core::array::from_fn(|way| {
-            let tag = self.get(S_TAGS + way);
-            let torn = codec.stored_tag(self.stored_key(way, way_words, key_words)) != Some(tag);
-            if tag != 0 && torn {
-                self.set(S_TAGS + way, 0);
-            }
-            tag != 0 && !torn
-        })
-    }
-    /// The way holding `key`, in ways of `way_words` with room for `key_words`.
-    pub(crate) fn find(&self, key: &Key, way_words: usize, key_words: usize) -> Option<usize> {
-        let (tag, tags) = (key.tag(), &self.words[S_TAGS..S_TAGS + WAYS]);
-        (0..WAYS).find(|&way| {
-            tags[way].load(Ordering::Relaxed) == tag
-                && key.matches(self.stored_key(way, way_words, key_words))
-        })
     }
 }

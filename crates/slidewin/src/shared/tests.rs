@@ -27,9 +27,9 @@ fn region(words: usize) -> Vec<AtomicU64> {
 
 /// The set `key` lives in, as the zone computes it.
 fn set_base(zone: &Zone<&Vec<AtomicU64>, Survivor>, key: &[u8]) -> usize {
-    let hash = zone.codec.key(key).hash;
-    let set = (((hash >> 32) * zone.layout.sets as u64) >> 32) as usize;
-    HEADER_WORDS + set * zone.layout.set_words
+    let hash = zone.table.codec.key(key).hash;
+    let set = (((hash >> 32) * zone.table.cut.sets as u64) >> 32) as usize;
+    HEADER_WORDS + set * zone.table.cut.set_words
 }
 
 #[test]
@@ -73,17 +73,15 @@ fn repair_drops_a_half_written_key_and_empties_an_impossible_state() {
     }
     let (a, b) = (set_base(&zone, b"a"), set_base(&zone, b"b"));
     let way_of = |base: usize, key: &[u8]| {
-        let k = zone.codec.key(key);
+        let k = zone.table.codec.key(key);
         (0..WAYS)
             .find(|&w| words[base + S_TAGS + w].load(Ordering::Relaxed) == k.tag())
             .unwrap()
     };
-    let state_at = |base: usize, way: usize| {
-        base + zone.way(way) + W_KEY + zone.layout.key_words + REFUSED_WORDS
-    };
+    let state_at = |base: usize, way: usize| base + zone.refused_at(way) + REFUSED_WORDS;
     // "a": a key byte overwritten (a new key half written over it); "b": head out of range.
     let (wa, wb) = (way_of(a, b"a"), way_of(b, b"b"));
-    words[a + zone.way(wa) + W_KEY].store(0xff, Ordering::Relaxed);
+    words[a + zone.table.cut.way(wa) + W_KEY].store(0xff, Ordering::Relaxed);
     words[state_at(b, wb) + 2].store(u64::MAX, Ordering::Relaxed);
     for base in [a, b] {
         words[base + S_LOCK].store(2, Ordering::Relaxed);
@@ -109,12 +107,12 @@ fn a_repaired_bucket_total_is_recounted() {
     .unwrap();
     zone.check_at(b"k", 0, 6).unwrap();
     let base = set_base(&zone, b"k");
-    let k = zone.codec.key(b"k");
+    let k = zone.table.codec.key(b"k");
     let way = (0..WAYS)
         .find(|&w| words[base + S_TAGS + w].load(Ordering::Relaxed) == k.tag())
         .unwrap();
     // Died after adding to a counter, before adding to the total.
-    let total = base + zone.way(way) + W_KEY + zone.layout.key_words + REFUSED_WORDS + 4;
+    let total = base + zone.refused_at(way) + REFUSED_WORDS + 4;
     words[total].store(0, Ordering::Relaxed);
     words[base + S_LOCK].store(2, Ordering::Relaxed);
     let d = zone.check_at(b"k", 1, 5).unwrap();

@@ -3,15 +3,12 @@
 use core::ops::Range;
 use core::sync::atomic::{AtomicU64, Ordering, Ordering::Relaxed};
 
-use super::keys::{Key, KeyCodec, W_KEY};
-use super::layout::{Layout, HEADER_WORDS, REFUSED_WORDS};
+use super::keys::Key;
+use super::layout::{Layout, REFUSED_WORDS};
 use super::limits::LiveLimits;
 use super::lock::Owner;
 use super::state;
-use super::table::{
-    attach_header, lock_set, set_of, set_totals, Attached, Set, H_FINGERPRINT, H_MAGIC, H_SEED,
-    SET_HEADER, S_TAGS, WAYS, W_USED_MS,
-};
+use super::table::{Attached, Set, Table, H_FINGERPRINT, S_TAGS, WAYS};
 use crate::clock::check_time;
 use crate::rule::{Limits, Rule, RuleLimiter};
 use crate::{Clock, Decision, Error, Limiter};
@@ -87,11 +84,9 @@ enum Call {
 
 /// A keyed [`Rule`] over a shared region; see the [module docs](super).
 pub struct Zone<R, O: Owner> {
-    pub(super) region: R,
+    pub(super) table: Table<R, O>,
     pub(super) rule: Rule,
     pub(super) layout: Layout,
-    pub(super) codec: KeyCodec,
-    pub(super) owner: O,
     pub(super) full: Full,
 }
 
@@ -99,12 +94,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     /// Bytes one key takes in a region (its share of a set), for sizing: a region of `size`
     /// bytes holds about `size / bytes_per_key` keys.
     pub fn bytes_per_key(rule: &Rule, max_key_bytes: usize) -> Result<usize, Error> {
-        let (key_words, offsets) = Layout::per_key(rule, max_key_bytes)?;
-        let state_words = offsets[rule.windows().len()];
-        let set_words =
-            (SET_HEADER + WAYS + WAYS * (W_KEY + key_words + REFUSED_WORDS + state_words))
-                .next_multiple_of(8);
-        Ok(set_words * 8 / WAYS)
+        Layout::bytes_per_key(rule, max_key_bytes)
     }
 
     /// How many keys a region of `size_bytes` holds for `config`: an error naming `size`
@@ -114,7 +104,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         max_key_bytes: usize,
         size_bytes: usize,
     ) -> Result<usize, Error> {
-        Ok(Layout::new(rule, max_key_bytes, size_bytes / 8)?.sets * WAYS)
+        Ok(Layout::new(rule, max_key_bytes, size_bytes / 8)?
+            .cut
+            .capacity())
     }
 
     /// The rule over `words`, for keys of up to `max_key_bytes` stored as they are.
@@ -130,20 +122,18 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         owner: O,
         seed: [u64; 2],
     ) -> Result<(Self, Attached), Error> {
-        let words = region.as_ref();
-        let layout = Layout::new(&rule, max_key_bytes, words.len())?;
-        let fingerprint = layout.fingerprint(&rule, words.len());
-        let (attached, seed) = attach_header(words, MAGIC, fingerprint, seed, &owner);
-        LiveLimits::attach(&words[H_LIMITS..H_LIMITS + LiveLimits::<R>::WORDS], &rule);
-        let codec = KeyCodec::new(seed, layout.key_words * 8);
+        let region_words = region.as_ref().len();
+        let layout = Layout::new(&rule, max_key_bytes, region_words)?;
+        let fingerprint = layout.fingerprint(&rule, region_words);
+        let (table, attached) =
+            Table::attach(region, layout.cut, (MAGIC, fingerprint), seed, owner);
         let zone = Self {
-            region,
+            table,
             rule,
             layout,
-            codec,
-            owner,
             full: Full::Evict,
         };
+        LiveLimits::attach(zone.live().words, &zone.rule);
         Ok((zone, attached))
     }
 
@@ -151,25 +141,22 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     /// length and size (another module of the process attached it): nothing is written
     /// when the layout differs, an error naming the region's fingerprint is.
     pub fn open(region: R, rule: Rule, max_key_bytes: usize, owner: O) -> Result<Self, Error> {
-        let words = region.as_ref();
-        let layout = Layout::new(&rule, max_key_bytes, words.len())?;
-        let fingerprint = layout.fingerprint(&rule, words.len());
-        let seen = words[H_FINGERPRINT].load(Ordering::Relaxed);
-        if words[H_MAGIC].load(Ordering::Acquire) != MAGIC || seen != fingerprint {
+        let region_words = region.as_ref().len();
+        let layout = Layout::new(&rule, max_key_bytes, region_words)?;
+        let fingerprint = layout.fingerprint(&rule, region_words);
+        let seen = region.as_ref()[H_FINGERPRINT].load(Ordering::Relaxed);
+        let Some(table) = Table::open(region, layout.cut, (MAGIC, fingerprint), owner) else {
             let expected = "the fingerprint of a region laid out for this rule and size";
             return Err(Error::invalid("region", expected, crate::Value::UInt(seen)));
-        }
-        let seed = [0, 1].map(|i| words[H_SEED + i].load(Ordering::Relaxed));
-        LiveLimits::attach(&words[H_LIMITS..H_LIMITS + LiveLimits::<R>::WORDS], &rule);
-        let codec = KeyCodec::new(seed, layout.key_words * 8);
-        Ok(Self {
-            region,
+        };
+        let zone = Self {
+            table,
             rule,
             layout,
-            codec,
-            owner,
             full: Full::Evict,
-        })
+        };
+        LiveLimits::attach(zone.live().words, &zone.rule);
+        Ok(zone)
     }
 
     /// This process's zone with `full` for new keys in a full set ([`Full::Evict`] unless
@@ -186,7 +173,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
 
     /// Keys the region holds at most.
     pub fn capacity(&self) -> usize {
-        self.layout.sets * WAYS
+        self.table.cut.capacity()
     }
 
     /// The rule (with its configured limits).
@@ -266,9 +253,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     /// Give back `cost` recorded for `key` (nothing for an unknown key).
     pub fn uncommit_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
         check_time("now_ms", now_ms)?;
-        let key = self.codec.key(key);
+        let key = self.table.codec.key(key);
         let set = self.lock(&key);
-        match self.find(&set, &key) {
+        match self.table.find(&set, &key) {
             Some(way) => self.state(&set, way).refund(now_ms, cost),
             None => Ok(()),
         }
@@ -279,9 +266,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     /// `cost` given back and its admission no longer counted.
     pub fn withdraw_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
         check_time("now_ms", now_ms)?;
-        let key = self.codec.key(key);
+        let key = self.table.codec.key(key);
         let set = self.lock(&key);
-        if let Some(way) = self.find(&set, &key) {
+        if let Some(way) = self.table.find(&set, &key) {
             self.state(&set, way).refund(now_ms, cost)?;
             set.add(S_ALLOWED, u64::MAX);
         }
@@ -290,9 +277,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
 
     /// Forget `key`.
     pub fn reset(&self, key: &[u8]) {
-        let key = self.codec.key(key);
+        let key = self.table.codec.key(key);
         let set = self.lock(&key);
-        if let Some(way) = self.find(&set, &key) {
+        if let Some(way) = self.table.find(&set, &key) {
             set.set(S_TAGS + way, 0);
             set.add(S_KEYS, u64::MAX);
         }
@@ -302,7 +289,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     /// moment's view). A walk a slice at a time: [`super::Walk::counters`].
     pub fn stats(&self) -> ZoneStats {
         let mut stats = ZoneStats::default();
-        self.add_counters(&mut stats, 0..self.layout.sets);
+        self.add_counters(&mut stats, 0..self.table.cut.sets);
         stats
     }
 
@@ -317,13 +304,8 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
             S_REJECTED,
             S_WOULD_REJECT,
         ];
-        let [keys, evictions, reclaimed, repairs, allowed, rejected, would_reject] = set_totals(
-            self.words(),
-            HEADER_WORDS,
-            self.layout.set_words,
-            sets,
-            fields,
-        );
+        let [keys, evictions, reclaimed, repairs, allowed, rejected, would_reject] =
+            self.table.totals(fields, sets);
         stats.keys += keys;
         stats.evictions += evictions;
         stats.reclaimed += reclaimed;
@@ -365,7 +347,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         call: Call,
         limits: &Limits,
     ) -> Result<(Decision, i64), Error> {
-        let key = self.codec.key(key);
+        let key = self.table.codec.key(key);
         let set = self.lock(&key);
         let now_ms = now_ms()?;
         let decision = self.decide_locked(&set, &key, now_ms, cost, call, limits)?;
@@ -384,7 +366,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         limits: &Limits,
     ) -> Result<Decision, Error> {
         let commit = call != Call::Peek;
-        let way = match self.find(set, key) {
+        let way = match self.table.find(set, key) {
             Some(way) => way,
             // A peek at an unknown key answers for empty windows and stores nothing.
             None if !commit => {
@@ -404,7 +386,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
             commit && refused.load(Ordering::Relaxed) != 0 && self.state(set, way).is_idle(now_ms);
         let decision =
             crate::assessment::fold(&mut self.state(set, way), limits, now_ms, cost, commit);
-        set.set(self.way(way) + W_USED_MS, now_ms as u64);
+        self.table.touch(set, way, now_ms);
         if commit {
             count_refusal(refused, drained, decision.allowed);
             let outcome = match (decision.allowed, call) {
@@ -417,31 +399,23 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         Ok(decision)
     }
 
-    /// Locks the set of `key`, repairing it first when its last owner died holding it.
     fn words(&self) -> &[AtomicU64] {
-        self.region.as_ref()
+        self.table.words()
     }
 
+    /// Locks the set of `key`, repairing it first when its last owner died holding it.
     pub(super) fn lock(&self, key: &Key) -> Set<'_> {
-        self.lock_index(set_of(key, self.layout.sets))
+        self.table.lock(key, |set| self.repair(set))
     }
 
     /// Locks set `index`, repairing it first when its last owner died holding it.
     pub(super) fn lock_index(&self, index: usize) -> Set<'_> {
-        let cut = (HEADER_WORDS, self.layout.set_words);
-        lock_set(self.words(), cut, index, &self.owner, |set| {
-            self.repair(set)
-        })
+        self.table.lock_index(index, |set| self.repair(set))
     }
 
-    /// First word of `way` within its set.
-    pub(super) fn way(&self, way: usize) -> usize {
-        S_TAGS + WAYS + way * self.layout.way_words
-    }
-
-    /// The word of `way` counting its refusals (scan.rs).
+    /// The word of `way` counting its refusals (scan.rs): the first of its payload.
     pub(super) fn refused_at(&self, way: usize) -> usize {
-        self.way(way) + W_KEY + self.layout.key_words
+        self.table.cut.payload(way)
     }
 
     pub(super) fn state<'s>(&'s self, set: &Set<'s>, way: usize) -> state::Way<'s> {
@@ -451,14 +425,6 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
             offsets: &self.layout.offsets,
             words: &set.words[at..at + self.layout.state_words],
         }
-    }
-
-    pub(super) fn stored_key<'s>(&self, set: &Set<'s>, way: usize) -> &'s [AtomicU64] {
-        set.stored_key(way, self.layout.way_words, self.layout.key_words)
-    }
-
-    pub(super) fn find(&self, set: &Set<'_>, key: &Key) -> Option<usize> {
-        set.find(key, self.layout.way_words, self.layout.key_words)
     }
 
     /// A way for `key`: an empty one, else an idle one, else the least recently used (none
@@ -476,22 +442,17 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
                 None => {
                     set.add(S_EVICTIONS, 1);
                     self.words()[H_EVICTIONS].fetch_add(1, Ordering::Relaxed);
-                    let used_ms = |w: usize| set.get(self.way(w) + W_USED_MS) as i64;
-                    (0..WAYS).min_by_key(|&w| used_ms(w)).unwrap_or(0)
+                    self.table.least_recently_used(set)
                 }
             },
         };
         if empty.is_some() {
             set.add(S_KEYS, 1);
         }
-        // The tag goes last: a process that dies half way leaves a way whose key does not
-        // match its tag, which the repair drops.
-        set.set(S_TAGS + way, 0);
-        key.store(self.stored_key(set, way));
-        set.set(self.way(way) + W_USED_MS, now_ms as u64);
-        self.state(set, way).clear();
-        set.set(self.refused_at(way), 0);
-        set.set(S_TAGS + way, key.tag());
+        self.table.take(set, way, key, now_ms, || {
+            self.state(set, way).clear();
+            set.set(self.refused_at(way), 0);
+        });
         Some(way)
     }
 
@@ -518,7 +479,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     /// states the algorithm cannot have made, recount the keys.
     fn repair(&self, set: &Set<'_>) {
         let mut keys = 0;
-        let held = set.drop_torn_keys(&self.codec, self.layout.way_words, self.layout.key_words);
+        let held = self.table.drop_torn_keys(set);
         for way in (0..WAYS).filter(|&way| held[way]) {
             self.state(set, way).repair();
             keys += 1;
