@@ -265,7 +265,7 @@ function _M.new(opts)
         for _, outcome in ipairs(hooks.outcomes) do
             counters:show_outcome(outcome)
         end
-        counters.dry_run, counters.delays = hooks.let_through ~= nil, hooks.wait ~= nil
+        counters.delays = hooks.wait ~= nil
     end
     local style = conf.headers or "draft"
     local self = setmetatable({
@@ -280,6 +280,8 @@ function _M.new(opts)
         fail_open = conf.on_store_error == "allow",
         fallback = local_fallback,
         counts_in_layer = not store.counts_decisions, -- else the store counts (shm)
+        -- What a committing decision in the FFI asks: a dry run's refusal is counted apart.
+        commit_call = hooks and hooks.let_through and answer.DRY_RUN or true,
         errors_unlogged = 0,
         error_logged_at = -huge,
         polled_at = -huge,
@@ -442,7 +444,8 @@ local function decide(self, key, cost, commit, opts, method)
     local limits, call_policy_header = call_limits(self, opts, method)
     local block = self.lim_block
     if block then
-        local out = answer_decide(block, self.headers_block, key, cost, commit, limits)
+        local out = answer_decide(block, self.headers_block, key, cost, commit and self.commit_call,
+            limits)
         if out.rendered == 0 then
             hold(self, out.version)
             out = answer.rerender(self.headers_block)

@@ -20,7 +20,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use mlua::{Lua, Result as LuaResult, Table, UserData, UserDataMethods, Value};
 use slidewin::headers::{write_values, Field, Policy, PolicyWindow, Style};
 use slidewin::rule::MAX_WINDOWS;
-use slidewin::{arg, Decision};
+use slidewin::{arg, Call, Decision};
 
 use crate::args::{self, error};
 use crate::formulas::decide_counts;
@@ -199,7 +199,8 @@ pub fn register(lua: &Lua, module: &Table) -> LuaResult<()> {
 }
 
 /// Decides for `key` (`key_len` bytes; null: the number `key_number`) under the live limits
-/// (`n_limits` 0) or the caller's `limits`, records `cost` when it fits and `commit` is set,
+/// (`n_limits` 0) or the caller's `limits`, records `cost` when it fits and `commit` is set
+/// (`commit`: 0 a peek, 1 a check, 2 a dry run, whose refusal the store counts apart),
 /// and writes the answer's header values when `headers` holds the policy of the decision's
 /// version. Returns 0 with `out` filled, or 1 with `out.message` saying what was wrong.
 ///
@@ -243,7 +244,17 @@ pub unsafe extern "C" fn slidewin_decide(
     let limits = (n_limits > 0).then_some(&given[..n_limits]);
     let decided = on_block(block, FUNCTION, |this| {
         let cost = cost_value(cost, FUNCTION)?;
-        decide_versioned(this, key, cost, commit != 0, limits, FUNCTION)
+        let call = match commit {
+            0 => Call::Peek,
+            1 => Call::Check,
+            2 => Call::DryRun,
+            _ => {
+                return Err(format!(
+                    "{FUNCTION}: commit must be 0, 1 or 2, got {commit}"
+                ))
+            }
+        };
+        decide_versioned(this, key, cost, call, limits, FUNCTION)
     });
     match decided {
         Ok((d, version)) => {

@@ -22,7 +22,7 @@ use slidewin::shared::{
     EvictionWatch, Full, KeyWindow, LiveLimits, RegionKind, Scan, Walk, Zone, ZoneStats,
 };
 use slidewin::store::{LocalRule, Store};
-use slidewin::{Decision, Error, Keyed};
+use slidewin::{Call, Decision, Error, Keyed};
 
 use crate::args::{self, error};
 use crate::mapping::WorkerOwner;
@@ -58,15 +58,15 @@ impl LuaLimiter {
     }
 
     /// Decide at the module's clock under `limits` (a caller's, unchecked) or the live ones;
-    /// record `cost` when it fits and `commit` is true.
+    /// record `cost` when it fits and `call` commits.
     pub fn decide(
         &mut self,
         key: &[u8],
         cost: u64,
-        commit: bool,
+        call: Call,
         limits: Option<&[u64]>,
     ) -> Result<Decision, Error> {
-        self.store.decide(key, now_ms(), cost, commit, limits)
+        self.store.decide(key, now_ms(), cost, call, limits)
     }
 
     pub fn uncommit(&mut self, key: &[u8], cost: u64) -> Result<(), Error> {
@@ -194,11 +194,11 @@ pub fn decide_versioned(
     this: &mut LuaLimiter,
     key: &[u8],
     cost: u64,
-    commit: bool,
+    call: Call,
     limits: Option<&[u64]>,
     function: &str,
 ) -> Result<(Decision, u64), String> {
-    let d = this.decide(key, cost, commit, limits);
+    let d = this.decide(key, cost, call, limits);
     d.map(|d| (d, this.version()))
         .map_err(|e| format!("{function}: {e}"))
 }

@@ -22,7 +22,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use mlua::ffi::{self, lua_State};
 use mlua::{Lua, Result as LuaResult};
 use slidewin::rule::{Limits, MAX_WINDOWS};
-use slidewin::{arg, Decision};
+use slidewin::{arg, Call, Decision};
 
 use crate::limiter::{decide_versioned, with_self, Block, METATABLE};
 use crate::operator_view;
@@ -114,12 +114,20 @@ unsafe fn limits_arg(
     }
 }
 
+/// The argument at `index` as a call: true commits ([`Call::Check`]), false or nil peeks.
+unsafe fn commit_of(state: *mut lua_State, index: c_int) -> Call {
+    match ffi::lua_toboolean(state, index) {
+        0 => Call::Peek,
+        _ => Call::Check,
+    }
+}
+
 /// The decision, and the version of the rule it was made under ([`LuaLimiter::version`]).
 unsafe fn decide_at(
     state: *mut lua_State,
     function: &str,
     cost_at: c_int,
-    commit: bool,
+    call: Call,
     limits_at: Option<c_int>,
 ) -> (Decision, u64) {
     with_self(state, function, |this| {
@@ -130,14 +138,7 @@ unsafe fn decide_at(
             None => None,
         };
         with_key(state, 2, function, |key| {
-            decide_versioned(
-                this,
-                key,
-                cost,
-                commit,
-                given.map(|n| &limits[..n]),
-                function,
-            )
+            decide_versioned(this, key, cost, call, given.map(|n| &limits[..n]), function)
         })
     })
 }
@@ -145,8 +146,7 @@ unsafe fn decide_at(
 /// `lim:incoming(key, commit, cost)`: `0, remaining` or `nil, "rejected", retry_after_ms`
 /// (lua-resty-limit-traffic's contract; retry_after_ms nil when cost > limit).
 unsafe extern "C-unwind" fn incoming(state: *mut lua_State) -> c_int {
-    let commit = ffi::lua_toboolean(state, 3) != 0;
-    let (d, _) = decide_at(state, "lim:incoming", 4, commit, None);
+    let (d, _) = decide_at(state, "lim:incoming", 4, commit_of(state, 3), None);
     if d.allowed {
         ffi::lua_pushnumber(state, 0.0);
         ffi::lua_pushnumber(state, d.remaining as f64);
@@ -165,8 +165,7 @@ unsafe extern "C-unwind" fn incoming(state: *mut lua_State) -> c_int {
 /// never is; `version` moves whenever the rule decided with or a live limit changes, so
 /// headers built from them are rebuilt from `lim:rule()`).
 unsafe extern "C-unwind" fn decide(state: *mut lua_State) -> c_int {
-    let commit = ffi::lua_toboolean(state, 4) != 0;
-    let (d, version) = decide_at(state, "lim:decide", 3, commit, Some(5));
+    let (d, version) = decide_at(state, "lim:decide", 3, commit_of(state, 4), Some(5));
     ffi::lua_pushboolean(state, d.allowed as c_int);
     ffi::lua_pushnumber(state, d.remaining as f64);
     push_retry(state, &d);
@@ -189,7 +188,7 @@ unsafe extern "C-unwind" fn ffi_handle(state: *mut lua_State) -> c_int {
 /// `lim:check(key, cost, limits)`: `{ allowed, limit, remaining, retry_after_ms,
 /// reset_after_ms, window }`.
 unsafe extern "C-unwind" fn check(state: *mut lua_State) -> c_int {
-    let (d, _) = decide_at(state, "lim:check", 3, true, Some(4));
+    let (d, _) = decide_at(state, "lim:check", 3, Call::Check, Some(4));
     ffi::lua_createtable(state, 0, 6);
     ffi::lua_pushboolean(state, d.allowed as c_int);
     ffi::lua_setfield(state, -2, c"allowed".as_ptr());

@@ -10,7 +10,7 @@ use core::sync::atomic::AtomicU64;
 
 use slidewin::headers::{write_values, Field, Policy, PolicyWindow, Style};
 use slidewin::shared::{Attached, EvictionWatch, WindowShape, Zone, ZoneExport};
-use slidewin::Decision;
+use slidewin::{Call, Decision};
 
 use crate::config::ZoneSpec;
 use crate::nginx::process::{WallClock, WorkerOwner};
@@ -104,7 +104,8 @@ impl ZoneState {
         let cost = cost.min(self.max_cost);
         // The time is read once the key's set is locked: calls on a key are stamped in the
         // order they are decided, in every worker, so `$slidewin_msec` replays the zone.
-        let decided = zone.check_now(key, &WallClock, cost, dry_run);
+        let call = if dry_run { Call::DryRun } else { Call::Check };
+        let decided = zone.check_now(key, &WallClock, cost, call);
         decided.map_err(|e| e.to_string())
     }
 

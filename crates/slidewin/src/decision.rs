@@ -1,4 +1,23 @@
-//! The answer to one rate-limit call.
+//! The answer to one rate-limit call, and what the call asks besides the answer ([`Call`]).
+
+/// What a call asks besides deciding: every store and door takes one of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    /// Records nothing (an unknown key is not stored).
+    Peek,
+    /// Records the cost when it fits; a refusal is counted as one.
+    Check,
+    /// Records as `Check`; the caller lets a refused call through, so a refusal is counted as
+    /// a would-be one.
+    DryRun,
+}
+
+impl Call {
+    /// Whether the call records its cost when it fits.
+    pub const fn commits(self) -> bool {
+        !matches!(self, Call::Peek)
+    }
+}
 
 /// What a limiter decided, with everything an HTTP layer needs for its headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

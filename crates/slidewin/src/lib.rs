@@ -73,7 +73,7 @@ pub use buckets::{BucketQuota, BucketState, BucketWindow};
 pub use clock::SystemClock;
 pub use clock::{Clock, ManualClock};
 pub use counter::{CounterState, SlidingCounter};
-pub use decision::Decision;
+pub use decision::{Call, Decision};
 pub use error::{Error, Value};
 #[cfg(feature = "std")]
 pub use keyed::ShardedKeyed;

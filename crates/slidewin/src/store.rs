@@ -11,7 +11,7 @@
 //! use slidewin::rule::{Rule, RuleLimiter, RuleWindow};
 //! use slidewin::shared::LiveLimits;
 //! use slidewin::store::{LocalRule, Store};
-//! use slidewin::{Keyed, Quota};
+//! use slidewin::{Call, Keyed, Quota};
 //!
 //! let rule = Rule::one(RuleWindow::log(Quota::new(2, 1_000)?).with_max_limit(5)?);
 //! let words: Vec<AtomicU64> = (0..LiveLimits::<Vec<AtomicU64>>::WORDS)
@@ -20,13 +20,13 @@
 //! let keyed = Keyed::<RuleLimiter, Vec<u8>>::new(rule.clone(), 100)?;
 //! let live = LiveLimits::attach(words, &rule);
 //! let mut store: Box<dyn Store> = Box::new(LocalRule::new(keyed, live));
-//! assert!(store.decide(b"alice", 0, 1, true, None)?.allowed);
-//! assert!(store.decide(b"alice", 1, 1, true, None)?.allowed);
-//! assert!(!store.decide(b"alice", 2, 1, true, None)?.allowed);
+//! assert!(store.decide(b"alice", 0, 1, Call::Check, None)?.allowed);
+//! assert!(store.decide(b"alice", 1, 1, Call::Check, None)?.allowed);
+//! assert!(!store.decide(b"alice", 2, 1, Call::Check, None)?.allowed);
 //! let version = store.version();
 //! store.set_limit(0, 3)?; // a live limit: the version moves, so derived headers are rebuilt
 //! assert_ne!(store.version(), version);
-//! assert_eq!(store.decide(b"alice", 3, 1, true, None)?.remaining, 0);
+//! assert_eq!(store.decide(b"alice", 3, 1, Call::Check, None)?.remaining, 0);
 //! store.refund(b"alice", 4, 1)?;
 //! assert_eq!(store.key_window(b"alice", 5, 1)?.windows[0].count, 2);
 //! assert_eq!(store.stats().keys, 1);
@@ -44,7 +44,7 @@ use core::sync::atomic::AtomicU64;
 
 use crate::rule::{Limits, Rule};
 use crate::shared::{KeyWindow, Owner, Usage, Walk, Zone, ZoneStats};
-use crate::{Decision, Error};
+use crate::{Call, Decision, Error};
 
 /// Sets a walk takes between two looks at the clock ([`Store::walk_for`]): tens of
 /// microseconds.
@@ -54,13 +54,14 @@ pub const WALK_SLICE_SETS: usize = 16;
 pub trait Store {
     /// Decide `cost` for `key` at `now_ms` under a caller's `limits` (checked against the
     /// rule: one per window, each up to its `max_limit`), or the live limits; record it when
-    /// it fits and `commit` is true.
+    /// it fits and `call` commits, a refusal counted as `call` says ([`ZoneStats::rejected`]
+    /// or [`ZoneStats::would_reject`]).
     fn decide(
         &mut self,
         key: &[u8],
         now_ms: i64,
         cost: u64,
-        commit: bool,
+        call: Call,
         limits: Option<&[u64]>,
     ) -> Result<Decision, Error>;
     /// Gives back `cost` recorded earlier for `key` (a request admitted but not served).
@@ -123,7 +124,7 @@ pub trait Store {
     /// `key`'s windows as the next call of `cost` finds them, recording nothing. This default
     /// knows only the decision's window: its count is what the peek found used.
     fn key_window(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<KeyWindow, Error> {
-        let d = self.decide(key, now_ms, cost, false, None)?;
+        let d = self.decide(key, now_ms, cost, Call::Peek, None)?;
         let usage = Usage {
             window: d.window,
             count: d.used(cost),
@@ -143,14 +144,14 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Store for Zone<R, O> {
         key: &[u8],
         now_ms: i64,
         cost: u64,
-        commit: bool,
+        call: Call,
         limits: Option<&[u64]>,
     ) -> Result<Decision, Error> {
         let limits = match limits {
             Some(limits) => self.rule().check_limits(limits)?,
             None => Zone::limits(self),
         };
-        self.decide_at(key, now_ms, cost, commit, &limits)
+        self.decide_at(key, now_ms, cost, call, &limits)
     }
     fn refund(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
         self.uncommit_at(key, now_ms, cost)

@@ -209,7 +209,7 @@ fn limits_made_for_another_rule_are_an_error_not_a_panic() {
         Rule::new([1_000, 2_000, 3_000].map(|w| RuleWindow::log(Quota::new(3, w).unwrap())))
             .unwrap();
     let err = zone
-        .decide_at(b"k", 0, 1, true, &three.limits())
+        .decide_at(b"k", 0, 1, slidewin::Call::Check, &three.limits())
         .unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -217,7 +217,7 @@ fn limits_made_for_another_rule_are_an_error_not_a_panic() {
     );
     let high = Rule::one(RuleWindow::log(Quota::new(500, 1_000).unwrap()));
     let err = zone
-        .decide_at(b"k", 0, 1, true, &high.limits())
+        .decide_at(b"k", 0, 1, slidewin::Call::Check, &high.limits())
         .unwrap_err();
     assert_eq!(
         err.to_string(),

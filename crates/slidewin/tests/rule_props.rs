@@ -11,7 +11,7 @@ use common::{Counting, Model};
 use proptest::prelude::*;
 use slidewin::rule::{Rule, RuleLimiter, RuleState, RuleWindow};
 use slidewin::shared::Zone;
-use slidewin::{BucketQuota, Decision, Keyed, Limiter, Quota};
+use slidewin::{BucketQuota, Call, Decision, Keyed, Limiter, Quota};
 use std::sync::atomic::AtomicU64;
 
 /// A window drawn for a rule: its algorithm and how the model counts it.
@@ -283,9 +283,10 @@ impl<'r> Subjects<'r> {
             match asked {
                 None if commit => self.zone.check_at(KEYS[key], now, cost),
                 None => self.zone.peek_at(KEYS[key], now, cost),
-                Some(_) => limits
-                    .clone()
-                    .and_then(|l| self.zone.decide_at(KEYS[key], now, cost, commit, &l)),
+                Some(_) => limits.clone().and_then(|l| {
+                    let call = if commit { Call::Check } else { Call::Peek };
+                    self.zone.decide_at(KEYS[key], now, cost, call, &l)
+                }),
             },
             self.keyed
                 .decide_bytes_by(KEYS[key], now, commit, decide_with),

@@ -9,7 +9,7 @@ use common::{keyed_ops as ops, KeyedOp as Op};
 use proptest::prelude::*;
 use slidewin::rule::{Rule, RuleWindow};
 use slidewin::shared::{Attached, Full, ProcessOwner, Zone};
-use slidewin::{BucketQuota, BucketWindow, Limiter, Quota, SlidingCounter, SlidingLog};
+use slidewin::{BucketQuota, BucketWindow, Call, Limiter, Quota, SlidingCounter, SlidingLog};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -446,8 +446,9 @@ fn check_now_decides_at_the_clock_read_under_the_lock() {
     let rule = Rule::one(RuleWindow::log(Quota::new(2, 1_000).unwrap()));
     let (zone, _) = Zone::attach(&words, rule, 16, Thread(1), [1, 2]).unwrap();
     let mut model = SlidingLog::new(2, 1_000).unwrap();
-    for (now_ms, dry_run) in [(5, false), (7, true), (9, false), (1_006, false)] {
-        let (d, at) = zone.check_now(b"k", &Fixed(now_ms), 1, dry_run).unwrap();
+    let (check, dry_run) = (Call::Check, Call::DryRun);
+    for (now_ms, call) in [(5, check), (7, dry_run), (9, check), (1_006, check)] {
+        let (d, at) = zone.check_now(b"k", &Fixed(now_ms), 1, call).unwrap();
         assert_eq!((d, at), (model.check_at(now_ms, 1).unwrap(), now_ms));
     }
     let stats = zone.stats();
@@ -456,7 +457,7 @@ fn check_now_decides_at_the_clock_read_under_the_lock() {
         (3, 1, 0)
     );
     let bad = zone
-        .check_now(b"k", &Fixed(i64::MAX), 1, false)
+        .check_now(b"k", &Fixed(i64::MAX), 1, Call::Check)
         .unwrap_err();
     assert!(
         bad.to_string().starts_with("now_ms must be between"),

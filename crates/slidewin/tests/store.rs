@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use slidewin::rule::{Rule, RuleLimiter, RuleWindow};
 use slidewin::shared::{Directory, LiveLimits, Owner, RegionKind, Zone};
 use slidewin::store::{DirectoryRule, LocalRule, Store};
-use slidewin::{BucketQuota, Error, Keyed, Quota};
+use slidewin::{BucketQuota, Call, Error, Keyed, Quota};
 
 #[derive(Clone)]
 struct OneProcess;
@@ -57,7 +57,7 @@ fn rule(limit: u64) -> Rule {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Decide { key: u8, cost: u64, commit: bool },
+    Decide { key: u8, cost: u64, call: Call },
     Refund { key: u8, cost: u64 },
     Reset { key: u8 },
     SetLimit { limit: u64 },
@@ -65,8 +65,8 @@ enum Op {
 
 fn ops() -> impl Strategy<Value = Vec<(Op, i64)>> {
     let op = prop_oneof![
-        6 => (0..4_u8, 0..4_u64, any::<bool>())
-            .prop_map(|(key, cost, commit)| Op::Decide { key, cost, commit }),
+        6 => (0..4_u8, 0..4_u64, prop_oneof![Just(Call::Peek), Just(Call::Check), Just(Call::DryRun)])
+            .prop_map(|(key, cost, call)| Op::Decide { key, cost, call }),
         1 => (0..4_u8, 1..3_u64).prop_map(|(key, cost)| Op::Refund { key, cost }),
         1 => (0..4_u8).prop_map(|key| Op::Reset { key }),
         1 => (1..=20_u64).prop_map(|limit| Op::SetLimit { limit }),
@@ -77,8 +77,8 @@ fn ops() -> impl Strategy<Value = Vec<(Op, i64)>> {
 /// What a store answers to `op` at `now_ms`, as one comparable string.
 fn apply(store: &mut dyn Store, op: &Op, now_ms: i64) -> String {
     match *op {
-        Op::Decide { key, cost, commit } => {
-            format!("{:?}", store.decide(&[key], now_ms, cost, commit, None))
+        Op::Decide { key, cost, call } => {
+            format!("{:?}", store.decide(&[key], now_ms, cost, call, None))
         }
         Op::Refund { key, cost } => format!("{:?}", store.refund(&[key], now_ms, cost)),
         Op::Reset { key } => {
@@ -108,8 +108,9 @@ proptest! {
                 prop_assert_eq!(zone.key_window(&[key], now_ms, 1).unwrap().decision, peek);
             }
         }
-        prop_assert_eq!(zone.stats().allowed, local.stats().allowed);
-        prop_assert_eq!(by_name.stats().rejected, local.stats().rejected);
+        let (z, d, l) = (zone.stats(), by_name.stats(), local.stats());
+        prop_assert_eq!((z.allowed, z.rejected, z.would_reject), (l.allowed, l.rejected, l.would_reject));
+        prop_assert_eq!((d.allowed, d.rejected, d.would_reject), (l.allowed, l.rejected, l.would_reject));
     }
 }
 
@@ -118,7 +119,7 @@ fn a_directory_rule_follows_its_name_with_versions_that_only_go_on() -> Result<(
     let rules = Arc::new(Directory::attach(words(1 << 16), 4, OneProcess, [3, 4])?);
     let found = rules.put(b"api", &rule(2), 16, 64 << 10, 0)?;
     let mut store = DirectoryRule::new(Arc::clone(&rules), b"api".to_vec(), found, OneProcess)?;
-    assert!(store.decide(b"k", 0, 2, true, None)?.allowed);
+    assert!(store.decide(b"k", 0, 2, Call::Check, None)?.allowed);
     let first = store.version();
     // Other windows: a new rule under the same name, which the store moves to at its next call.
     let other = Rule::one(RuleWindow::counter(Quota::new(5, 500)?));
@@ -128,13 +129,13 @@ fn a_directory_rule_follows_its_name_with_versions_that_only_go_on() -> Result<(
     assert_eq!(store.rule(), &other);
     assert!(store.version() > first);
     assert_eq!(
-        store.decide(b"k", 20, 1, true, None)?.remaining,
+        store.decide(b"k", 20, 1, Call::Check, None)?.remaining,
         4,
         "a fresh rule"
     );
     rules.remove(b"api", 30);
     assert_eq!(
-        store.decide(b"k", 40, 1, true, None).unwrap_err(),
+        store.decide(b"k", 40, 1, Call::Check, None).unwrap_err(),
         Error::RuleRemoved
     );
     Ok(())
@@ -144,8 +145,13 @@ fn a_directory_rule_follows_its_name_with_versions_that_only_go_on() -> Result<(
 fn a_caller_limits_are_checked_against_the_rule_in_every_store() -> Result<(), Error> {
     let (mut local, mut zone, mut by_name) = stores(&rule(4));
     for store in [&mut local as &mut dyn Store, &mut zone, &mut by_name] {
-        assert_eq!(store.decide(b"k", 0, 1, true, Some(&[2, 6]))?.limit, 2);
-        let error = store.decide(b"k", 0, 1, true, Some(&[21, 6])).unwrap_err();
+        assert_eq!(
+            store.decide(b"k", 0, 1, Call::Check, Some(&[2, 6]))?.limit,
+            2
+        );
+        let error = store
+            .decide(b"k", 0, 1, Call::Check, Some(&[21, 6]))
+            .unwrap_err();
         assert_eq!(
             error.to_string(),
             "limit must be a positive integer at most the window's max_limit, got 21"

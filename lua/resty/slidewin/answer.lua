@@ -5,6 +5,8 @@
 --   local headers = require("slidewin").headers("draft")
 --   local policy_value = headers:set(version, windows, limits)  -- once per version of the limits
 --   local out = answer.decide(lim, headers, key, cost, commit, limits)   -- raises on bad input
+--       commit: false (a peek), true (a check) or answer.DRY_RUN (a check whose refusal the
+--       request goes through: the store counts it as a would-be one)
 --   answer.send(out, policy_value, true)                   -- RateLimit-Policy, RateLimit, Retry-After
 --
 -- `out` is one buffer per worker, reused by the next decision: read it before anything yields.
@@ -50,7 +52,7 @@ local call_limits = ffi.new("double[8]")
 -- RateLimit, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset.
 local RETRY_AFTER = 1
 
-local _M = { out = out, lib = lib }
+local _M = { out = out, lib = lib, DRY_RUN = 2 }
 
 -- The FFI handles of limiter object `lim` and headers object `headers` (cdata pointers: the
 -- JIT cannot pass a light userdata as a C argument). The caller keeps both objects alive.
@@ -61,6 +63,8 @@ end
 -- Decides through the limiter's block under `limits` (nil: the live ones) and renders the
 -- headers when `headers_block` holds the decision's version; `out`.
 function _M.decide(block, headers_block, key, cost, commit, limits)
+    -- 0 a peek, 1 a check, 2 a dry run (slidewin_decide's call).
+    local call = commit == true and 1 or commit or 0
     local n = 0
     if limits then
         n = #limits
@@ -70,9 +74,9 @@ function _M.decide(block, headers_block, key, cost, commit, limits)
     end
     local rc
     if type(key) == "string" then
-        rc = lib.slidewin_decide(block, headers_block, key, #key, 0, cost, commit and 1 or 0, call_limits, n, out)
+        rc = lib.slidewin_decide(block, headers_block, key, #key, 0, cost, call, call_limits, n, out)
     else
-        rc = lib.slidewin_decide(block, headers_block, nil, 0, key, cost, commit and 1 or 0, call_limits, n, out)
+        rc = lib.slidewin_decide(block, headers_block, nil, 0, key, cost, call, call_limits, n, out)
     end
     if rc ~= 0 then
         error(ffi_str(out.message, out.message_len), 0)

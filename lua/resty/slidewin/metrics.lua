@@ -118,17 +118,11 @@ function _M.snapshot(self, stats)
     local store = self.store
     if store.counts_decisions then
         stats = stats or top.counters(store)
-        out.allowed, out.rejected = stats.allowed, stats.rejected
-        -- The store counted every refusal it answered: in a dry run each is a would-be one
-        -- (node-wide, exact); a wait's was no refusal of the request (exact node-wide with a
-        -- metrics dict). A zone's would-be refusals of native dry runs come apart.
-        local native_would = stats.would_reject or 0
-        if self.dry_run then
-            out.would_reject, out.rejected = stats.rejected + native_would, 0
-        else
-            out.would_reject = out.would_reject + native_would
-            out.rejected = stats.rejected - out.waits
-        end
+        -- The store counted every refusal it answered, a dry run's apart as a would-be one
+        -- (this layer's and a zone's native dry runs alike: node-wide, exact); a wait's was no
+        -- refusal of the request (exact node-wide with a metrics dict).
+        out.allowed, out.would_reject = stats.allowed, stats.would_reject or 0
+        out.rejected = stats.rejected - out.waits
         out.keys, out.evictions = stats.keys, stats.evictions
     else
         out.keys = keys(self)

@@ -11,7 +11,7 @@ use super::state;
 use super::table::{Attached, Set, Table, H_FINGERPRINT, S_TAGS, WAYS};
 use crate::clock::check_time;
 use crate::rule::{Limits, Rule, RuleLimiter};
-use crate::{Clock, Decision, Error, Limiter};
+use crate::{Call, Clock, Decision, Error, Limiter};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"slidewn3");
 // Header words after the magic, fingerprint and seed (table.rs).
@@ -69,17 +69,6 @@ pub struct ZoneStats {
     /// New keys refused because their set was full of keys holding units ([`Full::Refuse`];
     /// also counted in `rejected`).
     pub full_refusals: u64,
-}
-
-/// What a decision does besides deciding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Call {
-    /// Records nothing (an unknown key is not stored).
-    Peek,
-    /// Records the cost when it fits; a refusal is counted as one.
-    Check,
-    /// Records as `Check`; the caller lets a refused call through, a would-be refusal.
-    DryRun,
 }
 
 /// A keyed [`Rule`] over a shared region; see the [module docs](super).
@@ -243,9 +232,8 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         key: &[u8],
         clock: &impl Clock,
         cost: u64,
-        dry_run: bool,
+        call: Call,
     ) -> Result<(Decision, i64), Error> {
-        let call = if dry_run { Call::DryRun } else { Call::Check };
         let now_ms = || check_time("now_ms", clock.now_ms());
         self.decide_checked(key, now_ms, cost, call, &self.limits())
     }
@@ -318,20 +306,19 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     }
 
     /// Decide for `key` at `now_ms` under `limits` (the live ones, or a caller's from
-    /// [`Rule::check_limits`]), recording `cost` in every window when all admit it and
-    /// `commit` is true (an unknown key is stored only then).
+    /// [`Rule::check_limits`]), recording `cost` in every window when all admit it and `call`
+    /// commits (an unknown key is stored only then).
     pub fn decide_at(
         &self,
         key: &[u8],
         now_ms: i64,
         cost: u64,
-        commit: bool,
+        call: Call,
         limits: &Limits,
     ) -> Result<Decision, Error> {
         let now_ms = check_time("now_ms", now_ms)?;
         // Limits made for another rule would leave windows unchecked, or index past them.
         let limits = &self.rule.check_limits(limits)?;
-        let call = if commit { Call::Check } else { Call::Peek };
         let decided = self.decide_checked(key, || Ok(now_ms), cost, call, limits);
         decided.map(|(decision, _)| decision)
     }
@@ -365,7 +352,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         call: Call,
         limits: &Limits,
     ) -> Result<Decision, Error> {
-        let commit = call != Call::Peek;
+        let commit = call.commits();
         let way = match self.table.find(set, key) {
             Some(way) => way,
             // A peek at an unknown key answers for empty windows and stores nothing.

@@ -9,7 +9,7 @@ use core::sync::atomic::AtomicU64;
 use super::Store;
 use crate::rule::{Limits, Rule};
 use crate::shared::{Directory, Found, KeyWindow, Owner, Part, Walk, Zone, ZoneStats};
-use crate::{Decision, Error};
+use crate::{Call, Decision, Error};
 
 /// A [`Store`] over the rule a directory holds by one name.
 pub struct DirectoryRule<R, O: Owner> {
@@ -66,10 +66,10 @@ impl<R: AsRef<[AtomicU64]> + Clone, O: Owner + Clone> Store for DirectoryRule<R,
         key: &[u8],
         now_ms: i64,
         cost: u64,
-        commit: bool,
+        call: Call,
         limits: Option<&[u64]>,
     ) -> Result<Decision, Error> {
-        self.current()?.decide(key, now_ms, cost, commit, limits)
+        self.current()?.decide(key, now_ms, cost, call, limits)
     }
     fn refund(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
         Store::refund(self.current()?, key, now_ms, cost)

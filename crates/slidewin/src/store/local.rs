@@ -9,19 +9,25 @@ use super::Store;
 use crate::keyed::{KeyHasher, Keyed};
 use crate::rule::{Limits, Rule, RuleLimiter};
 use crate::shared::{LiveLimits, ZoneStats};
-use crate::{Decision, Error};
+use crate::{Call, Decision, Error};
 
 /// A [`Store`] over a [`Keyed`] rule of byte-string keys and its [`LiveLimits`].
 pub struct LocalRule<R, S = KeyHasher> {
     keyed: Keyed<RuleLimiter, Vec<u8>, S>,
     live: LiveLimits<R>,
+    /// Refusals of dry runs ([`Call::DryRun`]), which the keyed rule counts as refusals.
+    would_reject: u64,
 }
 
 impl<R: AsRef<[AtomicU64]>, S: BuildHasher> LocalRule<R, S> {
     /// The store of `keyed`'s keys, decided under the live limits `live` (attached for the
     /// same rule).
     pub fn new(keyed: Keyed<RuleLimiter, Vec<u8>, S>, live: LiveLimits<R>) -> Self {
-        Self { keyed, live }
+        Self {
+            keyed,
+            live,
+            would_reject: 0,
+        }
     }
 }
 
@@ -31,7 +37,7 @@ impl<R: AsRef<[AtomicU64]>, S: BuildHasher> Store for LocalRule<R, S> {
         key: &[u8],
         now_ms: i64,
         cost: u64,
-        commit: bool,
+        call: Call,
         limits: Option<&[u64]>,
     ) -> Result<Decision, Error> {
         let rule = self.keyed.config();
@@ -39,10 +45,15 @@ impl<R: AsRef<[AtomicU64]>, S: BuildHasher> Store for LocalRule<R, S> {
             Some(limits) => rule.check_limits(limits)?,
             None => self.live.get(rule),
         };
-        self.keyed
-            .decide_bytes_by(key, now_ms, commit, |rule, state, commit| {
-                rule.decide_with(state, now_ms, cost, commit, &limits)
-            })
+        let decision =
+            self.keyed
+                .decide_bytes_by(key, now_ms, call.commits(), |rule, state, commit| {
+                    rule.decide_with(state, now_ms, cost, commit, &limits)
+                })?;
+        if call == Call::DryRun && !decision.allowed {
+            self.would_reject += 1;
+        }
+        Ok(decision)
     }
     fn refund(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
         self.keyed.uncommit_bytes_at(key, now_ms, cost)
@@ -59,9 +70,8 @@ impl<R: AsRef<[AtomicU64]>, S: BuildHasher> Store for LocalRule<R, S> {
             reclaimed: stats.reclaimed,
             repairs: 0,
             allowed: stats.allowed,
-            rejected: stats.rejected,
-            // Only a shared zone tells dry runs apart (Zone::check_dry_run_at).
-            would_reject: 0,
+            rejected: stats.rejected.saturating_sub(self.would_reject),
+            would_reject: self.would_reject,
             full_refusals: 0,
         }
     }
