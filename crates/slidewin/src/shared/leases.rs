@@ -6,16 +6,14 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use super::keys::{Key, Stored};
 use super::layout;
+use super::lease_way::{after, due, Way, LEASE_WORDS, S_DUE};
+use super::lease_way::{L_CLAIM, L_LIMITS, L_RECORDED, L_REMOTE, L_RESET_AT, L_SEQ, L_SPENT};
+use super::lease_way::{L_WINDOW, R_COST, R_LIMITS, R_REMAINING, R_RESET_AT, R_UNTIL, R_WINDOW};
 use super::lock::Owner;
 use super::table::{check_key_bytes, Attached, Cut, Set, Table, S_TAGS, WAYS};
 use crate::clock::check_time;
 use crate::lease::{next_rate, want, Grant, Lease, LeaseConfig, Settlement, Spend};
 use crate::Error;
-
-/// Ended leases a key keeps to settle; when full, the one with the fewest units unspent (the
-/// oldest of those) is dropped: Redis then counts its units at the end of its validity until
-/// it leaves the longest window (safe; only those units come back later).
-pub const SETTLE_SLOTS: usize = 8;
 
 const HEADER_WORDS: usize = 16;
 const MAGIC: u64 = u64::from_le_bytes(*b"slidewl2");
@@ -34,45 +32,9 @@ const H_EVICTIONS: usize = 14;
 // The V of the next lease calls, raised when calls come late (0: the configured V).
 const H_VALIDITY: usize = 15;
 
-// A set's header after its lock: the earliest time a sweep has work in it (0: none).
-const S_DUE: usize = 1;
-
-// A way's words after its key.
 /// A sweep returns a key's unspent units when they are at least 1/WORTH_A_CALL of the room
 /// Redis had left at its last grant.
 const WORTH_A_CALL: u64 = 8;
-const L_SEQ: usize = 0;
-const L_UNITS: usize = 1;
-const L_SPENT: usize = 2;
-const L_SENT: usize = 3;
-const L_LAST: usize = 4;
-const L_REMOTE: usize = 5;
-const L_RESET_AT: usize = 6;
-const L_WINDOW: usize = 7;
-const L_LIMITS: usize = 8;
-const L_CLAIM: usize = 9;
-const L_CLAIM_UNTIL: usize = 10;
-const L_RATE: usize = 11;
-const R_UNTIL: usize = 12;
-const R_COST: usize = 13;
-const R_REMAINING: usize = 14;
-const R_RESET_AT: usize = 15;
-const R_WINDOW: usize = 16;
-const R_LIMITS: usize = 17;
-// 1: Redis recorded the lease's units in its windows (a check ahead): nothing to settle.
-const L_RECORDED: usize = 18;
-const L_VALIDITY: usize = 19;
-const L_SETTLE_N: usize = 20;
-const L_SETTLE: usize = 21;
-// An entry of the settle list: the lease, what it spent, its last spend, its unspent units
-// (1 for a call that failed: the grant is unknown), and the call that last carried it.
-const E_SEQ: usize = 0;
-const E_SPENT: usize = 1;
-const E_LAST: usize = 2;
-const E_UNSPENT: usize = 3;
-const E_SENT_BY: usize = 4;
-const ENTRY_WORDS: usize = 5;
-const LEASE_WORDS: usize = L_SETTLE + SETTLE_SLOTS * ENTRY_WORDS;
 
 /// A lease call to make: `seq` names it (the id is [`Leases::id`]), `want` units for the
 /// script (`cost` is the caller's), `sent_ms` the node's time now, before sending, and
@@ -320,54 +282,51 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         let key = self.table.codec.key(key);
         let set = self.lock(&key);
         let way = self.find_or_insert(&set, &key, now_ms);
-        let at = self.lease_at(way);
         self.table.touch(&set, way, now_ms);
-        let mut lease = self.lease(&set, at);
-        if lease.seq != 0 && set.get(at + L_LIMITS) != limits {
-            self.end_current(&set, at, &lease, now_ms);
+        let way = self.way(&set, way);
+        let mut lease = way.lease();
+        if lease.seq != 0 && way.get(L_LIMITS) != limits {
+            self.end_current(&way, &lease, now_ms);
             lease = Lease::default();
         }
         match lease.spend(&self.config, now_ms, cost) {
             Spend::Spent => {
-                set.set(at + L_SPENT, lease.spent);
-                set.set(at + L_LAST, lease.last_ms);
+                way.spent(&lease);
                 self.count(H_SPENT, cost);
                 self.count(H_LOCAL, 1);
-                let remote = set.get(at + L_REMOTE);
+                let remote = way.get(L_REMOTE);
                 let wanted = lease.wants_next(&self.config, now_ms, remote);
-                let prefetch = (wanted && !self.claimed(&set, at, now_ms))
-                    .then(|| self.claim(&set, at, now_ms, 0));
+                let prefetch =
+                    (wanted && !way.claimed(now_ms)).then(|| self.claim(&way, now_ms, 0));
                 Ok(Spent::Admitted {
                     remaining: lease.unspent() + remote,
-                    reset_after_ms: after(set.get(at + L_RESET_AT), now_ms),
-                    window: set.get(at + L_WINDOW) as usize,
+                    reset_after_ms: after(way.get(L_RESET_AT), now_ms),
+                    window: way.get(L_WINDOW) as usize,
                     prefetch,
                 })
             }
             Spend::Short | Spend::Ended => {
                 if lease.seq != 0 {
-                    self.end_current(&set, at, &lease, now_ms);
+                    self.end_current(&way, &lease, now_ms);
                 }
-                let refused_until = set.get(at + R_UNTIL) as i64;
-                if refused_until > now_ms
-                    && cost >= set.get(at + R_COST)
-                    && set.get(at + R_LIMITS) == limits
+                let refused_until = way.get(R_UNTIL) as i64;
+                if refused_until > now_ms && cost >= way.get(R_COST) && way.get(R_LIMITS) == limits
                 {
                     self.count(H_LOCAL, 1);
                     self.count(H_CACHED, 1);
                     return Ok(Spent::Refused {
-                        remaining: set.get(at + R_REMAINING),
+                        remaining: way.get(R_REMAINING),
                         retry_after_ms: (refused_until - now_ms) as u64,
-                        reset_after_ms: after(set.get(at + R_RESET_AT), now_ms),
-                        window: set.get(at + R_WINDOW) as usize,
+                        reset_after_ms: after(way.get(R_RESET_AT), now_ms),
+                        window: way.get(R_WINDOW) as usize,
                     });
                 }
-                if self.claimed(&set, at, now_ms) {
+                if way.claimed(now_ms) {
                     return Ok(Spent::Wait);
                 }
-                let fetch = self.claim(&set, at, now_ms, cost);
+                let fetch = self.claim(&way, now_ms, cost);
                 if ahead && cost > 0 && fetch.want == cost {
-                    set.set(at + L_CLAIM, 0);
+                    way.put(L_CLAIM, 0);
                 }
                 Ok(Spent::Fetch(fetch))
             }
@@ -423,16 +382,12 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         let key = self.table.codec.key(key);
         let set = self.lock(&key);
         let way = self.find_or_insert(&set, &key, now_ms);
-        let at = self.lease_at(way);
-        self.took(&set, at, fetch.seq);
+        let way = self.way(&set, way);
+        way.release(fetch.seq);
+        way.drop_sent(fetch.seq);
         if grant.granted == 0 {
             if let Some(retry) = grant.retry_after_ms.filter(|&r| r > 0) {
-                set.set(at + R_UNTIL, now_ms.saturating_add(retry as i64) as u64);
-                set.set(at + R_COST, cost.max(1));
-                set.set(at + R_REMAINING, grant.remaining);
-                set.set(at + R_RESET_AT, at_ms(now_ms, grant.reset_after_ms));
-                set.set(at + R_WINDOW, grant.window as u64);
-                set.set(at + R_LIMITS, limits);
+                way.refuse(now_ms, retry, cost, grant, limits);
             }
             return Ok(None);
         }
@@ -445,37 +400,23 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
             if !recorded && !lease.is_live(&self.config, now_ms) {
                 self.raise_validity(validity_ms, round_trip_ms as u64);
             }
-            self.end(&set, at, &lease, recorded, now_ms);
+            self.end(&way, &lease, recorded, now_ms);
             return Ok(None);
         }
         self.count(H_SPENT, cost);
-        set.set(at + R_UNTIL, 0);
-        let current = self.lease(&set, at);
+        way.put(R_UNTIL, 0);
+        let current = way.lease();
         if current.seq != 0 && current.sent_ms > lease.sent_ms {
             // A later call's lease is in place: keep it, settle this one.
-            self.end(&set, at, &lease, recorded, now_ms);
+            self.end(&way, &lease, recorded, now_ms);
             return Ok(Some(Admitted {
-                remaining: current.unspent() + set.get(at + L_REMOTE),
+                remaining: current.unspent() + way.get(L_REMOTE),
             }));
         }
         if current.seq != 0 {
-            self.end_current(&set, at, &current, now_ms);
+            self.end_current(&way, &current, now_ms);
         }
-        for (field, value) in [
-            (L_SEQ, lease.seq),
-            (L_UNITS, lease.units),
-            (L_SPENT, lease.spent),
-            (L_SENT, lease.sent_ms as u64),
-            (L_LAST, lease.last_ms),
-            (L_REMOTE, grant.remaining),
-            (L_RESET_AT, at_ms(now_ms, grant.reset_after_ms)),
-            (L_WINDOW, grant.window as u64),
-            (L_LIMITS, limits),
-            (L_RECORDED, recorded as u64),
-            (L_VALIDITY, validity_ms),
-        ] {
-            set.set(at + field, value);
-        }
+        way.hold(&lease, grant, limits, recorded, now_ms);
         if !recorded {
             let end = fetch
                 .sent_ms
@@ -494,16 +435,14 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         let key = self.table.codec.key(key);
         let set = self.lock(&key);
         let way = self.find_or_insert(&set, &key, now_ms);
-        let at = self.lease_at(way);
-        if set.get(at + L_CLAIM) == fetch.seq {
-            set.set(at + L_CLAIM, 0);
-        }
+        let way = self.way(&set, way);
+        way.release(fetch.seq);
         let nothing = Settlement {
             seq: fetch.seq,
             spent: 0,
             last_ms: 0,
         };
-        self.push(&set, at, &nothing, 1, now_ms);
+        way.push(&nothing, 1, now_ms);
         Ok(())
     }
 
@@ -512,7 +451,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         let key = self.table.codec.key(key);
         let set = self.lock(&key);
         if let Some(way) = self.table.find(&set, &key) {
-            self.drop_sent(&set, self.lease_at(way), seq);
+            self.way(&set, way).drop_sent(seq);
         }
     }
 
@@ -525,14 +464,14 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         let Some(way) = self.table.find(&set, &key) else {
             return Ok(false);
         };
-        let at = self.lease_at(way);
-        let lease = self.lease(&set, at);
+        let way = self.way(&set, way);
+        let lease = way.lease();
         // Units of a check ahead are spent only within its shorter time: Redis takes them back.
-        let recorded = set.get(at + L_RECORDED) != 0;
+        let recorded = way.get(L_RECORDED) != 0;
         if recorded || !lease.is_live(&self.config, now_ms) || lease.spent < cost {
             return Ok(false);
         }
-        set.set(at + L_SPENT, lease.spent - cost);
+        way.put(L_SPENT, lease.spent - cost);
         Ok(true)
     }
 
@@ -572,13 +511,14 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
                 if set.get(S_TAGS + way) == 0 {
                     continue;
                 }
-                let at = self.lease_at(way);
-                let lease = self.lease(&set, at);
+                let stored = self.table.codec.stored(self.table.stored_key(&set, way));
+                let way = self.way(&set, way);
+                let lease = way.lease();
                 let live = lease.is_live(&self.config, now_ms);
                 // A lease spent out waits for the key's next call, which learns the key's rate
                 // from it: ended here, its rate would be a unit per validity, not per visit.
                 if lease.seq != 0 && !live && lease.unspent() > 0 {
-                    self.end_current(&set, at, &lease, now_ms);
+                    self.end_current(&way, &lease, now_ms);
                 } else if lease.seq != 0 && live {
                     due(
                         &set,
@@ -587,18 +527,15 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
                             .saturating_add(lease.spend_ms(&self.config) + 1),
                     );
                 }
-                let unspent: u64 = (0..self.entries(&set, at))
-                    .map(|i| set.get(self.entry(at, i) + E_UNSPENT))
-                    .sum();
+                let unspent = way.unspent_to_settle();
                 // Units worth a call of their own: a share of the room Redis had left at the
                 // key's last grant. Fewer ride on the key's next call, or leave the windows at
                 // g + V + W (a key far from its limit: nobody is refused for want of them).
                 let worth_a_call =
-                    unspent > 0 && unspent.saturating_mul(WORTH_A_CALL) >= set.get(at + L_REMOTE);
-                let stored = self.table.codec.stored(self.table.stored_key(&set, way));
+                    unspent > 0 && unspent.saturating_mul(WORTH_A_CALL) >= way.get(L_REMOTE);
                 match stored {
                     Some(Stored::Bytes(bytes)) if worth_a_call && out.len() < max => {
-                        out.push((bytes, self.fetch(&set, at, now_ms, 0)));
+                        out.push((bytes, self.fetch(&way, now_ms, 0)));
                     }
                     _ => {}
                 }
@@ -664,27 +601,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         self.table.lock_index(set, |set| self.repair(set))
     }
 
-    fn lease_at(&self, way: usize) -> usize {
-        self.table.cut.payload(way)
-    }
-
-    fn entry(&self, at: usize, i: usize) -> usize {
-        at + L_SETTLE + i * ENTRY_WORDS
-    }
-
-    fn entries(&self, set: &Set<'_>, at: usize) -> usize {
-        (set.get(at + L_SETTLE_N) as usize).min(SETTLE_SLOTS)
-    }
-
-    fn lease(&self, set: &Set<'_>, at: usize) -> Lease {
-        Lease {
-            seq: set.get(at + L_SEQ),
-            units: set.get(at + L_UNITS),
-            spent: set.get(at + L_SPENT),
-            sent_ms: set.get(at + L_SENT) as i64,
-            last_ms: set.get(at + L_LAST),
-            validity_ms: set.get(at + L_VALIDITY),
-        }
+    /// The payload of `way` of `set`.
+    fn way<'s, 'z>(&self, set: &'s Set<'z>, way: usize) -> Way<'s, 'z> {
+        Way::new(set, self.table.cut.payload(way))
     }
 
     /// The way of `key`: its own, else an empty one, else one with nothing to settle and no
@@ -694,118 +613,55 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         if let Some(way) = self.table.find(set, key) {
             return way;
         }
-        let idle = |w: usize| {
-            let at = self.lease_at(w);
-            set.get(at + L_SEQ) == 0
-                && set.get(at + L_SETTLE_N) == 0
-                && set.get(at + R_UNTIL) as i64 <= now_ms
-        };
         let empty = (0..WAYS).find(|&w| set.get(S_TAGS + w) == 0);
         let way = empty
-            .or_else(|| (0..WAYS).find(|&w| idle(w)))
+            .or_else(|| (0..WAYS).find(|&w| self.way(set, w).is_idle(now_ms)))
             .unwrap_or_else(|| {
                 self.count(H_EVICTIONS, 1);
                 self.table.least_recently_used(set)
             });
-        self.table.take(set, way, key, now_ms, || {
-            let at = self.lease_at(way);
-            for i in 0..LEASE_WORDS {
-                set.set(at + i, 0);
-            }
-        });
+        self.table
+            .take(set, way, key, now_ms, || self.way(set, way).clear());
         way
-    }
-
-    /// Whether a call of the key is in flight: claimed by a caller within a validity.
-    fn claimed(&self, set: &Set<'_>, at: usize, now_ms: i64) -> bool {
-        set.get(at + L_CLAIM) != 0 && set.get(at + L_CLAIM_UNTIL) as i64 > now_ms
     }
 
     /// A call for `cost` (0: ahead of time), claimed for a validity: until its answer, or its
     /// failure, or that time, the key's requests that find no units wait for it.
-    fn claim(&self, set: &Set<'_>, at: usize, now_ms: i64, cost: u64) -> Fetch {
+    fn claim(&self, way: &Way<'_, '_>, now_ms: i64, cost: u64) -> Fetch {
         self.count(H_CALLS, 1);
-        let fetch = self.fetch(set, at, now_ms, cost);
-        set.set(at + L_CLAIM, fetch.seq);
-        let until = now_ms.saturating_add(fetch.validity_ms as i64);
-        set.set(at + L_CLAIM_UNTIL, until as u64);
+        let fetch = self.fetch(way, now_ms, cost);
+        way.claim(fetch.seq, now_ms.saturating_add(fetch.validity_ms as i64));
         fetch
     }
 
-    /// A call for the way at `at`: a new id, the units to want for `cost`, the settle list
-    /// (now carried by this call).
-    fn fetch(&self, set: &Set<'_>, at: usize, now_ms: i64, cost: u64) -> Fetch {
+    /// A call for `way`: a new id, the units to want for `cost`, the settle list (now carried
+    /// by this call).
+    fn fetch(&self, way: &Way<'_, '_>, now_ms: i64, cost: u64) -> Fetch {
         let seq = self.words()[H_SEQ].fetch_add(1, Ordering::Relaxed) + 1;
         super::fault::point();
-        let mut settle = String::new();
-        for i in 0..self.entries(set, at) {
-            let e = self.entry(at, i);
-            let s = Settlement {
-                seq: set.get(e + E_SEQ),
-                spent: set.get(e + E_SPENT),
-                last_ms: set.get(e + E_LAST),
-            };
-            if !settle.is_empty() {
-                settle.push(' ');
-            }
-            let _ = s.write(&mut settle, self.node_id);
-            set.set(e + E_SENT_BY, seq);
-        }
-        let rate = f64::from_bits(set.get(at + L_RATE));
+        let settle = way.settle_text(self.node_id, seq);
         Fetch {
             seq,
-            want: want(&self.config, rate, cost),
+            want: want(&self.config, way.rate(), cost),
             sent_ms: now_ms,
             validity_ms: self.validity_ms(),
             settle,
         }
     }
 
-    /// The call `seq` answered: its claim, if it had one, is released and the settlements it
-    /// carried dropped.
-    fn took(&self, set: &Set<'_>, at: usize, seq: u64) {
-        if set.get(at + L_CLAIM) == seq {
-            set.set(at + L_CLAIM, 0);
-        }
-        self.drop_sent(set, at, seq);
+    /// Ends the way's lease, `lease`, as `end` does.
+    fn end_current(&self, way: &Way<'_, '_>, lease: &Lease, now_ms: i64) {
+        let recorded = way.get(L_RECORDED) != 0;
+        self.end(way, lease, recorded, now_ms);
     }
 
-    fn drop_sent(&self, set: &Set<'_>, at: usize, seq: u64) {
-        let mut i = 0;
-        while i < self.entries(set, at) {
-            if set.get(self.entry(at, i) + E_SENT_BY) == seq {
-                self.remove_entry(set, at, i);
-            } else {
-                i += 1;
-            }
-        }
-    }
-
-    /// Removes entry `i`: the later ones move up, so the list stays oldest first.
-    fn remove_entry(&self, set: &Set<'_>, at: usize, i: usize) {
-        let n = self.entries(set, at);
-        for j in i + 1..n {
-            for w in 0..ENTRY_WORDS {
-                let word = set.get(self.entry(at, j) + w);
-                set.set(self.entry(at, j - 1) + w, word);
-            }
-        }
-        set.set(at + L_SETTLE_N, n as u64 - 1);
-    }
-
-    /// Ends the lease in place at `at`, `lease`, as `end` does.
-    fn end_current(&self, set: &Set<'_>, at: usize, lease: &Lease, now_ms: i64) {
-        let recorded = set.get(at + L_RECORDED) != 0;
-        self.end(set, at, lease, recorded, now_ms);
-    }
-
-    /// Ends `lease` (the one at `at`, or a grant that never became it): its spend rate is
-    /// learnt and, unless Redis `recorded` it, its unspent units are counted back and it goes
-    /// to the settle list.
-    fn end(&self, set: &Set<'_>, at: usize, lease: &Lease, recorded: bool, now_ms: i64) {
-        if set.get(at + L_SEQ) == lease.seq {
-            set.set(at + L_SEQ, 0);
-            let rate = f64::from_bits(set.get(at + L_RATE));
+    /// Ends `lease` (the way's, or a grant that never became it): its spend rate is learnt
+    /// and, unless Redis `recorded` it, its unspent units are counted back and it goes to the
+    /// settle list.
+    fn end(&self, way: &Way<'_, '_>, lease: &Lease, recorded: bool, now_ms: i64) {
+        if way.get(L_SEQ) == lease.seq {
+            way.put(L_SEQ, 0);
+            let rate = way.rate();
             // Until the key was seen again (or swept): a key that comes back seldom is slow.
             let mut elapsed = now_ms.saturating_sub(lease.sent_ms);
             // A key with a rate (seen before) warms only with a steady stream; a new key's
@@ -813,8 +669,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
             if recorded && rate > 0.0 {
                 elapsed = elapsed.max(self.config.sample_floor_ms());
             }
-            let rate = next_rate(rate, lease.spent, elapsed);
-            set.set(at + L_RATE, rate.to_bits());
+            way.set_rate(next_rate(rate, lease.spent, elapsed));
         }
         if recorded {
             return;
@@ -823,38 +678,13 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         if unspent > 0 {
             // A refusal Redis gave while these units were out counted them: room may come
             // back as soon as they are settled, so the next call asks.
-            set.set(at + R_UNTIL, 0);
+            way.put(R_UNTIL, 0);
         }
         self.count(H_RETURNED, unspent);
         if !lease.is_live(&self.config, now_ms) {
             self.count(H_EXPIRED, unspent);
         }
-        self.push(set, at, &lease.settlement(), unspent, now_ms);
-    }
-
-    /// Appends a settlement (when the list is full, the one with the fewest units unspent
-    /// leaves it first: a fully spent one is stamped late, an unspent one holds units away).
-    fn push(&self, set: &Set<'_>, at: usize, s: &Settlement, unspent: u64, now_ms: i64) {
-        if self.entries(set, at) == SETTLE_SLOTS {
-            let unspent_of = |i: usize| set.get(self.entry(at, i) + E_UNSPENT);
-            let least = (0..SETTLE_SLOTS).min_by_key(|&i| (unspent_of(i), i));
-            self.remove_entry(set, at, least.unwrap_or(0));
-        }
-        let n = self.entries(set, at);
-        let e = self.entry(at, n);
-        for (field, value) in [
-            (E_SEQ, s.seq),
-            (E_SPENT, s.spent),
-            (E_LAST, s.last_ms),
-            (E_UNSPENT, unspent),
-            (E_SENT_BY, 0),
-        ] {
-            set.set(e + field, value);
-        }
-        set.set(at + L_SETTLE_N, n as u64 + 1);
-        if unspent > 0 {
-            due(set, now_ms);
-        }
+        way.push(&lease.settlement(), unspent, now_ms);
     }
 
     /// After a takeover from a dead owner: drop ways whose key does not match its tag, clamp
@@ -862,34 +692,11 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     fn repair(&self, set: &Set<'_>) {
         let held = self.table.drop_torn_keys(set);
         for way in (0..WAYS).filter(|&w| held[w]) {
-            let at = self.lease_at(way);
-            set.set(at + L_SETTLE_N, self.entries(set, at) as u64);
-            if set.get(at + L_SPENT) > set.get(at + L_UNITS) {
-                set.set(at + L_SPENT, set.get(at + L_UNITS));
-            }
+            self.way(set, way).repair();
         }
         set.set(S_DUE, 1);
         self.count(H_REPAIRS, 1);
     }
-}
-
-/// Lowers the set's next sweep time to `when` (ms, at least 1).
-fn due(set: &Set<'_>, when: i64) {
-    let when = when.max(1) as u64;
-    let now = set.get(S_DUE);
-    if now == 0 || when < now {
-        set.set(S_DUE, when);
-    }
-}
-
-/// `after_ms` from `now_ms`, as a time.
-fn at_ms(now_ms: i64, after_ms: u64) -> u64 {
-    (now_ms as u64).saturating_add(after_ms)
-}
-
-/// Ms from `now_ms` until time `at` (0 when passed).
-fn after(at: u64, now_ms: i64) -> u64 {
-    at.saturating_sub(now_ms as u64)
 }
 
 #[cfg(test)]
@@ -919,7 +726,7 @@ mod tests {
             .unwrap()
             .is_some());
         // Owner 2 died holding the lock, after writing more spent than granted.
-        let at = HEADER_WORDS + table.lease_at(0);
+        let at = HEADER_WORDS + table.table.cut.payload(0);
         words[at + L_SPENT].store(7, Ordering::Relaxed);
         words[HEADER_WORDS + S_LOCK].store(2, Ordering::Relaxed);
         let Spent::Fetch(next) = table.spend_at(b"k", 2, 1, &[9]).unwrap() else {

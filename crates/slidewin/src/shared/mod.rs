@@ -66,6 +66,7 @@ pub(crate) mod fault;
 mod inflight;
 mod keys;
 mod layout;
+mod lease_way;
 mod leases;
 mod limits;
 mod lock;
@@ -81,7 +82,8 @@ pub use evictions::{Evicted, EvictionWatch};
 pub use export::ZoneExport;
 pub use inflight::{Entry, Inflight, InflightConfig, InflightStats, LIVENESS_CHECK_MS};
 pub use layout::{RegionKind, WindowShape};
-pub use leases::{Admitted, Fetch, LeaseStats, Leases, Spent, SETTLE_SLOTS};
+pub use lease_way::SETTLE_SLOTS;
+pub use leases::{Admitted, Fetch, LeaseStats, Leases, Spent};
 pub use limits::LiveLimits;
 pub use lock::Owner;
 #[cfg(feature = "std")]
