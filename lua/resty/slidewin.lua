@@ -233,6 +233,7 @@ function _M.new(opts)
     if not headers then
         return nil, err
     end
+    local headers_sent, policy_sent = headers:sends()
     local module
     module, err = store_module(conf.store)
     if not module then
@@ -267,7 +268,6 @@ function _M.new(opts)
         end
         counters.delays = hooks.wait ~= nil
     end
-    local style = conf.headers or "draft"
     local self = setmetatable({
         conf = conf,
         name = conf.name,
@@ -275,8 +275,8 @@ function _M.new(opts)
         counters = counters,
         hooks = hooks,
         headers = headers,
-        sends_headers = style ~= "none",
-        sends_policy_header = style == "draft",
+        sends_headers = headers_sent,
+        sends_policy_header = policy_sent,
         fail_open = conf.on_store_error == "allow",
         fallback = local_fallback,
         counts_in_layer = not store.counts_decisions, -- else the store counts (shm)

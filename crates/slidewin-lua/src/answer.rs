@@ -189,6 +189,12 @@ impl UserData for LuaHeaders {
         methods.add_method("ffi_handle", |_, this, ()| {
             Ok(Value::LightUserData(mlua::LightUserData(this.0.cast())))
         });
+        // `sends()`: whether admitted answers carry headers, and whether RateLimit-Policy.
+        methods.add_method("sends", |_, this, ()| {
+            // SAFETY: the block lives as long as `this`; only read here.
+            let style = unsafe { &*this.0 }.style;
+            Ok((style.sends_headers(), style.sends_policy()))
+        });
     }
 }
 

@@ -429,12 +429,8 @@ pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
         } else if s == "dry_run" {
             spec.dry_run = true;
         } else if let Some(v) = s.strip_prefix("headers=") {
-            spec.style = match v {
-                "draft" => Style::Draft,
-                "x-ratelimit" => Style::XRateLimit,
-                "off" => Style::None,
-                _ => return Err(invalid(D, "headers", "draft, x-ratelimit or off", arg)),
-            };
+            spec.style = Style::from_name(v)
+                .ok_or_else(|| invalid(D, "headers", "draft, x-ratelimit or off", arg))?;
         } else {
             return Err(invalid(
                 D,

@@ -150,7 +150,7 @@ impl ZoneState {
             return true;
         };
         // headers=off sends nothing but a refusal's Retry-After.
-        if answer.style == Style::None && !answer.refused {
+        if !answer.style.sends_headers() && !answer.refused {
             return true;
         }
         let mut cached = self.policy.borrow_mut();
@@ -172,7 +172,7 @@ impl ZoneState {
             *cached = (version, Policy::new(&windows));
         }
         let policy = &cached.1;
-        let sends_policy = answer.style == Style::Draft;
+        let sends_policy = answer.style.sends_policy();
         let policy_bytes = if sends_policy {
             policy.value().len()
         } else {

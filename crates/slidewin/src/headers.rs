@@ -61,14 +61,25 @@ pub enum Style {
 }
 
 impl Style {
-    /// The style a config names: `"draft"`, `"x-ratelimit"` or `"none"`.
+    /// The style a config names: `"draft"`, `"x-ratelimit"` or `"none"` (`"off"` in nginx's
+    /// words).
     pub fn from_name(name: &str) -> Option<Style> {
         match name {
             "draft" => Some(Style::Draft),
             "x-ratelimit" => Some(Style::XRateLimit),
-            "none" => Some(Style::None),
+            "none" | "off" => Some(Style::None),
             _ => None,
         }
+    }
+
+    /// Whether an admitted answer carries headers (a refusal carries `Retry-After` always).
+    pub const fn sends_headers(self) -> bool {
+        !matches!(self, Style::None)
+    }
+
+    /// Whether answers carry `RateLimit-Policy`.
+    pub const fn sends_policy(self) -> bool {
+        matches!(self, Style::Draft)
     }
 }
 
