@@ -127,7 +127,7 @@ pub struct LeaseStats {
 /// repairs the set: torn keys dropped, impossible counts clamped). A key's way holds its
 /// lease (units, spent, when its call was sent, the last spend), the fetch one worker claimed
 /// ahead of time, the key's spend rate, a refusal Redis answered (until when), and up to
-/// [`SETTLE_SLOTS`] ended leases to settle. Nothing is lost that matters to the limit: a
+/// [`super::SETTLE_SLOTS`] ended leases to settle. Nothing is lost that matters to the limit: a
 /// settlement dropped to make room, or with an evicted key, leaves Redis counting the units at
 /// the end of their validity (later is always safe), so memory stays bounded.
 ///
