@@ -51,6 +51,7 @@ macro_rules! subjects {
 }
 
 subjects!(
+    cdefs,
     config,
     formulas,
     guard,

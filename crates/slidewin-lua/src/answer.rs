@@ -23,6 +23,7 @@ use slidewin::rule::MAX_WINDOWS;
 use slidewin::{arg, Call, Decision};
 
 use crate::args::{self, error};
+use crate::cdefs::{c_function, c_struct, opaque};
 use crate::formulas::decide_counts;
 use crate::limiter::{decide_versioned, on_block, Block};
 use crate::now_ms;
@@ -34,29 +35,32 @@ const TEXT_BYTES: usize = 320;
 const MAX_NAME_BYTES: usize = 200;
 const MESSAGE_BYTES: usize = 256;
 
-/// One answer as `resty.slidewin.answer` declares it (`slidewin_answer_t`): the decision (numbers
-/// as doubles, which LuaJIT reads as plain Lua numbers) and its header values, value `i` of
-/// [`Field::ALL`] at `text[start[i]..start[i] + len[i]]` (`len` 0: not sent).
-#[repr(C)]
-pub struct Answer {
-    allowed: c_int,
-    /// 1-based.
-    window: c_int,
-    /// 0: `retry_after_ms` is nil (the cost never fits).
-    has_retry: c_int,
-    /// 0: the decision's version has no policy yet: hold the rule, then `slidewin_render`.
-    rendered: c_int,
-    message_len: c_int,
-    start: [c_int; 5],
-    len: [c_int; 5],
-    pub(crate) remaining: f64,
-    retry_after_ms: f64,
-    reset_after_ms: f64,
-    limit: f64,
-    version: f64,
-    text: [u8; TEXT_BYTES],
-    message: [u8; MESSAGE_BYTES],
-}
+c_struct!(
+    /// One answer as `resty.slidewin.answer` declares it (`slidewin.cdefs()`): the decision
+    /// (numbers as doubles, which LuaJIT reads as plain Lua numbers) and its header values,
+    /// value `i` of [`Field::ALL`] at `text[start[i]..start[i] + len[i]]` (`len` 0: not sent).
+    #[repr(C)]
+    #[c_name = "slidewin_answer_t"]
+    pub struct Answer {
+        allowed: c_int,
+        /// 1-based.
+        window: c_int,
+        /// 0: `retry_after_ms` is nil (the cost never fits).
+        has_retry: c_int,
+        /// 0: the decision's version has no policy yet: hold the rule, then `slidewin_render`.
+        rendered: c_int,
+        message_len: c_int,
+        start: [c_int; 5],
+        len: [c_int; 5],
+        pub(crate) remaining: f64,
+        retry_after_ms: f64,
+        reset_after_ms: f64,
+        limit: f64,
+        version: f64,
+        text: [u8; TEXT_BYTES],
+        message: [u8; MESSAGE_BYTES],
+    }
+);
 
 /// A limiter's header style and its policy for one version of the limits.
 pub struct Headers {
@@ -64,6 +68,8 @@ pub struct Headers {
     policy: Policy,
     version: f64,
 }
+
+opaque!(Headers);
 
 /// `slidewin.headers(style)`'s object; it owns the [`Headers`] the FFI reads through
 /// `ffi_handle()` (a raw pointer, so that no borrow of the object outlives a method call).
@@ -204,73 +210,76 @@ pub fn register(lua: &Lua, module: &Table) -> LuaResult<()> {
     Ok(())
 }
 
-/// Decides for `key` (`key_len` bytes; null: the number `key_number`) under the live limits
-/// (`n_limits` 0) or the caller's `limits`, records `cost` when it fits and `commit` is set
-/// (`commit`: 0 a peek, 1 a check, 2 a dry run, whose refusal the store counts apart),
-/// and writes the answer's header values when `headers` holds the policy of the decision's
-/// version. Returns 0 with `out` filled, or 1 with `out.message` saying what was wrong.
-///
-/// # Safety
-/// `block` comes from `lim:ffi_handle()` and `headers` from `headers:ffi_handle()` of objects
-/// still referenced by the caller; `key` points to `key_len` readable bytes (or is null);
-/// `limits` to `n_limits` doubles; `out` to a writable `Answer`.
-#[no_mangle]
-pub unsafe extern "C" fn slidewin_decide(
-    block: *mut Block,
-    headers: *const Headers,
-    key: *const u8,
-    key_len: usize,
-    key_number: f64,
-    cost: f64,
-    commit: c_int,
-    limits: *const f64,
-    n_limits: usize,
-    out: *mut Answer,
-) -> c_int {
-    const FUNCTION: &str = "lim:decide";
-    // SAFETY: the caller's contract above: `out` is writable and not aliased during the call.
-    let out = unsafe { &mut *out };
-    // SAFETY: the caller's contract above: the block lives while `lim` does, and a worker's Lua
-    // runs on one thread, so nothing else borrows it during the call.
-    let block = unsafe { &mut *block };
-    // SAFETY: the caller's contract above; the headers are only read here.
-    let headers = unsafe { &*headers };
-    let mut key_text = String::new();
-    let mut given = [0u64; MAX_WINDOWS];
-    // SAFETY: the caller's contract above: `key` holds `key_len` bytes (or is null) and
-    // `limits` holds `n_limits` doubles for the call.
-    let read = unsafe {
-        let key = (key, key_len, key_number);
-        ffi_arguments(FUNCTION, key, (limits, n_limits), &mut key_text, &mut given)
-    };
-    let key = match read {
-        Ok(key) => key,
-        Err(message) => return fail(out, &message),
-    };
-    let limits = (n_limits > 0).then_some(&given[..n_limits]);
-    let decided = on_block(block, FUNCTION, |this| {
-        let cost = cost_value(cost, FUNCTION)?;
-        let call = match commit {
-            0 => Call::Peek,
-            1 => Call::Check,
-            2 => Call::DryRun,
-            _ => {
-                return Err(format!(
-                    "{FUNCTION}: commit must be 0, 1 or 2, got {commit}"
-                ))
-            }
+c_function!(
+    /// Decides for `key` (`key_len` bytes; null: the number `key_number`) under the live limits
+    /// (`n_limits` 0) or the caller's `limits`, records `cost` when it fits and `commit` is set
+    /// (`commit`: 0 a peek, 1 a check, 2 a dry run, whose refusal the store counts apart),
+    /// and writes the answer's header values when `headers` holds the policy of the decision's
+    /// version. Returns 0 with `out` filled, or 1 with `out.message` saying what was wrong.
+    ///
+    /// # Safety
+    /// `block` comes from `lim:ffi_handle()` and `headers` from `headers:ffi_handle()` of objects
+    /// still referenced by the caller; `key` points to `key_len` readable bytes (or is null);
+    /// `limits` to `n_limits` doubles; `out` to a writable `Answer`.
+    #[no_mangle]
+    #[c_prototype(DECIDE_PROTOTYPE)]
+    pub unsafe extern "C" fn slidewin_decide(
+        block: *mut Block,
+        headers: *const Headers,
+        key: *const u8,
+        key_len: usize,
+        key_number: f64,
+        cost: f64,
+        commit: c_int,
+        limits: *const f64,
+        n_limits: usize,
+        out: *mut Answer,
+    ) -> c_int {
+        const FUNCTION: &str = "lim:decide";
+        // SAFETY: the caller's contract above: `out` is writable and not aliased during the call.
+        let out = unsafe { &mut *out };
+        // SAFETY: the caller's contract above: the block lives while `lim` does, and a worker's Lua
+        // runs on one thread, so nothing else borrows it during the call.
+        let block = unsafe { &mut *block };
+        // SAFETY: the caller's contract above; the headers are only read here.
+        let headers = unsafe { &*headers };
+        let mut key_text = String::new();
+        let mut given = [0u64; MAX_WINDOWS];
+        // SAFETY: the caller's contract above: `key` holds `key_len` bytes (or is null) and
+        // `limits` holds `n_limits` doubles for the call.
+        let read = unsafe {
+            let key = (key, key_len, key_number);
+            ffi_arguments(FUNCTION, key, (limits, n_limits), &mut key_text, &mut given)
         };
-        decide_versioned(this, key, cost, call, limits, FUNCTION)
-    });
-    match decided {
-        Ok((d, version)) => {
-            fill(out, &d, version as f64);
-            render_into(out, headers);
-            0
+        let key = match read {
+            Ok(key) => key,
+            Err(message) => return fail(out, &message),
+        };
+        let limits = (n_limits > 0).then_some(&given[..n_limits]);
+        let decided = on_block(block, FUNCTION, |this| {
+            let cost = cost_value(cost, FUNCTION)?;
+            let call = match commit {
+                0 => Call::Peek,
+                1 => Call::Check,
+                2 => Call::DryRun,
+                _ => {
+                    return Err(format!(
+                        "{FUNCTION}: commit must be 0, 1 or 2, got {commit}"
+                    ))
+                }
+            };
+            decide_versioned(this, key, cost, call, limits, FUNCTION)
+        });
+        match decided {
+            Ok((d, version)) => {
+                fill(out, &d, version as f64);
+                render_into(out, headers);
+                0
+            }
+            Err(message) => fail(out, &message),
         }
-        Err(message) => fail(out, &message),
     }
-}
+);
 
 /// The key and limits of an FFI call, for `function`'s errors: the key (`key_len` bytes at
 /// `key`, or when null the number `key_number`, its text kept in `text`), and up to
@@ -303,51 +312,57 @@ pub(crate) unsafe fn ffi_arguments<'b>(
     Ok(text.as_bytes())
 }
 
-/// Writes the header values of the decision in `out` (filled by `slidewin_decide` or by the
-/// caller, for a store that decides elsewhere) as `headers` renders them. Returns 0, or 1 with
-/// `out.message` set.
-///
-/// # Safety
-/// `headers` comes from `headers:ffi_handle()` of an object still referenced by the caller;
-/// `out` points to a writable `Answer`.
-#[no_mangle]
-pub unsafe extern "C" fn slidewin_render(headers: *const Headers, out: *mut Answer) -> c_int {
-    // SAFETY: the caller's contract above.
-    let (headers, out) = unsafe { (&*headers, &mut *out) };
-    let d = decision_of(out);
-    fill_values(out, headers, &d);
-    0
-}
-
-/// The sliding counter's decision over two counts kept elsewhere (store shdict's dict), as
-/// `slidewin.counter_decide` answers it, into `out`'s decision fields (no header values: the
-/// layer renders them with the limiter's policy). Returns 0, or 1 with `out.message` set.
-///
-/// # Safety
-/// `out` points to a writable `Answer`.
-#[no_mangle]
-pub unsafe extern "C" fn slidewin_counter_decide(
-    limit: f64,
-    window_ms: f64,
-    previous: f64,
-    current: f64,
-    now_ms: f64,
-    cost: f64,
-    commit: c_int,
-    out: *mut Answer,
-) -> c_int {
-    // SAFETY: the caller's contract above.
-    let out = unsafe { &mut *out };
-    let numbers = [limit, window_ms, previous, current, now_ms, cost];
-    match catch_unwind(|| decide_counts(numbers, commit != 0)) {
-        Ok(Ok(d)) => {
-            fill(out, &d, out.version);
-            0
-        }
-        Ok(Err(message)) => fail(out, &message),
-        Err(_) => fail(out, "slidewin.counter_decide: internal error"),
+c_function!(
+    /// Writes the header values of the decision in `out` (filled by `slidewin_decide` or by the
+    /// caller, for a store that decides elsewhere) as `headers` renders them. Returns 0, or 1 with
+    /// `out.message` set.
+    ///
+    /// # Safety
+    /// `headers` comes from `headers:ffi_handle()` of an object still referenced by the caller;
+    /// `out` points to a writable `Answer`.
+    #[no_mangle]
+    #[c_prototype(RENDER_PROTOTYPE)]
+    pub unsafe extern "C" fn slidewin_render(headers: *const Headers, out: *mut Answer) -> c_int {
+        // SAFETY: the caller's contract above.
+        let (headers, out) = unsafe { (&*headers, &mut *out) };
+        let d = decision_of(out);
+        fill_values(out, headers, &d);
+        0
     }
-}
+);
+
+c_function!(
+    /// The sliding counter's decision over two counts kept elsewhere (store shdict's dict), as
+    /// `slidewin.counter_decide` answers it, into `out`'s decision fields (no header values: the
+    /// layer renders them with the limiter's policy). Returns 0, or 1 with `out.message` set.
+    ///
+    /// # Safety
+    /// `out` points to a writable `Answer`.
+    #[no_mangle]
+    #[c_prototype(COUNTER_DECIDE_PROTOTYPE)]
+    pub unsafe extern "C" fn slidewin_counter_decide(
+        limit: f64,
+        window_ms: f64,
+        previous: f64,
+        current: f64,
+        now_ms: f64,
+        cost: f64,
+        commit: c_int,
+        out: *mut Answer,
+    ) -> c_int {
+        // SAFETY: the caller's contract above.
+        let out = unsafe { &mut *out };
+        let numbers = [limit, window_ms, previous, current, now_ms, cost];
+        match catch_unwind(|| decide_counts(numbers, commit != 0)) {
+            Ok(Ok(d)) => {
+                fill(out, &d, out.version);
+                0
+            }
+            Ok(Err(message)) => fail(out, &message),
+            Err(_) => fail(out, "slidewin.counter_decide: internal error"),
+        }
+    }
+);
 
 /// Writes the header values of the decision `out` holds when `headers` holds the policy of its
 /// version; else marks it not rendered (the caller holds the rule, then `slidewin_render`).

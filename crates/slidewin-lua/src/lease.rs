@@ -36,6 +36,7 @@ use slidewin::{arg, Decision};
 
 use crate::answer::{fail, ffi_arguments, fill, render_into, Answer, Headers};
 use crate::args::{self, error};
+use crate::cdefs::{c_function, c_struct, opaque};
 use crate::mapping::WorkerOwner;
 use crate::region::{self, Region, Spec};
 
@@ -50,6 +51,7 @@ const SETTLE_BYTES: usize = 1024;
 const REMOTE_VERSION: f64 = -1.0;
 
 type LeaseTable = Leases<Region, WorkerOwner>;
+opaque!(LeaseTable);
 
 /// The node's monotonic clock in ms.
 pub fn monotonic_ms() -> i64 {
@@ -63,19 +65,22 @@ pub fn monotonic_ms() -> i64 {
     ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
 }
 
-/// A lease call to make, as `resty.slidewin.store.lease` declares it (`slidewin_lease_call_t`):
-/// `status` 0 none, 1 a prefetch this caller claimed (the request was decided), 2 a call to
-/// make now for the request.
-#[repr(C)]
-pub struct Call {
-    status: c_int,
-    settle_len: c_int,
-    seq: f64,
-    want: f64,
-    sent_ms: f64,
-    validity_ms: f64,
-    settle: [u8; SETTLE_BYTES],
-}
+c_struct!(
+    /// A lease call to make, as the lease store reads it (`slidewin_lease_call_t`): `status` 0
+    /// none, 1 a prefetch this caller claimed (the request was decided), 2 a call to make now
+    /// for the request.
+    #[repr(C)]
+    #[c_name = "slidewin_lease_call_t"]
+    pub struct Call {
+        status: c_int,
+        settle_len: c_int,
+        seq: f64,
+        want: f64,
+        sent_ms: f64,
+        validity_ms: f64,
+        settle: [u8; SETTLE_BYTES],
+    }
+);
 
 impl Call {
     fn set(&mut self, status: c_int, fetch: &Fetch) {
@@ -263,107 +268,110 @@ impl UserData for LuaLeases {
     }
 }
 
-/// Spends `cost` of `key`'s lease (`key_len` bytes; null: the number `key_number`) under
-/// `limits` (`n_limits`, the live or the call's). Returns 0 with the request decided in `out`
-/// (its header values written when `headers`, if not null, holds a remote store's policy) and
-/// `call.status`
-/// 1 when this caller claimed the next lease's fetch; 2 with `call` the lease call to make
-/// now for the request; 3 when another caller's lease call of the key is in flight (ask
-/// again shortly); 1 with `out.message` saying what was wrong.
-///
-/// # Safety
-/// `table` comes from `t:ffi_handle()` and `headers` from `headers:ffi_handle()` of objects
-/// still referenced by the caller; `key` points to `key_len` readable bytes (or is null);
-/// `limits` to `n_limits` doubles; `out` and `call` to writable structs.
-#[no_mangle]
-pub unsafe extern "C" fn slidewin_lease_spend(
-    table: *const LeaseTable,
-    headers: *const Headers,
-    key: *const u8,
-    key_len: usize,
-    key_number: f64,
-    cost: f64,
-    limits: *const f64,
-    n_limits: usize,
-    out: *mut Answer,
-    call: *mut Call,
-) -> c_int {
-    // SAFETY: the caller's contract above: `out` and `call` are writable and not aliased.
-    let (out, call) = unsafe { (&mut *out, &mut *call) };
-    // SAFETY: the caller's contract above; only read here.
-    let table = unsafe { &*table };
-    if n_limits == 0 {
-        let message = format!("{SPEND}: limits must list 1 to {MAX_WINDOWS} limits, got 0");
-        return fail(out, &message);
-    }
-    let mut key_text = String::new();
-    let mut given = [0u64; MAX_WINDOWS];
-    // SAFETY: the caller's contract above: `key` holds `key_len` bytes (or is null) and
-    // `limits` holds `n_limits` doubles for the call.
-    let read = unsafe {
-        let key = (key, key_len, key_number);
-        ffi_arguments(SPEND, key, (limits, n_limits), &mut key_text, &mut given)
-    };
-    let key = match read {
-        Ok(key) => key,
-        Err(message) => return fail(out, &message),
-    };
-    let limits = &given[..n_limits];
-    let cost = match arg::uint("cost", cost) {
-        Ok(cost) => cost,
-        Err(e) => return fail(out, &format!("{SPEND}: {e}")),
-    };
-    let spent = catch_unwind(AssertUnwindSafe(|| {
-        table.spend_ahead_at(key, monotonic_ms(), cost, limits)
-    }));
-    let spent = match spent {
-        Ok(Ok(spent)) => spent,
-        Ok(Err(e)) => return fail(out, &format!("{SPEND}: {e}")),
-        Err(_) => return fail(out, &format!("{SPEND}: internal error")),
-    };
-    call.status = 0;
-    let (d, prefetch) = match spent {
-        Spent::Fetch(fetch) => {
-            call.set(2, &fetch);
-            return 2;
-        }
-        Spent::Wait => return 3,
-        Spent::Admitted {
-            remaining,
-            reset_after_ms,
-            window,
-            prefetch,
-        } => {
-            let d = decision(true, limits, window, remaining, Some(0), reset_after_ms);
-            (d, prefetch)
-        }
-        Spent::Refused {
-            remaining,
-            retry_after_ms,
-            reset_after_ms,
-            window,
-        } => {
-            let d = decision(
-                false,
-                limits,
-                window,
-                remaining,
-                Some(retry_after_ms),
-                reset_after_ms,
-            );
-            (d, None)
-        }
-    };
-    if let Some(fetch) = prefetch {
-        call.set(1, &fetch);
-    }
-    fill(out, &d, REMOTE_VERSION);
-    if !headers.is_null() {
+c_function!(
+    /// Spends `cost` of `key`'s lease (`key_len` bytes; null: the number `key_number`) under
+    /// `limits` (`n_limits`, the live or the call's). Returns 0 with the request decided in `out`
+    /// (its header values written when `headers`, if not null, holds a remote store's policy) and
+    /// `call.status`
+    /// 1 when this caller claimed the next lease's fetch; 2 with `call` the lease call to make
+    /// now for the request; 3 when another caller's lease call of the key is in flight (ask
+    /// again shortly); 1 with `out.message` saying what was wrong.
+    ///
+    /// # Safety
+    /// `table` comes from `t:ffi_handle()` and `headers` from `headers:ffi_handle()` of objects
+    /// still referenced by the caller; `key` points to `key_len` readable bytes (or is null);
+    /// `limits` to `n_limits` doubles; `out` and `call` to writable structs.
+    #[no_mangle]
+    #[c_prototype(SPEND_PROTOTYPE)]
+    pub unsafe extern "C" fn slidewin_lease_spend(
+        table: *const LeaseTable,
+        headers: *const Headers,
+        key: *const u8,
+        key_len: usize,
+        key_number: f64,
+        cost: f64,
+        limits: *const f64,
+        n_limits: usize,
+        out: *mut Answer,
+        call: *mut Call,
+    ) -> c_int {
+        // SAFETY: the caller's contract above: `out` and `call` are writable and not aliased.
+        let (out, call) = unsafe { (&mut *out, &mut *call) };
         // SAFETY: the caller's contract above; only read here.
-        render_into(out, unsafe { &*headers });
+        let table = unsafe { &*table };
+        if n_limits == 0 {
+            let message = format!("{SPEND}: limits must list 1 to {MAX_WINDOWS} limits, got 0");
+            return fail(out, &message);
+        }
+        let mut key_text = String::new();
+        let mut given = [0u64; MAX_WINDOWS];
+        // SAFETY: the caller's contract above: `key` holds `key_len` bytes (or is null) and
+        // `limits` holds `n_limits` doubles for the call.
+        let read = unsafe {
+            let key = (key, key_len, key_number);
+            ffi_arguments(SPEND, key, (limits, n_limits), &mut key_text, &mut given)
+        };
+        let key = match read {
+            Ok(key) => key,
+            Err(message) => return fail(out, &message),
+        };
+        let limits = &given[..n_limits];
+        let cost = match arg::uint("cost", cost) {
+            Ok(cost) => cost,
+            Err(e) => return fail(out, &format!("{SPEND}: {e}")),
+        };
+        let spent = catch_unwind(AssertUnwindSafe(|| {
+            table.spend_ahead_at(key, monotonic_ms(), cost, limits)
+        }));
+        let spent = match spent {
+            Ok(Ok(spent)) => spent,
+            Ok(Err(e)) => return fail(out, &format!("{SPEND}: {e}")),
+            Err(_) => return fail(out, &format!("{SPEND}: internal error")),
+        };
+        call.status = 0;
+        let (d, prefetch) = match spent {
+            Spent::Fetch(fetch) => {
+                call.set(2, &fetch);
+                return 2;
+            }
+            Spent::Wait => return 3,
+            Spent::Admitted {
+                remaining,
+                reset_after_ms,
+                window,
+                prefetch,
+            } => {
+                let d = decision(true, limits, window, remaining, Some(0), reset_after_ms);
+                (d, prefetch)
+            }
+            Spent::Refused {
+                remaining,
+                retry_after_ms,
+                reset_after_ms,
+                window,
+            } => {
+                let d = decision(
+                    false,
+                    limits,
+                    window,
+                    remaining,
+                    Some(retry_after_ms),
+                    reset_after_ms,
+                );
+                (d, None)
+            }
+        };
+        if let Some(fetch) = prefetch {
+            call.set(1, &fetch);
+        }
+        fill(out, &d, REMOTE_VERSION);
+        if !headers.is_null() {
+            // SAFETY: the caller's contract above; only read here.
+            render_into(out, unsafe { &*headers });
+        }
+        0
     }
-    0
-}
+);
 
 fn decision(
     allowed: bool,
@@ -384,88 +392,92 @@ fn decision(
     }
 }
 
-/// Takes Redis's `reply` (5 doubles: granted, remaining, retry_after_ms (-1: never),
-/// reset_after_ms, window 1-based) to the lease call `seq` of `key` (as for
-/// `slidewin_lease_spend`) sent at `sent_ms` for a request of `cost` under `limits`;
-/// `recorded` non-zero when the call was a check ahead (Redis recorded the cost: nothing to
-/// settle). Returns 0 with the admitted request's remaining in `out.remaining`, 2 when it
-/// was not admitted (refused, or answered too late to spend), 1 with `out.message` set.
-///
-/// # Safety
-/// `table` comes from `t:ffi_handle()` of an object still referenced by the caller; `key`
-/// points to `key_len` readable bytes (or is null); `limits` to `n_limits` doubles, `reply`
-/// to 5; `out` to a writable struct.
-#[no_mangle]
-pub unsafe extern "C" fn slidewin_lease_install(
-    table: *const LeaseTable,
-    key: *const u8,
-    key_len: usize,
-    key_number: f64,
-    seq: f64,
-    sent_ms: f64,
-    validity_ms: f64,
-    cost: f64,
-    limits: *const f64,
-    n_limits: usize,
-    reply: *const f64,
-    recorded: c_int,
-    out: *mut Answer,
-) -> c_int {
-    // SAFETY: the caller's contract above: `out` is writable and not aliased, `table` and
-    // `reply` only read.
-    let (out, table, reply) = unsafe { (&mut *out, &*table, std::slice::from_raw_parts(reply, 5)) };
-    let mut key_text = String::new();
-    let mut given = [0u64; MAX_WINDOWS];
-    // SAFETY: the caller's contract above: `key` holds `key_len` bytes (or is null) and
-    // `limits` holds `n_limits` doubles for the call.
-    let read = unsafe {
-        let key = (key, key_len, key_number);
-        ffi_arguments(INSTALL, key, (limits, n_limits), &mut key_text, &mut given)
-    };
-    let key = match read {
-        Ok(key) => key,
-        Err(message) => return fail(out, &message),
-    };
-    let uint =
-        |name: &'static str, v: f64| arg::uint(name, v).map_err(|e| format!("{INSTALL}: {e}"));
-    let read = (|| {
-        let fetch = Fetch {
-            seq: uint("seq", seq)?,
-            want: 0,
-            sent_ms: uint("sent_ms", sent_ms)? as i64,
-            validity_ms: uint("validity_ms", validity_ms)?,
-            settle: String::new(),
+c_function!(
+    /// Takes Redis's `reply` (5 doubles: granted, remaining, retry_after_ms (-1: never),
+    /// reset_after_ms, window 1-based) to the lease call `seq` of `key` (as for
+    /// `slidewin_lease_spend`) sent at `sent_ms` for a request of `cost` under `limits`;
+    /// `recorded` non-zero when the call was a check ahead (Redis recorded the cost: nothing to
+    /// settle). Returns 0 with the admitted request's remaining in `out.remaining`, 2 when it
+    /// was not admitted (refused, or answered too late to spend), 1 with `out.message` set.
+    ///
+    /// # Safety
+    /// `table` comes from `t:ffi_handle()` of an object still referenced by the caller; `key`
+    /// points to `key_len` readable bytes (or is null); `limits` to `n_limits` doubles, `reply`
+    /// to 5; `out` to a writable struct.
+    #[no_mangle]
+    #[c_prototype(INSTALL_PROTOTYPE)]
+    pub unsafe extern "C" fn slidewin_lease_install(
+        table: *const LeaseTable,
+        key: *const u8,
+        key_len: usize,
+        key_number: f64,
+        seq: f64,
+        sent_ms: f64,
+        validity_ms: f64,
+        cost: f64,
+        limits: *const f64,
+        n_limits: usize,
+        reply: *const f64,
+        recorded: c_int,
+        out: *mut Answer,
+    ) -> c_int {
+        // SAFETY: the caller's contract above: `out` is writable and not aliased, `table` and
+        // `reply` only read.
+        let (out, table, reply) =
+            unsafe { (&mut *out, &*table, std::slice::from_raw_parts(reply, 5)) };
+        let mut key_text = String::new();
+        let mut given = [0u64; MAX_WINDOWS];
+        // SAFETY: the caller's contract above: `key` holds `key_len` bytes (or is null) and
+        // `limits` holds `n_limits` doubles for the call.
+        let read = unsafe {
+            let key = (key, key_len, key_number);
+            ffi_arguments(INSTALL, key, (limits, n_limits), &mut key_text, &mut given)
         };
-        let window = uint("window", reply[4])?;
-        let grant = Grant {
-            granted: uint("granted", reply[0])?,
-            remaining: uint("remaining", reply[1])?,
-            retry_after_ms: (reply[2] >= 0.0).then_some(reply[2] as u64),
-            reset_after_ms: uint("reset_after_ms", reply[3])?,
-            window: (window.max(1) - 1) as usize,
+        let key = match read {
+            Ok(key) => key,
+            Err(message) => return fail(out, &message),
         };
-        Ok::<_, String>((fetch, grant, uint("cost", cost)?))
-    })();
-    let (fetch, grant, cost) = match read {
-        Ok(read) => read,
-        Err(message) => return fail(out, &message),
-    };
-    let limits = &given[..n_limits];
-    let installed = catch_unwind(AssertUnwindSafe(|| {
-        let now_ms = monotonic_ms();
-        if recorded != 0 {
-            table.install_recorded_at(key, &fetch, now_ms, cost, limits, &grant)
-        } else {
-            table.install_at(key, &fetch, now_ms, cost, limits, &grant)
+        let uint =
+            |name: &'static str, v: f64| arg::uint(name, v).map_err(|e| format!("{INSTALL}: {e}"));
+        let read = (|| {
+            let fetch = Fetch {
+                seq: uint("seq", seq)?,
+                want: 0,
+                sent_ms: uint("sent_ms", sent_ms)? as i64,
+                validity_ms: uint("validity_ms", validity_ms)?,
+                settle: String::new(),
+            };
+            let window = uint("window", reply[4])?;
+            let grant = Grant {
+                granted: uint("granted", reply[0])?,
+                remaining: uint("remaining", reply[1])?,
+                retry_after_ms: (reply[2] >= 0.0).then_some(reply[2] as u64),
+                reset_after_ms: uint("reset_after_ms", reply[3])?,
+                window: (window.max(1) - 1) as usize,
+            };
+            Ok::<_, String>((fetch, grant, uint("cost", cost)?))
+        })();
+        let (fetch, grant, cost) = match read {
+            Ok(read) => read,
+            Err(message) => return fail(out, &message),
+        };
+        let limits = &given[..n_limits];
+        let installed = catch_unwind(AssertUnwindSafe(|| {
+            let now_ms = monotonic_ms();
+            if recorded != 0 {
+                table.install_recorded_at(key, &fetch, now_ms, cost, limits, &grant)
+            } else {
+                table.install_at(key, &fetch, now_ms, cost, limits, &grant)
+            }
+        }));
+        match installed {
+            Ok(Ok(Some(admitted))) => {
+                out.remaining = admitted.remaining as f64;
+                0
+            }
+            Ok(Ok(None)) => 2,
+            Ok(Err(e)) => fail(out, &format!("{INSTALL}: {e}")),
+            Err(_) => fail(out, &format!("{INSTALL}: internal error")),
         }
-    }));
-    match installed {
-        Ok(Ok(Some(admitted))) => {
-            out.remaining = admitted.remaining as f64;
-            0
-        }
-        Ok(Ok(None)) => 2,
-        Ok(Err(e)) => fail(out, &format!("{INSTALL}: {e}")),
-        Err(_) => fail(out, &format!("{INSTALL}: internal error")),
     }
-}
+);

@@ -10,6 +10,7 @@
 mod adaptive;
 mod answer;
 mod args;
+mod cdefs;
 mod concurrency;
 mod directory;
 mod formulas;
@@ -60,6 +61,7 @@ fn slidewin(lua: &Lua) -> LuaResult<LuaTable> {
     stream::register(lua, &module)?;
     adaptive::register(lua, &module)?;
     answer::register(lua, &module)?;
+    cdefs::register(lua, &module)?;
     formulas::register(lua, &module)?;
     prometheus::register(lua, &module)?;
     lua.load(include_str!("prelude.lua"))

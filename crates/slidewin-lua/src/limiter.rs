@@ -25,6 +25,7 @@ use slidewin::store::{LocalRule, Store};
 use slidewin::{Call, Decision, Error, Keyed};
 
 use crate::args::{self, error};
+use crate::cdefs::opaque;
 use crate::mapping::WorkerOwner;
 use crate::now_ms;
 use crate::region::{self, Region, Spec};
@@ -142,6 +143,7 @@ impl LuaLimiter {
 
 /// What the userdata block holds: the limiter until `__gc` takes it.
 pub type Block = Option<LuaLimiter>;
+opaque!(Block);
 
 /// A new object owning `limiter`.
 pub fn push(lua: &Lua, limiter: LuaLimiter) -> LuaResult<Value> {

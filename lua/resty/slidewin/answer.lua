@@ -17,22 +17,10 @@ local error = error
 local ffi_str = ffi.string
 local type = type
 
+-- The declarations of every struct and function of the crossing (this file's and the lease
+-- store's), written by the module from its Rust items (crates/slidewin-lua/src/cdefs.rs).
 if not pcall(ffi.typeof, "slidewin_answer_t") then
-    ffi.cdef [[
-    typedef struct {
-        int allowed, window, has_retry, rendered, message_len;
-        int start[5], len[5];
-        double remaining, retry_after_ms, reset_after_ms, limit, version;
-        char text[320];
-        char message[256];
-    } slidewin_answer_t;
-    int slidewin_decide(void *block, void *headers, const char *key, size_t key_len,
-        double key_number, double cost, int commit, const double *limits, size_t n_limits,
-        slidewin_answer_t *out);
-    int slidewin_render(void *headers, slidewin_answer_t *out);
-    int slidewin_counter_decide(double limit, double window_ms, double previous, double current,
-        double now_ms, double cost, int commit, slidewin_answer_t *out);
-    ]]
+    ffi.cdef(require("slidewin").cdefs())
 end
 
 -- The library `require "slidewin"` loaded (the same file: dlopen hands back its handle).

@@ -38,23 +38,7 @@ local ffi_str = ffi.string
 local now_ms = slidewin.now_ms
 local error, type, tostring, setmetatable = error, type, tostring, setmetatable
 
-if not pcall(ffi.typeof, "slidewin_lease_call_t") then
-    ffi.cdef [[
-    typedef struct {
-        int status, settle_len;
-        double seq, want, sent_ms, validity_ms;
-        char settle[1024];
-    } slidewin_lease_call_t;
-    int slidewin_lease_spend(void *table, void *headers, const char *key, size_t key_len,
-        double key_number, double cost, const double *limits, size_t n_limits,
-        slidewin_answer_t *out, slidewin_lease_call_t *call);
-    int slidewin_lease_install(void *table, const char *key, size_t key_len, double key_number,
-        double seq, double sent_ms, double validity_ms, double cost, const double *limits,
-        size_t n_limits,
-        const double *reply, int recorded, slidewin_answer_t *out);
-    ]]
-end
-
+-- slidewin_lease_call_t and the functions below are declared by resty.slidewin.answer.
 local lib = answer.lib
 local out = answer.out
 local call = ffi.new("slidewin_lease_call_t")
