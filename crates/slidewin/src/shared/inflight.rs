@@ -2,6 +2,7 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
+use super::inflight_way::{payload_words, Slots};
 use super::keys::Key;
 use super::layout;
 use super::lock::Owner;
@@ -28,11 +29,6 @@ const S_DEAD: usize = 4;
 const S_REPAIRS: usize = 5;
 const S_FULL: usize = 6;
 const S_INFLIGHT: usize = 7;
-
-// After a way's key: its count, when its owners were last asked whether they live, records.
-const R_OWNER: usize = 0;
-const R_DEADLINE: usize = 1;
-const RECORD_WORDS: usize = 2;
 
 /// Owners asked about in one sweep, (id, alive): a few at most (one per worker), so a sweep
 /// of many keys asks about each once.
@@ -185,7 +181,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         let cut = Cut::new(
             HEADER_WORDS,
             max_key_bytes,
-            Self::payload_words(config.max_limit),
+            payload_words(config.max_limit),
             region_words,
         )?;
         let fingerprint = layout::fingerprint([
@@ -203,15 +199,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         Ok((Self { table, config }, attached))
     }
 
-    /// A way's payload: its count of slots held, when its owners were last asked about, then
-    /// its slots.
-    fn payload_words(max_limit: u64) -> usize {
-        2 + RECORD_WORDS * max_limit as usize
-    }
-
     /// Bytes a region needs for `config` to hold at least `keys` keys at once.
     pub fn bytes_for(config: &InflightConfig, max_key_bytes: usize, keys: usize) -> usize {
-        let payload_words = Self::payload_words(config.max_limit);
+        let payload_words = payload_words(config.max_limit);
         Cut::bytes_for(HEADER_WORDS, max_key_bytes, payload_words, keys)
     }
 
@@ -263,9 +253,8 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
                 }
             },
         };
-        let at = self.table.cut.payload(way);
         self.table.touch(&set, way, now_ms);
-        let mut count = set.get(at);
+        let mut count = self.slots(&set, way).count();
         if count >= limit {
             count = self.sweep_way(&set, way, now_ms, false, &mut Asked::default());
         }
@@ -278,17 +267,12 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
                 token,
             });
         }
-        // The record first, the count last: a process that dies in between leaves a record
-        // past the count, which the repair counts again.
-        let record = self.record(way, count as usize);
-        set.set(record + R_DEADLINE, token as u64);
-        set.set(record + R_OWNER, self.table.owner.id());
-        set.set(at, count + 1);
+        let inflight = self.slots(&set, way).take(self.table.owner.id(), token);
         set.add(S_INFLIGHT, 1);
         set.add(S_ADMITTED, 1);
         Ok(Entry {
             admitted: true,
-            inflight: count + 1,
+            inflight,
             limit,
             token,
         })
@@ -303,13 +287,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         let Some(way) = self.table.find(&set, &key) else {
             return Ok(false);
         };
-        let me = self.table.owner.id();
-        let count = set.get(self.table.cut.payload(way)) as usize;
-        let held = (0..count).rev().find(|&i| {
-            let record = self.record(way, i);
-            set.get(record + R_OWNER) == me && set.get(record + R_DEADLINE) == token as u64
-        });
-        match held {
+        match self.slots(&set, way).held_by(self.table.owner.id(), token) {
             Some(i) => {
                 self.remove(&set, way, i);
                 Ok(true)
@@ -383,23 +361,22 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         self.table.lock_index(set, |set| self.repair(set))
     }
 
-    fn record(&self, way: usize, i: usize) -> usize {
-        self.table.cut.payload(way) + 2 + i * RECORD_WORDS
+    /// The payload of `way` of `set`.
+    fn slots<'s, 'z>(&self, set: &'s Set<'z>, way: usize) -> Slots<'s, 'z> {
+        Slots::new(set, self.table.cut.payload(way))
     }
 
     /// A way for `key`: an empty or idle one (no slot held, after a sweep), else none.
     fn insert(&self, set: &Set<'_>, key: &Key, now_ms: i64) -> Option<usize> {
-        let count = |way: usize| set.get(self.table.cut.payload(way));
-        let free = |way: usize| set.get(S_TAGS + way) == 0 || count(way) == 0;
+        let free = |way: usize| set.get(S_TAGS + way) == 0 || self.slots(set, way).count() == 0;
         let mut asked = Asked::default();
         let way = (0..WAYS).find(|&w| free(w)).or_else(|| {
             (0..WAYS).find(|&w| self.sweep_way(set, w, now_ms, false, &mut asked) == 0 || free(w))
         })?;
         self.table.take(set, way, key, now_ms, || {
-            let at = self.table.cut.payload(way);
-            set.set(at, 0);
             // Its first sweep asks about owners.
-            set.set(at + 1, now_ms.saturating_sub(LIVENESS_CHECK_MS) as u64);
+            let checked_ms = now_ms.saturating_sub(LIVENESS_CHECK_MS);
+            self.slots(set, way).clear(checked_ms);
         });
         Some(way)
     }
@@ -414,17 +391,12 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         check_owners: bool,
         asked: &mut Asked,
     ) -> u64 {
-        let at = self.table.cut.payload(way);
-        let checked_ms = set.get(at + 1) as i64;
-        let check_owners = check_owners || now_ms.saturating_sub(checked_ms) >= LIVENESS_CHECK_MS;
-        if check_owners {
-            set.set(at + 1, now_ms as u64);
-        }
+        let slots = self.slots(set, way);
+        let check_owners = slots.check_owners(now_ms, check_owners, LIVENESS_CHECK_MS);
         let mut i = 0;
-        while i < set.get(at) as usize {
-            let record = self.record(way, i);
-            let (owner, deadline) = (set.get(record + R_OWNER), set.get(record + R_DEADLINE));
-            let expired = deadline as i64 <= now_ms;
+        while i < slots.count() as usize {
+            let (owner, deadline) = slots.holder(i);
+            let expired = deadline <= now_ms;
             let dead = !expired && check_owners && !self.alive(asked, owner);
             if expired || dead {
                 set.add(if expired { S_EXPIRED } else { S_DEAD }, 1);
@@ -433,7 +405,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
                 i += 1;
             }
         }
-        set.get(at)
+        slots.count()
     }
 
     fn alive(&self, asked: &mut Asked, owner: u64) -> bool {
@@ -449,48 +421,18 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
 
     /// Removes record `i` of `way`: the last record takes its place.
     fn remove(&self, set: &Set<'_>, way: usize, i: usize) {
-        let at = self.table.cut.payload(way);
-        let last = set.get(at) as usize - 1;
-        let (from, to) = (self.record(way, last), self.record(way, i));
-        set.set(to + R_DEADLINE, set.get(from + R_DEADLINE));
-        set.set(to + R_OWNER, set.get(from + R_OWNER));
-        set.set(from + R_OWNER, 0);
-        set.set(at, last as u64);
+        self.slots(set, way).remove(i);
         set.add(S_INFLIGHT, u64::MAX);
     }
 
     /// After a takeover from a dead owner: drop ways whose key does not match its tag, gather
-    /// each way's records at its front (a record written past its count is counted; one
-    /// copied twice by a remove cut short counts twice until it leaves or expires).
+    /// each way's records at its front and recount them ([`Slots::repair`]).
     fn repair(&self, set: &Set<'_>) {
-        let mut inflight = 0;
         let held = self.table.drop_torn_keys(set);
-        for (way, &held) in held.iter().enumerate() {
-            if !held {
-                // No key, so no record: a new key finds its way empty.
-                for i in 0..self.config.max_limit as usize {
-                    set.set(self.record(way, i) + R_OWNER, 0);
-                }
-                continue;
-            }
-            let mut count = 0;
-            for i in 0..self.config.max_limit as usize {
-                let from = self.record(way, i);
-                let owner = set.get(from + R_OWNER);
-                if owner == 0 {
-                    continue;
-                }
-                let to = self.record(way, count);
-                if to != from {
-                    set.set(to + R_DEADLINE, set.get(from + R_DEADLINE));
-                    set.set(to + R_OWNER, owner);
-                    set.set(from + R_OWNER, 0);
-                }
-                count += 1;
-            }
-            set.set(self.table.cut.payload(way), count as u64);
-            inflight += count as u64;
-        }
+        let max_limit = self.config.max_limit;
+        let inflight = (0..WAYS)
+            .map(|way| self.slots(set, way).repair(held[way], max_limit))
+            .sum();
         set.set(S_INFLIGHT, inflight);
         set.add(S_REPAIRS, 1);
     }
@@ -500,6 +442,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
 mod tests {
     use alloc::vec::Vec;
 
+    use super::super::inflight_way::{record_at, R_DEADLINE, R_OWNER};
     use super::super::table::S_LOCK;
     use super::*;
 
@@ -523,7 +466,7 @@ mod tests {
         let a = slots.enter_at(b"k", 0).unwrap();
         assert!(a.admitted);
         // Owner 2... died after writing a record, before counting it, holding the lock.
-        let record = slots.record(0, 1);
+        let record = record_at(slots.table.cut.payload(0), 1);
         let base = HEADER_WORDS;
         words[base + record + R_DEADLINE].store(60_000, Ordering::Relaxed);
         words[base + record + R_OWNER].store(1, Ordering::Relaxed);

@@ -64,6 +64,7 @@ pub mod fault;
 #[cfg(not(feature = "fault-points"))]
 pub(crate) mod fault;
 mod inflight;
+mod inflight_way;
 mod keys;
 mod layout;
 mod lease_way;
