@@ -15,6 +15,7 @@
 //! ```
 
 use std::fs;
+use std::net::{Ipv6Addr, SocketAddr};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -23,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use crate::http::{self, Response};
 use crate::nginx_binary::{load_module_lines, nginx_binary};
-use crate::process::{free_port, wait_for_port, Owned};
+use crate::process::{free_port, wait_for, Owned};
 
 /// The repository's root directory.
 pub fn repo_root() -> PathBuf {
@@ -275,13 +276,31 @@ impl Nginx {
             .stderr(Stdio::null())
             .spawn()
             .expect("start nginx (is it installed? scripts/deps.sh nginx)");
-        let nginx = Self {
+        let mut nginx = Self {
             process: Owned::new("nginx", child),
             prefix,
         };
         // A zone of a gigabyte is laid out before nginx listens: seconds on a loaded machine.
-        wait_for_port(nginx.prefix.port, Duration::from_secs(30));
+        // nginx binds its addresses one by one, retrying a busy one: wait for each it names.
+        let conf =
+            fs::read_to_string(nginx.prefix.dir.join("conf").join(config)).unwrap_or_default();
+        let port = nginx.prefix.port;
+        let mut addrs = vec![SocketAddr::from(([127, 0, 0, 1], port))];
+        if conf.contains(&format!("[::1]:{port}")) {
+            addrs.push(SocketAddr::from((Ipv6Addr::LOCALHOST, port)));
+        }
+        for addr in addrs {
+            wait_for(addr, Duration::from_secs(30), &mut || nginx.running());
+        }
         nginx
+    }
+
+    /// `Ok` while the master runs; its exit status and error log once it has exited.
+    fn running(&mut self) -> Result<(), String> {
+        match self.process.child.try_wait() {
+            Ok(Some(status)) => Err(format!("nginx exited ({status}): {}", self.error_log())),
+            _ => Ok(()),
+        }
     }
 
     pub fn port(&self) -> u16 {
