@@ -126,22 +126,18 @@ local function hold_windows(self, windows, limits, version)
 end
 
 -- The rule the store's limiter decided with at `version` (a version it answered), held unless
--- it is the one held already. A zone's rule put again with other windows is a new version: a
--- window keeps the name the config gave the window at its place while its length is the
--- same, and takes the default name otherwise.
+-- it is the one held already. A zone's rule put again with other windows is a new version,
+-- its windows named by the core (a window keeps its configured name while it keeps its length).
 local function hold(self, version)
     if version == nil or version == self.rule_version then
         return
     end
     local rule = self.store.lim:rule()
-    local conf, windows, limits = self.conf, {}, {}
+    local limits = {}
     for i, w in ipairs(rule.windows) do
-        local configured = conf.windows[i]
-        w.name = configured and configured.window_ms == w.window_ms and configured.name
-            or slidewin.default_window_name(conf.name, i, w.window_ms)
-        windows[i], limits[i] = w, w.limit
+        limits[i] = w.limit
     end
-    hold_windows(self, windows, limits, rule.version)
+    hold_windows(self, rule.windows, limits, rule.version)
     self.rule_version = rule.version
 end
 

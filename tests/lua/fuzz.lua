@@ -88,7 +88,7 @@ local functions = {
     { "registry.new", registry.new },
 }
 for _, name in ipairs { "counter_decide", "window_limit", "window_rate", "live_limits", "status_class", "http_status", "loss_ratio",
-    "goodput_rps", "peek_used", "seconds_up", "default_window_name", "check_rule", "check_limits" } do
+    "goodput_rps", "peek_used", "seconds_up", "check_rule", "check_limits" } do
     functions[#functions + 1] = { "slidewin." .. name, slidewin[name] }
 end
 for _, name in ipairs { "mean", "sum", "max", "min", "variance", "stddev", "rate", "smoothed" } do

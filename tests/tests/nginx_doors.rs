@@ -201,14 +201,14 @@ fn both_doors_send_the_window_names_nginx_conf_gives() {
         (native.status, native.header("RateLimit-Policy")),
         (200, Some(policy))
     );
-    // The Lua door reads the names from the module (slidewin.nginx_zone's third value), and
-    // its limiter of store "nginx" renders the same policy.
+    // The Lua door's limiter carries the names the module gives (lim:rule()), and its
+    // limiter of store "nginx" renders the same policy.
     assert_eq!(
         eval(
             &nginx,
-            r#"local _, _, names = require("slidewin").nginx_zone("named")
+            r#"local windows = require("slidewin").nginx_zone("named"):rule().windows
                local sw = assert(require("resty.slidewin").new{ name = "named", store = "nginx" })
-               return table.concat(names, ",") .. " " .. sw.policy_header"#
+               return windows[1].name .. "," .. windows[2].name .. " " .. sw.policy_header"#
         ),
         format!("per-second,named-1m {policy}")
     );

@@ -696,6 +696,34 @@ fn a_constant_bad_cost_fails_nginx_t_naming_the_directive_and_the_value() {
 }
 
 #[test]
+fn two_windows_of_one_name_fail_nginx_t_naming_the_window_and_the_name() {
+    native_module();
+    let prefix = Prefix::temporary(1);
+    let conf = std::fs::read_to_string(prefix.dir.join("conf/native.conf")).unwrap();
+    let zone = "slidewin_zone kept size=64k log 5/60s max_limit=10;";
+    for (windows, said) in [
+        // A name= taken by another window's default name (the zone's, for the first window).
+        (
+            "log 5/60s log 9/1h name=kept",
+            "window 2 (log 9/3600000ms) name must be unique in the zone, got \"kept\"",
+        ),
+        (
+            "log 5/60s name=a log 9/1h name=a",
+            "window 2 (log 9/3600000ms) name must be unique in the zone, got \"a\"",
+        ),
+    ] {
+        let text = conf.replace(zone, &format!("slidewin_zone kept size=64k {windows};"));
+        let (status, stderr) = nginx_t(&prefix, "names.conf", &text);
+        assert!(!status.success(), "{windows}: accepted");
+        let line = stderr.lines().find(|l| l.contains("[emerg]"));
+        assert!(
+            line.is_some_and(|l| l.contains(said)),
+            "{windows}: {stderr}"
+        );
+    }
+}
+
+#[test]
 fn a_bad_or_repeated_log_level_is_an_error_naming_the_directive() {
     native_module();
     let prefix = Prefix::temporary(1);

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use mlua::{Lua, Result as LuaResult, Table, UserData, UserDataMethods, Value};
 use slidewin::shared::{Directory, Found, RegionKind};
 use slidewin::store::DirectoryRule;
+use slidewin::window_name::WindowNames;
 use slidewin::Error;
 
 use crate::args::{self, error};
@@ -69,6 +70,8 @@ impl UserData for LuaDirectory {
             |lua, this, (name, opts): (mlua::LuaString, Table)| {
                 const PUT: &str = "zone:put";
                 let rule = rules::from_options(PUT, &opts)?;
+                let rule_name = String::from_utf8_lossy(&name.as_bytes()).into_owned();
+                let names = rules::names(&opts, &rule_name, &rule)?.map_err(|e| error(PUT, e))?;
                 let size = args::field_positive(PUT, &opts, "size")?.unwrap_or(DEFAULT_RULE_BYTES);
                 let max_key_bytes = args::field_positive(PUT, &opts, "max_key_bytes")?
                     .unwrap_or(DEFAULT_MAX_KEY_BYTES);
@@ -83,13 +86,15 @@ impl UserData for LuaDirectory {
                         now_ms(),
                     )
                     .map_err(args::core(PUT))?;
-                limiter(lua, &this.0, name, found).map_err(args::core(PUT))
+                limiter(lua, &this.0, name, found, Some(names)).map_err(args::core(PUT))
             },
         );
         methods.add_method("get", |lua, this, name: mlua::LuaString| {
             let name = name.as_bytes().to_vec();
             match this.0.find(&name) {
-                Some(found) => limiter(lua, &this.0, name, found).map_err(args::core("zone:get")),
+                Some(found) => {
+                    limiter(lua, &this.0, name, found, None).map_err(args::core("zone:get"))
+                }
                 None => Ok(Value::Nil),
             }
         });
@@ -116,8 +121,17 @@ impl UserData for LuaDirectory {
     }
 }
 
-/// The limiter object of `found`, the rule `rules` holds as `name`.
-fn limiter(lua: &Lua, rules: &Arc<Rules>, name: Vec<u8>, found: Found) -> Result<Value, Error> {
+/// The limiter object of `found`, the rule `rules` holds as `name`, its windows called
+/// `names` (as put), else by the defaults of `name`.
+fn limiter(
+    lua: &Lua,
+    rules: &Arc<Rules>,
+    name: Vec<u8>,
+    found: Found,
+    names: Option<WindowNames>,
+) -> Result<Value, Error> {
+    // No configured window: nothing the check could refuse.
+    let names = names.or_else(|| WindowNames::new(&String::from_utf8_lossy(&name), []).ok());
     let store = DirectoryRule::new(Arc::clone(rules), name, found, WorkerOwner::new())?;
-    limiter::push(lua, LuaLimiter::new(Box::new(store))).map_err(|_| Error::RuleRemoved)
+    limiter::push(lua, LuaLimiter::new(Box::new(store), names)).map_err(|_| Error::RuleRemoved)
 }

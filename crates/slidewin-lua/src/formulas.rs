@@ -14,8 +14,9 @@
 //! slidewin.loss_ratio(8, 1, 1), slidewin.goodput_rps(8, 2000)   -- 0.2, 4
 //! slidewin.peek_used(true, 4, 10, 2)                            -- 4 (what a peek found counted)
 //! slidewin.seconds_up(1001)                                     -- 2 (a header's seconds)
-//! slidewin.default_window_name("api", 2, 3600000)               -- "api-1h" (window 2's name)
-//! slidewin.check_rule{ windows = { { limit = 0, window_ms = 10 } } }
+//! slidewin.check_rule{ name = "api", windows = { { limit = 10, window_ms = 1000 },
+//!     { limit = 100, window_ms = 3600000 } } }       -- windows named "api" and "api-1h"
+//! slidewin.check_rule{ name = "api", windows = { { limit = 0, window_ms = 10 } } }
 //!                                                   -- nil, "windows[1].limit must be ..."
 //! slidewin.check_limits({ { max_limit = 5 } }, { 6 }, "limits")
 //!                                                   -- nil, "limits[1] must be ... (5), got 6"
@@ -47,10 +48,6 @@ pub fn register(lua: &Lua, module: &Table) -> LuaResult<()> {
     module.set("goodput_rps", lua.create_function(goodput_rps)?)?;
     module.set("peek_used", lua.create_function(peek_used)?)?;
     module.set("seconds_up", lua.create_function(seconds_up)?)?;
-    module.set(
-        "default_window_name",
-        lua.create_function(default_window_name)?,
-    )?;
     module.set("check_rule", lua.create_function(check_rule)?)?;
     module.set("check_limits", lua.create_function(check_limits)?)?;
     Ok(())
@@ -263,29 +260,6 @@ fn seconds_up(_: &Lua, ms: Value) -> LuaResult<u64> {
     )?))
 }
 
-/// `default_window_name(name, i, window_ms)`: the name of window `i` (1-based) of the rule
-/// `name` when its config gives none ([`slidewin::window_name::default_name`]).
-fn default_window_name(_: &Lua, (name, i, window_ms): (Value, Value, Value)) -> LuaResult<String> {
-    const F: &str = "slidewin.default_window_name";
-    let text = match &name {
-        Value::String(s) => s.to_str().ok(),
-        _ => None,
-    };
-    let Some(text) = text else {
-        return Err(error(
-            F,
-            format_args!("name must be a UTF-8 string, got {}", describe(&name)),
-        ));
-    };
-    let i = args::positive(F, "i", &i)?;
-    let window_ms = args::positive(F, "window_ms", &window_ms)?;
-    Ok(slidewin::window_name::default_name(
-        &text,
-        (i - 1) as usize,
-        window_ms as i64,
-    ))
-}
-
 /// `peek_used(allowed, remaining, limit, cost)`: [`Decision::used`] of a peek's answer.
 fn peek_used(
     _: &Lua,
@@ -309,20 +283,40 @@ fn peek_used(
     Ok(decision.used(args::uint(F, "cost", &cost)?))
 }
 
-/// `check_rule(conf)` -> true, or nil, err naming the field and the value: the windows of a
-/// config (its `windows`, or its top-level algorithm, limit, window_ms, bucket_ms, max_limit)
-/// checked as `slidewin.limiter` checks them.
-fn check_rule(_: &Lua, conf: Value) -> LuaResult<(Option<bool>, Option<String>)> {
+/// `check_rule(conf)` -> the windows of a config (its `windows`, or its top-level algorithm,
+/// limit, window_ms, bucket_ms, max_limit), checked as `slidewin.limiter` checks them and
+/// completed (`{ algorithm, limit, window_ms, bucket_ms, max_limit, name }` each, named as every
+/// door names them), or nil, err naming the field and the value.
+fn check_rule(lua: &Lua, conf: Value) -> LuaResult<(Option<Table>, Option<String>)> {
+    const F: &str = "slidewin.check_rule";
     let Value::Table(conf) = conf else {
         return Err(error(
-            "slidewin.check_rule",
+            F,
             format_args!("conf must be a table, got {}", describe(&conf)),
         ));
     };
-    Ok(match rules::parse(&conf)? {
-        Ok(_) => (Some(true), None),
-        Err(message) => (None, Some(message)),
-    })
+    let rule_name = match conf.raw_get::<Value>("name")? {
+        Value::String(s) => s.to_string_lossy(),
+        other => {
+            let got = describe(&other);
+            return Ok((
+                None,
+                Some(format!(
+                    "name must be a string of letters, digits, _ . -, got {got}"
+                )),
+            ));
+        }
+    };
+    let rule = match rules::parse(&conf)? {
+        Ok(rule) => rule,
+        Err(message) => return Ok((None, Some(message))),
+    };
+    let names = match rules::names(&conf, &rule_name, &rule)? {
+        Ok(names) => names,
+        Err(message) => return Ok((None, Some(message))),
+    };
+    let windows = rules::windows_table(lua, &rule, &rule.limits(), Some(&names))?;
+    Ok((Some(windows), None))
 }
 
 /// `check_limits(windows, limits, field)` -> true, or nil, err naming `field`: one limit per

@@ -22,6 +22,7 @@ use slidewin::shared::{
     EvictionWatch, Full, KeyWindow, LiveLimits, RegionKind, Scan, Walk, Zone, ZoneStats,
 };
 use slidewin::store::{LocalRule, Store};
+use slidewin::window_name::WindowNames;
 use slidewin::{Call, Decision, Error, Keyed};
 
 use crate::args::{self, error};
@@ -46,16 +47,24 @@ pub const METATABLE: &CStr = c"slidewin.limiter";
 /// What a `slidewin.limiter{...}` object holds: a store of the core behind the module's clock.
 pub struct LuaLimiter {
     store: Box<dyn Store>,
+    /// What its windows are called (a named rule), for `lim:rule()`.
+    names: Option<WindowNames>,
     /// What this worker told error.log of the store's evictions.
     evictions: EvictionWatch,
 }
 
 impl LuaLimiter {
-    pub fn new(store: Box<dyn Store>) -> Self {
+    pub fn new(store: Box<dyn Store>, names: Option<WindowNames>) -> Self {
         Self {
             store,
+            names,
             evictions: EvictionWatch::new(),
         }
+    }
+
+    /// What the windows of the rule are called; `None` for an unnamed limiter.
+    pub fn names(&self) -> Option<&WindowNames> {
+        self.names.as_ref()
     }
 
     /// Decide at the module's clock under `limits` (a caller's, unchecked) or the live ones;
@@ -236,6 +245,12 @@ pub fn new(lua: &Lua, opts: Value) -> LuaResult<(Value, Option<String>)> {
             }
         }
     };
+    // The rule's name: its region's, else its live limits'.
+    let rule_name = name("shared")?.or(name("name")?);
+    let names = match &rule_name {
+        Some(rule_name) => Some(rules::names(&opts, rule_name, &rule)?.map_err(|e| error(NEW, e))?),
+        None => None,
+    };
     let (store, note) = match name("shared")? {
         None if !opts.raw_get::<Value>("full")?.is_nil() => {
             return Err(error(
@@ -268,7 +283,7 @@ pub fn new(lua: &Lua, opts: Value) -> LuaResult<(Value, Option<String>)> {
             in_region(shared_name, size, max_key_bytes, rule, full)?
         }
     };
-    let limiter = LuaLimiter::new(store.map_err(args::core(NEW))?);
+    let limiter = LuaLimiter::new(store.map_err(args::core(NEW))?, names);
     Ok((push(lua, limiter)?, note))
 }
 

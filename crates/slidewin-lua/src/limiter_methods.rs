@@ -323,20 +323,28 @@ unsafe extern "C-unwind" fn follow(state: *mut lua_State) -> c_int {
     1
 }
 
-/// `lim:rule()`: `{ version, windows = { { algorithm, limit, window_ms, bucket_ms, max_limit },
-/// ... } }`, the rule of the limiter's last decision (or follow) with its live limits, and the
-/// version that decision answered with: everything a header says about the rule.
+/// `lim:rule()`: `{ version, windows = { { algorithm, limit, window_ms, bucket_ms, max_limit,
+/// name }, ... } }`, the rule of the limiter's last decision (or follow) with its live limits
+/// and the names its windows go by (a named limiter), and the version that decision answered
+/// with: everything a header says about the rule.
 unsafe extern "C-unwind" fn rule(state: *mut lua_State) -> c_int {
-    let (windows, limits, version) = with_self(state, "lim:rule", |this| {
+    let (windows, limits, version, names) = with_self(state, "lim:rule", |this| {
         let (rule, limits, version) = this.rule();
-        Ok((rule.windows().to_vec(), limits, version))
+        let names = this.names().map(|names| {
+            let lengths = rule.windows().iter().map(|w| w.window_ms());
+            lengths
+                .enumerate()
+                .map(|(i, ms)| names.name(i, ms))
+                .collect::<Vec<_>>()
+        });
+        Ok((rule.windows().to_vec(), limits, version, names))
     });
     ffi::lua_createtable(state, 0, 2);
     set_number(state, c"version", version);
     ffi::lua_createtable(state, windows.len() as c_int, 0);
     for (i, window) in windows.iter().enumerate() {
         let algorithm = window.algorithm().name();
-        ffi::lua_createtable(state, 0, 5);
+        ffi::lua_createtable(state, 0, 6);
         ffi::lua_pushlstring(state, algorithm.as_ptr().cast(), algorithm.len());
         ffi::lua_setfield(state, -2, c"algorithm".as_ptr());
         set_number(state, c"limit", limits[i]);
@@ -345,6 +353,10 @@ unsafe extern "C-unwind" fn rule(state: *mut lua_State) -> c_int {
             set_number(state, c"bucket_ms", bucket_ms as u64);
         }
         set_number(state, c"max_limit", window.max_limit());
+        if let Some(name) = names.as_ref().map(|names| &names[i]) {
+            ffi::lua_pushlstring(state, name.as_ptr().cast(), name.len());
+            ffi::lua_setfield(state, -2, c"name".as_ptr());
+        }
         ffi::lua_rawseti(state, -2, i as ffi::lua_Integer + 1);
     }
     ffi::lua_setfield(state, -2, c"windows".as_ptr());

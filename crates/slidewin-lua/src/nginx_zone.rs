@@ -4,9 +4,9 @@
 //! `slidewin_limit` uses: one region, two doors.
 //!
 //! ```lua
-//! local lim, err, names = require("slidewin").nginx_zone("api")  -- in a worker, not init_by_lua
+//! local lim, err = require("slidewin").nginx_zone("api")  -- in a worker, not init_by_lua
 //! local top = lim:top(10)                     -- the keys nginx.conf's limit refused
-//! -- names: the windows' names in RateLimit-Policy, as nginx.conf gives them ({"api", "api-10s"})
+//! -- lim:rule().windows[i].name: the names nginx.conf gives the windows ("api", "api-10s")
 //! ```
 //!
 //! The native module maps its zones after the config is read, so the call belongs in a worker
@@ -18,6 +18,7 @@ use std::mem::MaybeUninit;
 
 use mlua::{Lua, Result as LuaResult, Value};
 use slidewin::shared::{Zone, ZoneExport};
+use slidewin::window_name::WindowNames;
 
 use crate::args::{self, error};
 use crate::limiter::{push, LuaLimiter};
@@ -36,9 +37,9 @@ fn module_symbol(symbol: &std::ffi::CStr) -> *mut libc::c_void {
     unsafe { libc::dlsym(libc::RTLD_DEFAULT, symbol.as_ptr()) }
 }
 
-/// `slidewin.nginx_zone(name)`: the limiter, nil and the names of its windows (as nginx.conf
-/// gives them); or nil and why not.
-pub fn new(lua: &Lua, name: Value) -> LuaResult<(Value, Option<String>, Value)> {
+/// `slidewin.nginx_zone(name)`: the limiter (its windows named as nginx.conf names them), or nil
+/// and why not.
+pub fn new(lua: &Lua, name: Value) -> LuaResult<(Value, Option<String>)> {
     let Value::String(name) = name else {
         let got = args::describe(&name);
         return Err(error(
@@ -53,7 +54,6 @@ pub fn new(lua: &Lua, name: Value) -> LuaResult<(Value, Option<String>, Value)> 
         return Ok((
             Value::Nil,
             Some("the native module (ngx_http_slidewin_module) is not loaded".into()),
-            Value::Nil,
         ));
     }
     // SAFETY: the symbol is the native module's function of this very signature.
@@ -65,40 +65,41 @@ pub fn new(lua: &Lua, name: Value) -> LuaResult<(Value, Option<String>, Value)> 
             "no slidewin_zone \"{shown}\" in this worker's nginx.conf (nginx maps its zones \
              after init_by_lua*: open one in a worker)"
         );
-        return Ok((Value::Nil, Some(why), Value::Nil));
+        return Ok((Value::Nil, Some(why)));
     }
     // SAFETY: filled by the call that returned 0.
     let export = unsafe { export.assume_init() };
     let rule = export.rule().map_err(args::core(NGINX_ZONE))?;
+    let lengths: Vec<i64> = rule.windows().iter().map(|w| w.window_ms()).collect();
     // Opened, never laid out: a layout this build computes otherwise leaves the words as
     // they are and is an error.
     let region = Region::of_nginx_zone(&export);
     let zone = Zone::open(region, rule, export.max_key_bytes, WorkerOwner::new())
         .map_err(args::core(NGINX_ZONE))?;
-    let names = window_names(lua, &name, export.n_windows)?;
-    Ok((push(lua, LuaLimiter::new(Box::new(zone)))?, None, names))
+    let configured = zone_window_names(&name, export.n_windows);
+    let names = WindowNames::new(&shown, configured.into_iter().zip(lengths)).ok();
+    Ok((push(lua, LuaLimiter::new(Box::new(zone), names))?, None))
 }
 
-/// The names of the zone's `n` windows, read from the module; nil from a module without the
-/// function (one built before it: the layer then derives the default names).
-fn window_names(lua: &Lua, zone: &[u8], n: usize) -> LuaResult<Value> {
+/// The names nginx.conf gives the zone's `n` windows, read from the module (`None` each from
+/// a module without the function: one built before it).
+fn zone_window_names(zone: &[u8], n: usize) -> Vec<Option<String>> {
     let symbol = module_symbol(c"slidewin_nginx_zone_window_name");
-    if symbol.is_null() {
-        return Ok(Value::Nil);
-    }
     // SAFETY: the symbol is the native module's function of this very signature.
-    let name_of = unsafe { std::mem::transmute::<*mut libc::c_void, WindowName>(symbol) };
-    let names = lua.create_table()?;
-    for window in 0..n {
-        let (mut data, mut len) = (std::ptr::null(), 0);
-        // SAFETY: zone holds its bytes for the call; data and len are writable.
-        if unsafe { name_of(zone.as_ptr(), zone.len(), window, &mut data, &mut len) } != 0 {
-            return Ok(Value::Nil);
-        }
-        // SAFETY: the module gave `len` bytes at `data`, living as long as its configuration,
-        // which runs this worker; they are copied into Lua at once.
-        let bytes = unsafe { std::slice::from_raw_parts(data, len) };
-        names.raw_push(lua.create_string(bytes)?)?;
-    }
-    Ok(Value::Table(names))
+    let name_of = (!symbol.is_null())
+        .then(|| unsafe { std::mem::transmute::<*mut libc::c_void, WindowName>(symbol) });
+    (0..n)
+        .map(|window| {
+            let name_of = name_of?;
+            let (mut data, mut len) = (std::ptr::null(), 0);
+            // SAFETY: zone holds its bytes for the call; data and len are writable.
+            if unsafe { name_of(zone.as_ptr(), zone.len(), window, &mut data, &mut len) } != 0 {
+                return None;
+            }
+            // SAFETY: the module gave `len` bytes at `data`, living as long as its
+            // configuration, which runs this worker; they are copied at once.
+            let bytes = unsafe { std::slice::from_raw_parts(data, len) };
+            Some(String::from_utf8_lossy(bytes).into_owned())
+        })
+        .collect()
 }

@@ -27,7 +27,7 @@ end
 for _, name in ipairs {
     "limiter", "sliding_max", "sliding_min", "sliding_mean", "sliding_sum", "ewma", "latency_bucket",
     "window_limit", "window_rate", "live_limits", "status_class", "loss_ratio", "goodput_rps", "peek_used", "seconds_up", "check_rule",
-    "check_limits", "default_window_name",
+    "check_limits",
 } do
     module[name] = plain(raw[name])
 end

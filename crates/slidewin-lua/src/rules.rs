@@ -9,8 +9,9 @@
 //! } }
 //! ```
 
-use mlua::{Result as LuaResult, Table, Value};
+use mlua::{Lua, Result as LuaResult, Table, Value};
 use slidewin::rule::{Rule, RuleWindow, MAX_WINDOWS};
+use slidewin::window_name::{BadName, WindowNames};
 use slidewin::window_spec::{Algorithm, WindowSpec};
 use slidewin::Error;
 
@@ -31,6 +32,76 @@ pub fn parse(opts: &Table) -> LuaResult<Result<Rule, String>> {
         Err(Bad::Field(message)) => Ok(Err(message)),
         Err(Bad::Lua(e)) => Err(e),
     }
+}
+
+/// The names of the windows of `rule` (which `opts` describes), the rule named `rule_name`:
+/// each `windows[i].name`, else the core's default; or why not (the message names the field).
+pub fn names(opts: &Table, rule_name: &str, rule: &Rule) -> LuaResult<Result<WindowNames, String>> {
+    let listed = match opts.raw_get::<Value>("windows")? {
+        Value::Table(list) => Some(list),
+        _ => None,
+    };
+    let mut configured = Vec::with_capacity(rule.windows().len());
+    for (i, window) in rule.windows().iter().enumerate() {
+        let given = match &listed {
+            Some(list) => list.raw_get::<Table>(i + 1)?.raw_get::<Value>("name")?,
+            None => Value::Nil,
+        };
+        let name = match given {
+            Value::Nil => None,
+            Value::String(s) => Some(s.to_string_lossy()),
+            other => {
+                return Ok(Err(format!(
+                    "windows[{}].{CHARACTERS}, got {}",
+                    i + 1,
+                    args::describe(&other)
+                )))
+            }
+        };
+        configured.push((name, window.window_ms()));
+    }
+    let given = |i: usize| configured.get(i).is_some_and(|(name, _)| name.is_some());
+    let field = |i: usize| match given(i) {
+        true => format!("windows[{}].name", i + 1),
+        false => "name".to_string(),
+    };
+    Ok(match WindowNames::new(rule_name, configured.clone()) {
+        Ok(names) => Ok(names),
+        Err(BadName::Characters(i, name)) => Err(format!(
+            "{} must be a string of letters, digits, _ . -, got \"{name}\"",
+            field(i)
+        )),
+        Err(BadName::Repeated(i, name)) => Err(format!(
+            "{} must be unique in the rule, got \"{name}\"",
+            field(i)
+        )),
+    })
+}
+
+const CHARACTERS: &str = "name must be a string of letters, digits, _ . -";
+
+/// `rule`'s windows as Lua tables, `{ algorithm, limit, window_ms, bucket_ms, max_limit, name }`
+/// (`limit` from `limits`; `name` when `names` are given): what the layer holds of a rule.
+pub fn windows_table(
+    lua: &Lua,
+    rule: &Rule,
+    limits: &[u64],
+    names: Option<&WindowNames>,
+) -> LuaResult<Table> {
+    let list = lua.create_table_with_capacity(rule.windows().len(), 0)?;
+    for (i, window) in rule.windows().iter().enumerate() {
+        let t = lua.create_table_with_capacity(0, 6)?;
+        t.raw_set("algorithm", window.algorithm().name())?;
+        t.raw_set("limit", limits[i])?;
+        t.raw_set("window_ms", window.window_ms())?;
+        t.raw_set("bucket_ms", window.bucket_ms())?;
+        t.raw_set("max_limit", window.max_limit())?;
+        if let Some(names) = names {
+            t.raw_set("name", names.name(i, window.window_ms()))?;
+        }
+        list.raw_push(t)?;
+    }
+    Ok(list)
 }
 
 /// Why a table is no rule: a field's value (the message), or Lua itself failing.

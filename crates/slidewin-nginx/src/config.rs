@@ -15,7 +15,7 @@
 use slidewin::headers::Style;
 use slidewin::rule::{Rule, MAX_WINDOWS};
 use slidewin::shared::{Full, ProcessOwner, Zone};
-use slidewin::window_name;
+use slidewin::window_name::{BadName, WindowNames};
 use slidewin::window_spec::{Algorithm, WindowSpec};
 
 /// The smallest zone: nginx's slab header takes its first pages.
@@ -244,15 +244,13 @@ pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
     }
     let name = text(name).to_string();
     let mut rule_windows = Vec::new();
-    let mut window_names: Vec<String> = Vec::new();
+    let window_at = |i: usize| {
+        let w = &windows[i];
+        let (algorithm, limit, span) = (w.algorithm.name(), w.limit, w.window_ms);
+        format!("window {} ({algorithm} {limit}/{span}ms)", i + 1)
+    };
     for (i, w) in windows.iter().enumerate() {
-        let at = format!(
-            "window {} ({} {}/{}ms)",
-            i + 1,
-            w.algorithm.name(),
-            w.limit,
-            w.window_ms
-        );
+        let at = window_at(i);
         if w.limit == 0 {
             return Err(invalid(
                 D,
@@ -284,21 +282,21 @@ pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
         }
         .build()
         .map_err(core)?;
-        let window_name = w
-            .name
-            .clone()
-            .unwrap_or_else(|| window_name::default_name(&name, i, w.window_ms));
-        if window_names.contains(&window_name) {
-            return Err(invalid(
-                D,
-                &format!("{at} name"),
-                "unique in the zone",
-                window_name.as_bytes(),
-            ));
-        }
-        window_names.push(window_name);
         rule_windows.push(window);
     }
+    let configured = windows.iter().map(|w| (w.name.clone(), w.window_ms));
+    let names = WindowNames::new(&name, configured).map_err(|bad| {
+        let (i, what, value) = match bad {
+            BadName::Repeated(i, value) => (i, "unique in the zone", value),
+            BadName::Characters(i, value) => (i, "letters, digits, _ . -", value),
+        };
+        invalid(D, &format!("{} name", window_at(i)), what, value.as_bytes())
+    })?;
+    let window_names = windows
+        .iter()
+        .enumerate()
+        .map(|(i, w)| names.name(i, w.window_ms))
+        .collect();
     let rule = Rule::new(rule_windows).map_err(|e| format!("{D}: {e}"))?;
     Zone::<&[core::sync::atomic::AtomicU64], ProcessOwner>::capacity_for(
         &rule,

@@ -6,9 +6,6 @@
 local slidewin = require "slidewin"
 
 local format = string.format
-local check_rule = slidewin.check_rule
--- The name of a window its config does not name ("api", "api-1h").
-local default_window_name = slidewin.default_window_name
 
 local _M = {}
 
@@ -48,51 +45,10 @@ function _M.bytes(size)
     return nil
 end
 
--- Window `i` of `conf` (its table `w`, which the core found valid) with defaults, or nil, err
--- for its name; `at` names it in errors.
-local function window_of(conf, w, i, at)
-    local window = {
-        algorithm = w.algorithm or "log",
-        limit = w.limit,
-        window_ms = w.window_ms,
-        bucket_ms = w.bucket_ms,
-        max_limit = w.max_limit or w.limit,
-        name = w.name or default_window_name(conf.name, i, w.window_ms),
-    }
-    if type(window.name) ~= "string" or not window.name:find("^[%w_.-]+$") then
-        return invalid(at .. "name", "a string of letters, digits, _ . -", window.name)
-    end
-    return window
-end
-
--- conf.windows from conf.windows or from the top-level fields, once the core found them valid
--- (slidewin.check_rule, the check every limiter of the module makes).
-local function windows_of(conf)
-    local ok, err = check_rule(conf)
-    if not ok then
-        return nil, err
-    end
-    local list = conf.windows
-    if list == nil then
-        local window
-        window, err = window_of(conf, conf, 1, "")
-        return window and { window }, err
-    end
-    local windows, names = {}, {}
-    for i, w in ipairs(list) do
-        local window
-        window, err = window_of(conf, w, i, format("windows[%d].", i))
-        if not window then
-            return nil, err
-        end
-        if names[window.name] then
-            return invalid(format("windows[%d].name", i), "unique in the rule", window.name)
-        end
-        names[window.name] = true
-        windows[i] = window
-    end
-    return windows
-end
+-- conf.windows from conf.windows or from the top-level fields, checked and completed by the
+-- core (slidewin.check_rule, the check every limiter of the module makes): defaults filled in,
+-- each window named as every door names it.
+local windows_of = slidewin.check_rule
 
 -- conf.tiers: { name = { limit per window } }, each limit within its window's max_limit.
 local function check_tiers(conf)

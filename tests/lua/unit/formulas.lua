@@ -98,22 +98,32 @@ test("the core's formulas: values, and errors naming the argument and the value"
     eq(slidewin.peek_used(true, 4, 10, 2), 4)
     eq(slidewin.peek_used(false, 1, 10, 2), 9)
     eq(raised(slidewin.peek_used, 1, 1, 10, 2), "slidewin.peek_used: allowed must be a boolean, got 1")
-    -- A window's name when its config gives none: the rule's, then the rule's with the length.
-    eq(slidewin.default_window_name("api", 1, 1000), "api")
-    eq(slidewin.default_window_name("api", 2, 3600000), "api-1h")
-    eq(slidewin.default_window_name("api", 3, 1500), "api-1500ms")
-    eq(raised(slidewin.default_window_name, "api", 0, 1000),
-        "slidewin.default_window_name: i must be a positive integer, got 0")
-    eq(raised(slidewin.default_window_name, 5, 1, 1000),
-        "slidewin.default_window_name: name must be a UTF-8 string, got 5")
-    -- A rule's windows, checked as slidewin.limiter checks them.
-    eq(slidewin.check_rule { limit = 1, window_ms = 1000 }, true)
-    eq(select(2, slidewin.check_rule { windows = { { limit = 1, window_ms = 1000 }, { limit = 0, window_ms = 10 } } }),
+    -- A rule's windows, checked as slidewin.limiter checks them and completed: defaults, and
+    -- each window named (its config's name, else the rule's, then the rule's with the length).
+    local rule = slidewin.check_rule { name = "api", windows = { { limit = 1, window_ms = 1000 },
+        { algorithm = "buckets", limit = 9, window_ms = 3600000, bucket_ms = 60000 },
+        { limit = 2, window_ms = 1500, max_limit = 4, name = "burst" }, { limit = 3, window_ms = 1500 } } }
+    local joined = table.concat
+    eq(joined({ rule[1].name, rule[2].name, rule[3].name, rule[4].name }, " "), "api api-1h burst api-1500ms")
+    eq(joined({ rule[1].algorithm, rule[1].max_limit, rule[2].bucket_ms, rule[3].max_limit }, " "), "log 1 60000 4")
+    local one = slidewin.check_rule { name = "one", limit = 1, window_ms = 1000 }
+    eq(#one, 1)
+    eq(joined({ one[1].algorithm, one[1].limit, one[1].window_ms, one[1].max_limit, one[1].name,
+        tostring(one[1].bucket_ms) }, " "), "log 1 1000 1 one nil")
+    eq(select(2, slidewin.check_rule { name = "api", windows = { { limit = 1, window_ms = 1000 }, { limit = 0, window_ms = 10 } } }),
         "windows[2].limit must be a positive integer, got 0")
-    eq(select(2, slidewin.check_rule { algorithm = "buckets", limit = 1, window_ms = 1000, bucket_ms = 300 }),
+    eq(select(2, slidewin.check_rule { name = "api", algorithm = "buckets", limit = 1, window_ms = 1000, bucket_ms = 300 }),
         "bucket_ms must be a divisor of window_ms, got 300")
-    eq(select(2, slidewin.check_rule { windows = { { limit = 5, window_ms = 10, max_limit = 4 } } }),
+    eq(select(2, slidewin.check_rule { name = "api", windows = { { limit = 5, window_ms = 10, max_limit = 4 } } }),
         "windows[1].max_limit must be at least the window's limit, got 4")
+    eq(select(2, slidewin.check_rule { name = "api", windows = { { limit = 5, window_ms = 10 }, { limit = 5, window_ms = 20, name = "api" } } }),
+        'windows[2].name must be unique in the rule, got "api"')
+    eq(select(2, slidewin.check_rule { name = "api", windows = { { limit = 5, window_ms = 10, name = "a b" } } }),
+        'windows[1].name must be a string of letters, digits, _ . -, got "a b"')
+    eq(select(2, slidewin.check_rule { name = "api", windows = { { limit = 5, window_ms = 10, name = 7 } } }),
+        "windows[1].name must be a string of letters, digits, _ . -, got 7")
+    eq(select(2, slidewin.check_rule { limit = 5, window_ms = 10 }),
+        "name must be a string of letters, digits, _ . -, got nil")
     eq(raised(slidewin.check_rule, 5), "slidewin.check_rule: conf must be a table, got 5")
     local windows = { { max_limit = 5 }, { max_limit = 50 } }
     eq(slidewin.check_limits(windows, { 5, 1 }, "limits"), true)

@@ -9,9 +9,11 @@ local slidewin = require "slidewin"
 
 test("a zone's limiter describes the rule of its last decision, and follows one put again", function()
     local zone = slidewin.zone { name = "unit-rules", size = 1024 * 1024, max_rules = 4 }
-    local held = zone:put("r", { limit = 10, window_ms = 1000, max_limit = 20, size = 16384 })
+    local held = zone:put("r", { windows = { { limit = 10, window_ms = 1000, max_limit = 20, name = "fast" } },
+        size = 16384 })
     local first = held:rule()
     eq(#first.windows, 1)
+    eq(first.windows[1].name, "fast")
     eq(first.windows[1].algorithm, "log")
     eq(first.windows[1].max_limit, 20)
     zone:put("r", { windows = {
@@ -28,6 +30,9 @@ test("a zone's limiter describes the rule of its last decision, and follows one 
     eq(now.windows[2].algorithm, "buckets")
     eq(now.windows[2].bucket_ms, 1000)
     eq(now.windows[2].window_ms, 60000)
+    -- Named by the core: window 1 keeps its configured name (same length), window 2 the default.
+    eq(now.windows[1].name .. " " .. now.windows[2].name, "fast r-1m")
+    eq(zone:get("r"):rule().windows[1].name, "r", "another worker's limiter: the default names")
     -- Limits only: the same rule, a new version; follow() moves to it before any decision.
     zone:put("r", { windows = {
         { limit = 4, window_ms = 1000, max_limit = 20 },

@@ -15,9 +15,8 @@ local nginx_zone = slidewin.nginx_zone
 
 local _M = { in_worker = true }
 
--- The zones this worker opened, by name: one limiter object over each zone's words, and the
--- names nginx.conf gives its windows.
-local opened, window_names = {}, {}
+-- The zones this worker opened, by name: one limiter object over each zone's words.
+local opened = {}
 
 -- The zone `conf` names, opened, or nil, err.
 local function zone_of(conf)
@@ -32,12 +31,12 @@ local function zone_of(conf)
     if lim then
         return lim
     end
-    local err, names
-    lim, err, names = nginx_zone(name)
+    local err
+    lim, err = nginx_zone(name)
     if not lim then
         return nil, "zone " .. config.show(name) .. ": " .. err
     end
-    opened[name], window_names[name] = lim, names
+    opened[name] = lim
     return lim
 end
 
@@ -55,16 +54,11 @@ function _M.declared_rule(opts)
     if not lim then
         return nil, err
     end
-    local zone = opts.zone or opts.name
-    local windows, names = lim:rule().windows, window_names[zone] or {}
-    for i, w in ipairs(windows) do
-        w.name = names[i] or slidewin.default_window_name(zone, i, w.window_ms)
-    end
     local conf = {}
     for k, v in pairs(opts) do
         conf[k] = v
     end
-    conf.windows = windows
+    conf.windows = lim:rule().windows -- named as nginx.conf names them
     return conf
 end
 
