@@ -442,10 +442,9 @@ local function decide(self, key, cost, commit, opts, method)
     if block then
         local out = answer_decide(block, self.headers_block, key, cost, commit and self.commit_call,
             limits)
-        if out.rendered == 0 then
-            hold(self, out.version)
-            out = answer.rerender(self.headers_block)
-        end
+        -- Rendered with the policy of the decision's version (the module took it from the
+        -- limiter); the windows, limits and policy value held here follow it.
+        hold(self, out.version)
         return out, call_policy_header or self.policy_header
     end
     poll_limits(self)

@@ -20,6 +20,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use mlua::{Lua, Result as LuaResult, Table, UserData, UserDataMethods, Value};
 use slidewin::headers::{write_values, Field, Policy, PolicyWindow, Style};
 use slidewin::rule::MAX_WINDOWS;
+use slidewin::window_name::MAX_NAME_BYTES;
 use slidewin::{arg, Call, Decision};
 
 use crate::args::{self, error};
@@ -31,8 +32,6 @@ use crate::stack::{cost_value, number_key};
 
 /// Bytes for the values of one answer: the longest is `"<name>";r=<digits>;t=<digits>`.
 const TEXT_BYTES: usize = 320;
-/// The longest window name a policy takes, so that every value fits [`TEXT_BYTES`].
-const MAX_NAME_BYTES: usize = 200;
 const MESSAGE_BYTES: usize = 256;
 
 c_struct!(
@@ -214,8 +213,9 @@ c_function!(
     /// Decides for `key` (`key_len` bytes; null: the number `key_number`) under the live limits
     /// (`n_limits` 0) or the caller's `limits`, records `cost` when it fits and `commit` is set
     /// (`commit`: 0 a peek, 1 a check, 2 a dry run, whose refusal the store counts apart),
-    /// and writes the answer's header values when `headers` holds the policy of the decision's
-    /// version. Returns 0 with `out` filled, or 1 with `out.message` saying what was wrong.
+    /// and writes the answer's header values, `headers` taking the policy of the decision's
+    /// version from the limiter when it moved (a named limiter; an unnamed one's answer is left
+    /// not rendered). Returns 0 with `out` filled, or 1 with `out.message` saying what was wrong.
     ///
     /// # Safety
     /// `block` comes from `lim:ffi_handle()` and `headers` from `headers:ffi_handle()` of objects
@@ -225,7 +225,7 @@ c_function!(
     #[c_prototype(DECIDE_PROTOTYPE)]
     pub unsafe extern "C" fn slidewin_decide(
         block: *mut Block,
-        headers: *const Headers,
+        headers: *mut Headers,
         key: *const u8,
         key_len: usize,
         key_number: f64,
@@ -241,8 +241,9 @@ c_function!(
         // SAFETY: the caller's contract above: the block lives while `lim` does, and a worker's Lua
         // runs on one thread, so nothing else borrows it during the call.
         let block = unsafe { &mut *block };
-        // SAFETY: the caller's contract above; the headers are only read here.
-        let headers = unsafe { &*headers };
+        // SAFETY: the caller's contract above: a worker's Lua runs on one thread, so nothing
+        // else borrows the headers during the call.
+        let headers = unsafe { &mut *headers };
         let mut key_text = String::new();
         let mut given = [0u64; MAX_WINDOWS];
         // SAFETY: the caller's contract above: `key` holds `key_len` bytes (or is null) and
@@ -268,7 +269,14 @@ c_function!(
                     ))
                 }
             };
-            decide_versioned(this, key, cost, call, limits, FUNCTION)
+            let decided = decide_versioned(this, key, cost, call, limits, FUNCTION)?;
+            let version = decided.1 as f64;
+            if headers.version != version {
+                if let Some(policy) = this.policy() {
+                    (headers.policy, headers.version) = (policy, version);
+                }
+            }
+            Ok(decided)
         });
         match decided {
             Ok((d, version)) => {

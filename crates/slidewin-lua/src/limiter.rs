@@ -17,6 +17,7 @@ use std::time::Duration;
 use mlua::ffi;
 use mlua::ffi::lua_State;
 use mlua::{Lua, Result as LuaResult, Table, Value};
+use slidewin::headers::Policy;
 use slidewin::rule::{Limits, Rule, RuleLimiter};
 use slidewin::shared::{
     EvictionWatch, Full, KeyWindow, LiveLimits, RegionKind, Scan, Walk, Zone, ZoneStats,
@@ -121,6 +122,18 @@ impl LuaLimiter {
     /// that decision answered with.
     pub fn rule(&self) -> (&Rule, Limits, u64) {
         (self.store.rule(), self.store.limits(), self.store.version())
+    }
+
+    /// The `RateLimit-Policy` of [`LuaLimiter::rule`] under its live limits, its windows named:
+    /// what a header style answers decisions of [`LuaLimiter::version`] with (`None`: an
+    /// unnamed limiter, whose caller sets the policy).
+    pub fn policy(&self) -> Option<Policy> {
+        let names = self.names.as_ref()?;
+        Some(Policy::of_rule(
+            self.store.rule(),
+            &self.store.limits(),
+            names,
+        ))
     }
 
     /// See [`Store::version`].

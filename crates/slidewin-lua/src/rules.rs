@@ -11,7 +11,7 @@
 
 use mlua::{Lua, Result as LuaResult, Table, Value};
 use slidewin::rule::{Rule, RuleWindow, MAX_WINDOWS};
-use slidewin::window_name::{BadName, WindowNames};
+use slidewin::window_name::{BadName, WindowNames, MAX_NAME_BYTES};
 use slidewin::window_spec::{Algorithm, WindowSpec};
 use slidewin::Error;
 
@@ -52,7 +52,7 @@ pub fn names(opts: &Table, rule_name: &str, rule: &Rule) -> LuaResult<Result<Win
             Value::String(s) => Some(s.to_string_lossy()),
             other => {
                 return Ok(Err(format!(
-                    "windows[{}].{CHARACTERS}, got {}",
+                    "windows[{}].name {CHARACTERS}, got {}",
                     i + 1,
                     args::describe(&other)
                 )))
@@ -60,25 +60,29 @@ pub fn names(opts: &Table, rule_name: &str, rule: &Rule) -> LuaResult<Result<Win
         };
         configured.push((name, window.window_ms()));
     }
-    let given = |i: usize| configured.get(i).is_some_and(|(name, _)| name.is_some());
-    let field = |i: usize| match given(i) {
+    let given: Vec<bool> = configured.iter().map(|(name, _)| name.is_some()).collect();
+    // A name the config gave, else the rule's (which a default name starts with).
+    let field = |i: usize| match given[i] {
         true => format!("windows[{}].name", i + 1),
         false => "name".to_string(),
     };
-    Ok(match WindowNames::new(rule_name, configured.clone()) {
+    Ok(match WindowNames::new(rule_name, configured) {
         Ok(names) => Ok(names),
-        Err(BadName::Characters(i, name)) => Err(format!(
-            "{} must be a string of letters, digits, _ . -, got \"{name}\"",
-            field(i)
-        )),
+        Err(BadName::Characters(i, name)) => {
+            Err(format!("{} {CHARACTERS}, got \"{name}\"", field(i)))
+        }
         Err(BadName::Repeated(i, name)) => Err(format!(
             "{} must be unique in the rule, got \"{name}\"",
+            field(i)
+        )),
+        Err(BadName::TooLong(i, name)) => Err(format!(
+            "{} must be at most {MAX_NAME_BYTES} bytes, got \"{name}\"",
             field(i)
         )),
     })
 }
 
-const CHARACTERS: &str = "name must be a string of letters, digits, _ . -";
+const CHARACTERS: &str = "must be a string of letters, digits, _ . -";
 
 /// `rule`'s windows as Lua tables, `{ algorithm, limit, window_ms, bucket_ms, max_limit, name }`
 /// (`limit` from `limits`; `name` when `names` are given): what the layer holds of a rule.

@@ -15,7 +15,7 @@
 use slidewin::headers::Style;
 use slidewin::rule::{Rule, MAX_WINDOWS};
 use slidewin::shared::{Full, ProcessOwner, Zone};
-use slidewin::window_name::{BadName, WindowNames};
+use slidewin::window_name::{BadName, WindowNames, MAX_NAME_BYTES};
 use slidewin::window_spec::{Algorithm, WindowSpec};
 
 /// The smallest zone: nginx's slab header takes its first pages.
@@ -25,8 +25,6 @@ const MIN_SIZE: usize = 32 * 1024;
 const MAX_SIZE: usize = 1 << 30;
 /// The longest key stored as it is, unless the zone says otherwise (as `resty.slidewin`).
 const DEFAULT_KEY_BYTES: usize = 64;
-/// Longest window name, so that every header value stays short.
-const MAX_NAME_BYTES: usize = 200;
 
 /// A `slidewin_zone`.
 #[derive(Debug, Clone)]
@@ -289,6 +287,7 @@ pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
         let (i, what, value) = match bad {
             BadName::Repeated(i, value) => (i, "unique in the zone", value),
             BadName::Characters(i, value) => (i, "letters, digits, _ . -", value),
+            BadName::TooLong(i, value) => (i, "at most 200 bytes", value),
         };
         invalid(D, &format!("{} name", window_at(i)), what, value.as_bytes())
     })?;

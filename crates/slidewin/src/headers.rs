@@ -42,6 +42,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
+use crate::rule::Rule;
+use crate::window_name::WindowNames;
 use crate::Decision;
 
 /// Milliseconds as whole seconds, rounded up: the one rounding of every header.
@@ -169,6 +171,21 @@ impl Policy {
             names: windows.iter().map(|w| String::from(w.name)).collect(),
             values_bytes: windows.iter().map(|w| w.name.len()).max().unwrap_or(0) + 8 + 4 * 20,
         }
+    }
+
+    /// The policy of `rule` under `limits`, its windows called as `names` calls them.
+    pub fn of_rule(rule: &Rule, limits: &[u64], names: &WindowNames) -> Policy {
+        let named: Vec<String> = (rule.windows().iter().enumerate())
+            .map(|(i, w)| names.name(i, w.window_ms()))
+            .collect();
+        let windows: Vec<PolicyWindow<'_>> = (rule.windows().iter().zip(&named).zip(limits))
+            .map(|((w, name), &limit)| PolicyWindow {
+                name,
+                limit,
+                window_ms: w.window_ms() as u64,
+            })
+            .collect();
+        Policy::new(&windows)
     }
 
     /// The `RateLimit-Policy` value.

@@ -21,12 +21,17 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+/// The longest name a window goes by, so that a header's values always fit their buffer.
+pub const MAX_NAME_BYTES: usize = 200;
+
 /// Why a window's name was refused: the 0-based window and the name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BadName {
     /// Not letters, digits, `_`, `.` or `-` (or empty): what a header item and a metric label
     /// carry as they are.
     Characters(usize, String),
+    /// Longer than [`MAX_NAME_BYTES`].
+    TooLong(usize, String),
     /// Another window of the rule goes by it.
     Repeated(usize, String),
 }
@@ -58,6 +63,9 @@ impl WindowNames {
             let name = names.name(i, window_ms);
             if name.is_empty() || !name.bytes().all(is_name_byte) {
                 return Err(BadName::Characters(i, name));
+            }
+            if name.len() > MAX_NAME_BYTES {
+                return Err(BadName::TooLong(i, name));
             }
             if seen.contains(&name) {
                 return Err(BadName::Repeated(i, name));
@@ -143,6 +151,11 @@ mod tests {
         assert_eq!(
             WindowNames::new("r", [(None, 1_000), (named("r"), 2_000)]),
             Err(BadName::Repeated(1, "r".into()))
+        );
+        let long = "n".repeat(MAX_NAME_BYTES + 1);
+        assert_eq!(
+            WindowNames::new(&long, [(None, 1_000)]),
+            Err(BadName::TooLong(0, long))
         );
     }
 }

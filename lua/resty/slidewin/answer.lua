@@ -49,7 +49,8 @@ function _M.handles(lim, headers)
 end
 
 -- Decides through the limiter's block under `limits` (nil: the live ones) and renders the
--- headers when `headers_block` holds the decision's version; `out`.
+-- headers, `headers_block` taking the policy of the decision's version from a named limiter
+-- (every limiter of resty.slidewin; an unnamed one's answer is left with rendered 0); `out`.
 function _M.decide(block, headers_block, key, cost, commit, limits)
     -- 0 a peek, 1 a check, 2 a dry run (slidewin_decide's call).
     local call = commit == true and 1 or commit or 0
@@ -87,12 +88,6 @@ function _M.render(headers_block, allowed, remaining, retry_after_ms, reset_afte
     out.remaining, out.reset_after_ms, out.window, out.limit = remaining, reset_after_ms, window, limit
     out.has_retry = retry_after_ms and 1 or 0
     out.retry_after_ms = retry_after_ms or 0
-    lib.slidewin_render(headers_block, out)
-    return out
-end
-
--- Renders `out` again (after the policy of a new version was set).
-function _M.rerender(headers_block)
     lib.slidewin_render(headers_block, out)
     return out
 end

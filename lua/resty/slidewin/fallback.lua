@@ -115,6 +115,7 @@ function _M.new(conf, store)
     self.block, self.headers_block = answer.handles(lim, headers)
     -- Held for the version the first decision answers.
     self.policy_header = headers:set(-1, windows)
+    self.version = -1
     return self
 end
 
@@ -215,9 +216,8 @@ function _M.decide(self, key, cost, commit)
     local journal = commit and cost > 0 and self.journal
     local takes = not journal or journal:takes(key)
     local out = answer.decide(self.block, self.headers_block, key, cost, commit and takes, nil)
-    if out.rendered == 0 then
-        self.policy_header = self.headers:set(out.version, self.windows)
-        out = answer.rerender(self.headers_block)
+    if out.version ~= self.version then -- rendered with the new version's policy already
+        self.policy_header, self.version = self.headers:set(out.version, self.windows), out.version
     end
     if journal and out.allowed ~= 0 then
         if takes then

@@ -92,4 +92,34 @@ test("a limit up to 2^53 is written in headers as exact digits", function()
     end
 end)
 
+test("a named limiter's answer is rendered with the policy of its decision's version, in one call", function()
+    local ffi = require "ffi"
+    local answer = require "resty.slidewin.answer"
+    local lim = slidewin.limiter { name = "named-ffi", windows = {
+        { limit = 5, window_ms = 1000, max_limit = 50, name = "fast" },
+        { limit = 100, window_ms = 3600000, max_limit = 500 } } }
+    local headers = slidewin.headers("draft")
+    local block, headers_block = answer.handles(lim, headers)
+    local function rate(out)
+        return ffi.string(out.text + out.start[0], out.len[0])
+    end
+    local out = answer.decide(block, headers_block, "k", 1, true)
+    eq(out.rendered, 1, "no policy set by the caller")
+    eq(rate(out), '"fast";r=4;t=1')
+    local version = out.version
+    lim:set_limit(2, 1)
+    out = answer.decide(block, headers_block, "k", 1, true)
+    assert(out.version ~= version, "a live limit moved the version")
+    eq(out.rendered, 1, "rendered at once with the new limits")
+    eq(rate(out), '"fast";r=0;t=1')
+    -- What the layer holds of that version: the same policy, names from the limiter.
+    local rule = lim:rule()
+    eq(headers:set(rule.version, rule.windows), '"fast";q=2;w=1, "named-ffi-1h";q=100;w=3600')
+    -- An unnamed limiter's answer waits for its caller's policy.
+    local unnamed = slidewin.limiter { limit = 5, window_ms = 1000 }
+    local fresh = slidewin.headers("draft") -- held: the block lives as long as the object
+    local unnamed_block, fresh_block = answer.handles(unnamed, fresh)
+    eq(answer.decide(unnamed_block, fresh_block, "k", 1, true).rendered, 0)
+end)
+
 harness.done()
