@@ -34,20 +34,19 @@
 -- FFI call that also renders the headers (resty.slidewin.answer); lim:set_limit / lim:limits
 -- hold the live limits, lim:rule() the windows and limits a version stands for (a zone's rule
 -- put again with other windows is a new version), lim:follow() moves to the rule in force.
--- A store elsewhere (redis, shdict) answers instead:
---   store:decide(key, cost, commit, limits) -> allowed, remaining, retry_after_ms,
---                                        reset_after_ms, decided_locally, window
+-- A store elsewhere (redis, shdict) answers into the same buffer:
+--   store:answer(headers_block, key, cost, commit, limits, in_hand_only) -> out, decided_locally
 --                                      | nil, err    (a store failure: the layer counts it in
 --                                                      metrics and applies conf.on_store_error)
---     limits: nil (the live limits) or one limit per window of conf.windows
---     every window decided as one step: admitted only when all admit, a refusal records
---     nothing; remaining: the least over the windows; window: the 1-based window the answer
---     describes (refused: the refusing one with the longest wait; admitted: the one with the
---     least remaining), whose reset_after_ms it gives
---     retry_after_ms: 0 when allowed; nil when never (cost > limit)
+--     out: resty.slidewin.answer's buffer, header values rendered with headers_block
+--     limits: one limit per window of conf.windows (the live ones, or the call's)
+--     in_hand_only: the fallback decides; answer only from what the store holds in this node
+--     (leases), else nil
 --     decided_locally: true when a remote store answered without a round trip (counted)
---   store:answer(headers_block, key, cost, commit, limits) -> out, decided_locally | nil, err:
---     optional, the same answer already in resty.slidewin.answer's buffer (redis with leases)
+--   A store that decides per call writes store:decide(key, cost, commit, limits) ->
+--   allowed, remaining, retry_after_ms (nil: never), reset_after_ms, decided_locally, window
+--   (1-based: the refusing window with the longest wait, else the one with the least
+--   remaining) | nil, err, and takes answer.answering(decide) as its store:answer.
 --   store:refund(key, cost) -> true | nil, err
 --   store:record(key, text) -> true | nil, err: optional, units admitted elsewhere ("AGE_MS:UNITS
 --   ...", AGE_MS before now) recorded in every window of `key` (redis: the on_store_error =
@@ -91,7 +90,6 @@ local slidewin = require "slidewin"
 local var_get = require("resty.slidewin.variable").get
 
 local answer_decide = answer.decide
-local answer_render = answer.render
 local send = answer.send
 local now_ms = slidewin.now_ms
 local format = string.format
@@ -448,39 +446,21 @@ local function decide(self, key, cost, commit, opts, method)
         return out, call_policy_header or self.policy_header
     end
     poll_limits(self)
-    local live = self.live
-    local store = self.store
-    local fallback = self.fallback
     -- While the fallback decides, units Redis granted before it failed are spent first (a
     -- store that answers from what it holds), then the node's own limits.
+    local fallback = self.fallback
     local falling_back = fallback and fallback:active(now_ms())
-    if store.answer then
-        -- A store that renders its own answer (redis with leases: most decided in one FFI call).
-        local out, decided_locally = store:answer(self.headers_block, key, cost, commit, limits or live,
-            falling_back)
-        if falling_back and not out then
-            return fall_back(self, key, cost, commit)
-        elseif not out then
-            return store_failed(self, decided_locally, key, cost, commit)
-        end
-        if fallback and not falling_back then
-            fallback:release()
-        end
-        return out, call_policy_header or self.policy_header, decided_locally
-    elseif falling_back then
+    local out, decided_locally = self.store:answer(self.headers_block, key, cost, commit,
+        limits or self.live, falling_back)
+    if falling_back and not out then
         return fall_back(self, key, cost, commit)
+    elseif not out then
+        return store_failed(self, decided_locally, key, cost, commit)
     end
-    local allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window =
-        self.store:decide(key, cost, commit, limits or self.store.poll_limits and live)
-    if allowed == nil then
-        return store_failed(self, remaining, key, cost, commit)
-    end
-    if fallback then
+    if fallback and not falling_back then
         fallback:release()
     end
-    window = window or 1
-    return answer_render(self.headers_block, allowed, remaining, retry_after_ms, reset_after_ms, window,
-        (limits or live)[window]), call_policy_header or self.policy_header, decided_locally
+    return out, call_policy_header or self.policy_header, decided_locally
 end
 
 -- sw:answer(key, cost, commit, opts): the decision as resty.slidewin.answer's buffer (read it

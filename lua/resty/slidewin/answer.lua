@@ -92,6 +92,26 @@ function _M.render(headers_block, allowed, remaining, retry_after_ms, reset_afte
     return out
 end
 
+-- A store's `answer` method over its `decide` (the store seam's numbers), rendered into `out`:
+-- for a store elsewhere that asks on every call (redis without leases, shdict), which holds
+-- nothing in hand while the fallback decides.
+function _M.answering(decide)
+    local render = _M.render
+    return function(store, headers_block, key, cost, commit, limits, in_hand_only)
+        if in_hand_only then
+            return nil
+        end
+        local allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window =
+            decide(store, key, cost, commit, limits)
+        if allowed == nil then
+            return nil, remaining
+        end
+        window = window or 1
+        return render(headers_block, allowed, remaining, retry_after_ms, reset_after_ms, window,
+            limits[window]), decided_locally
+    end
+end
+
 -- Sets header `name` to `len` bytes of `data` (a Lua string or a char pointer): straight
 -- through ngx_lua's FFI entry (as declared by resty.core, whose ngx.header calls it too),
 -- else through ngx.header.

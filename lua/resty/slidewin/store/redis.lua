@@ -51,6 +51,7 @@ local topology = require "resty.slidewin.store.redis.topology"
 local lrucache = require "resty.lrucache"
 local config = require "resty.slidewin.config"
 local live_limits = require("slidewin").live_limits
+local answering = require("resty.slidewin.answer").answering
 
 local ngx = ngx
 local now = ngx.now
@@ -411,6 +412,9 @@ function _M.decide(self, key, cost, commit, limits)
     end
     return allowed, res[2], retry >= 0 and retry or nil, res[4], false, res[5]
 end
+
+-- The decision in resty.slidewin.answer's buffer, header values rendered.
+_M.answer = answering(_M.decide)
 
 function _M.refund(self, key, cost)
     local res, err = call_script(self, key, cost, "refund", self.configured)

@@ -26,7 +26,8 @@ local slidewin = require "slidewin"
 
 local now_ms = slidewin.now_ms
 -- Through the FFI: a C API call would make LuaJIT leave the request's trace.
-local counter_decide = require("resty.slidewin.answer").counter_decide
+local answer = require "resty.slidewin.answer"
+local counter_decide = answer.counter_decide
 local floor = math.floor
 local min = math.min
 local huge = math.huge
@@ -172,6 +173,9 @@ function _M.decide(self, key, cost, commit, limits)
     end
     return allowed, remaining, retry_after_ms, reset_after_ms
 end
+
+-- The decision in resty.slidewin.answer's buffer, header values rendered.
+_M.answer = answer.answering(_M.decide)
 
 -- Gives back `cost` from the current window, then from the previous one (as SlidingCounter).
 function _M.refund(self, key, cost)

@@ -13,7 +13,6 @@
 --       is in flight on this node, a wait for it (1 ms sleeps, at
 --       most connect_timeout_ms + read_timeout_ms); a refusal Redis gave is answered by the
 --       table until Redis's retry time. A peek asks Redis every time.
---   store:decide(key, cost, commit, limits): the same decision as the store seam's numbers.
 --   store:refund(key, cost): given back to the lease it came from, else to Redis.
 --   store:record(key, text): as the Redis store's (the fallback's journal; leases spent while
 --       it decides were granted, not admitted by it, and are not in it).
@@ -386,25 +385,6 @@ function _M.answer(self, headers_block, key, cost, commit, limits, in_hand_only)
     end
     return answer.render(headers_block, allowed, remaining, retry_after_ms, reset_after_ms, window,
         limits[window]), false
-end
-
--- The store seam's decide: allowed, remaining, retry_after_ms, reset_after_ms,
--- decided_locally, window | nil, err.
-function _M.decide(self, key, cost, commit, limits)
-    limits = limits or self.configured
-    if not commit then
-        return self.base:decide(key, cost, false, limits)
-    end
-    local decided, allowed, remaining, retry_after_ms, reset_after_ms, window =
-        spend(self, nil, key, cost, limits)
-    if decided then
-        return decided.allowed ~= 0, decided.remaining,
-            decided.has_retry ~= 0 and decided.retry_after_ms or nil, decided.reset_after_ms, true,
-            decided.window
-    elseif decided == nil then
-        return nil, allowed
-    end
-    return allowed, remaining, retry_after_ms, reset_after_ms, false, window
 end
 
 function _M.refund(self, key, cost)
