@@ -77,76 +77,37 @@
 -- its own: sw:enforce(key, cost, { limit = N }) (one window), { limits = { ... } } or
 -- { tier = "pro" }, each limit at most its window's max_limit.
 --
+-- A limiter's parts, a module each: resty.slidewin.held (what it holds of its rule between
+-- decisions), resty.slidewin.respond (the one response path), resty.slidewin.evictions (the
+-- warn line of a full zone).
+--
 -- Gateway switches (mode = "dry_run", exempt, headers, delay, refund_statuses, body_json):
 -- modules of their own around enforce, see resty.slidewin.switch and docs/switches.md.
 
 local answer = require "resty.slidewin.answer"
 local config = require "resty.slidewin.config"
+local evictions = require "resty.slidewin.evictions"
 local fallback_limiter = require "resty.slidewin.fallback"
+local held = require "resty.slidewin.held"
 local metrics = require "resty.slidewin.metrics"
 local phases = require "resty.slidewin.phases"
+local respond = require "resty.slidewin.respond"
 local switch = require "resty.slidewin.switch"
 local slidewin = require "slidewin"
 local var_get = require("resty.slidewin.variable").get
 
 local answer_decide = answer.decide
-local send = answer.send
 local now_ms = slidewin.now_ms
 local format = string.format
 local huge = math.huge
-local max = math.max
-local ngx = ngx
 local type = type
+local call_limits, follow, hold, poll_limits = held.call_limits, held.follow, held.hold, held.poll
+local start_watching = evictions.start
 
 local _M = { _VERSION = "0.2.0" }
 local mt = { __index = _M }
 
 local show = config.show
-
--- How often a worker asks a store shared by several nodes for limits set elsewhere.
-local POLL_LIMITS_MS = 1000
-
--- The live limits and the RateLimit-Policy they make, for decisions of `version`.
-local function hold_limits(self, limits, version)
-    self.live = limits
-    self.policy_header = self.headers:set(version or -1, self.windows, limits)
-end
-
--- The rule's windows (named), their limits and what is derived from them: the largest cost
--- that can fit, the policy of the limits and the tiers'.
-local function hold_windows(self, windows, limits, version)
-    local max_limit = 0
-    for _, w in ipairs(windows) do
-        max_limit = max(max_limit, w.max_limit)
-    end
-    self.windows, self.max_limit, self.tier_policy_headers = windows, max_limit, {}
-    hold_limits(self, limits, version)
-end
-
--- The rule the store's limiter decided with at `version` (a version it answered), held unless
--- it is the one held already. A zone's rule put again with other windows is a new version,
--- its windows named by the core (a window keeps its configured name while it keeps its length).
-local function hold(self, version)
-    if version == nil or version == self.rule_version then
-        return
-    end
-    local rule = self.store.lim:rule()
-    local limits = {}
-    for i, w in ipairs(rule.windows) do
-        limits[i] = w.limit
-    end
-    hold_windows(self, rule.windows, limits, rule.version)
-    self.rule_version = rule.version
-end
-
--- Holds the rule in force (which a decision follows by itself) before reading the windows for
--- a check made ahead of the decision.
-local function follow(self)
-    local lim = self.store.lim
-    if lim then
-        hold(self, lim:follow())
-    end
-end
 
 -- The store module `name` names (resty.slidewin.store.<name>), or nil, err.
 local function store_module(name)
@@ -169,43 +130,6 @@ local function with_declared_rule(opts)
         return opts
     end
     return module.declared_rule(opts)
-end
-
--- Limiters of store shm whose evictions are watched (keys evicted with units in their
--- windows: a region too small for its keys), on one timer per worker for all of them; each
--- limiter object keeps what this worker told (lim:evictions_to_tell).
-local watched, watching = {}, false
-local WATCH_EVERY_S = 1
-
--- Tells error.log of each watched limiter's evictions, at most once per its
--- error_log_interval_ms: each eviction forgets a window.
-local function tell_evictions(premature)
-    if premature then
-        return
-    end
-    for i = 1, #watched do
-        local w = watched[i]
-        local told = w.lim:evictions_to_tell(w.interval_ms)
-        if told then
-            ngx.log(ngx.WARN, "slidewin ", w.name, " is full: ", told,
-                ': raise size or set full = "refuse"')
-        end
-    end
-end
-
--- Starts this worker's watch (from init_worker(), else its first decision: timers cannot
--- start in init_by_lua*), counting from what the regions hold now.
-local function watch_evictions()
-    watching = true
-    if #watched == 0 or not ngx.timer then
-        return true -- nothing to watch, or Lua outside nginx
-    end
-    tell_evictions(false)
-    local ok, err = ngx.timer.every(WATCH_EVERY_S, tell_evictions)
-    if not ok then
-        ngx.log(ngx.ERR, "slidewin: evictions go untold: ", err)
-    end
-    return true
 end
 
 -- A limiter from a config table, or nil, err (bad config, unknown store, missing dict).
@@ -281,9 +205,7 @@ function _M.new(opts)
         polled_at = -huge,
     }, mt)
     if store.counts_decisions and store.lim then
-        watched[#watched + 1] = { name = conf.name, lim = store.lim,
-            interval_ms = conf.error_log_interval_ms }
-        phases.on_init_worker("evictions", watch_evictions)
+        evictions.watch(conf.name, store.lim, conf.error_log_interval_ms)
     end
     -- The limiter's block and the headers' for the FFI, compiled into the caller's trace.
     self.lim_block, self.headers_block = answer.handles(store.lim, headers)
@@ -292,7 +214,7 @@ function _M.new(opts)
     for i, w in ipairs(conf.windows) do
         configured[i] = w.limit
     end
-    hold_windows(self, conf.windows, store.lim and store.lim:limits() or configured)
+    held.windows(self, conf.windows, store.lim and store.lim:limits() or configured)
     return self
 end
 
@@ -301,69 +223,6 @@ local function check_self(self, method)
     if getmetatable(self) ~= mt then
         error(format("sw:%s: self must be a resty.slidewin limiter (call sw:%s(...) with ':'), got %s",
             method, method, show(self)), 3)
-    end
-end
-
--- The limits `opts` asks for (nil: the live ones) and their RateLimit-Policy, or raises.
-local function call_limits(self, opts, method, level)
-    if opts == nil then
-        return nil
-    end
-    if type(opts) ~= "table" then
-        error(format("sw:%s: opts must be a table ({ limit = N }, { limits = {...} } or { tier = name }), got %s",
-            method, show(opts)), level or 4)
-    end
-    follow(self)
-    local tier = opts.tier
-    if tier ~= nil then
-        local limits = self.conf.tiers and self.conf.tiers[tier]
-        if not limits then
-            error(format("sw:%s: tier must be a tier of the config, got %s", method, show(tier)), level or 4)
-        end
-        local cached = self.tier_policy_headers[tier]
-        if not cached then
-            -- Checked with the config, but the rule in force may have other windows.
-            local ok, err = config.check_limits(self.windows, limits, "tiers." .. tostring(tier))
-            if not ok then
-                error(format("sw:%s: %s", method, err), level or 4)
-            end
-            cached = self.headers:policy(self.windows, limits)
-            self.tier_policy_headers[tier] = cached
-        end
-        return limits, cached
-    end
-    local limits = opts.limits
-    if limits == nil and opts.limit ~= nil then
-        if #self.windows ~= 1 then
-            error(format("sw:%s: limit is for a rule of one window; this one has %d (give limits = {...})",
-                method, #self.windows), level or 4)
-        end
-        limits = { opts.limit }
-    end
-    if limits == nil then
-        return nil
-    end
-    local ok, err = config.check_limits(self.windows, limits, "limits")
-    if not ok then
-        error(format("sw:%s: %s", method, err), level or 4)
-    end
-    return limits, self.headers:policy(self.windows, limits)
-end
-
--- Limits set on another node, at most once a second (stores shared by nodes).
-local function poll_limits(self)
-    local store = self.store
-    if not store.poll_limits then
-        return
-    end
-    local now = now_ms()
-    if now - self.polled_at < POLL_LIMITS_MS then
-        return
-    end
-    self.polled_at = now
-    local limits = store:poll_limits(now)
-    if limits then
-        hold_limits(self, limits)
     end
 end
 
@@ -432,9 +291,7 @@ local function decide(self, key, cost, commit, opts, method)
     key = key_of(self, key, method)
     check_key(key, method)
     cost = check_cost(self, cost, method)
-    if not watching then
-        watch_evictions()
-    end
+    start_watching()
     local limits, call_policy_header = call_limits(self, opts, method)
     local block = self.lim_block
     if block then
@@ -484,88 +341,6 @@ function _M.decide(self, key, cost, commit, opts)
         out.reset_after_ms, decided_locally, out.window, policy_header
 end
 
--- Answers a refusal (`out`; nil when the store failed) with conf.status and ends the request.
-local function refuse(self, out, store_failed)
-    local hooks = self.hooks
-    if hooks and hooks.body then
-        return hooks.body(self, out, store_failed)
-    end
-    local conf = self.conf
-    ngx.status = conf.status
-    ngx.header["Content-Type"] = "text/plain"
-    ngx.print(conf.body)
-    return ngx.exit(conf.status)
-end
-
--- One error.log line per error_log_interval_ms (per worker) while the store fails, not one per
--- request: an outage at thousands of requests per second must not flood the log.
-local function log_store_error(self, err)
-    local unlogged = self.errors_unlogged + 1
-    local now = now_ms()
-    if now - self.error_logged_at < self.conf.error_log_interval_ms then
-        self.errors_unlogged = unlogged
-        return
-    end
-    ngx.log(ngx.ERR, "slidewin ", self.name, ": store error: ", err, " (", unlogged,
-        " request(s) answered by on_store_error=", self.conf.on_store_error, " since the last line)")
-    self.error_logged_at, self.errors_unlogged = now, 0
-end
-
--- The one response path: the decision `out` and its RateLimit-Policy value (out nil: the store
--- failed, with that error in place of the value) counted and answered, each switch's hook
--- where it applies (`waited`: the decision after a wait, which does not wait again).
-local function respond(self, key, cost, opts, out, policy_header, decided_locally, waited)
-    local hooks = self.hooks
-    local counters = self.counters
-    if not out then
-        local err = policy_header
-        counters:incr("store_errors")
-        log_store_error(self, err)
-        if self.fail_open then
-            return true
-        end
-        return refuse(self, nil, true)
-    end
-    if out.allowed ~= 0 then
-        if self.counts_in_layer then
-            counters:incr("allowed")
-        end
-        if self.sends_headers then
-            send(out, self.sends_policy_header and policy_header, false)
-        end
-        if hooks and hooks.admitted then
-            hooks.admitted(self, key, cost)
-        end
-        return true
-    end
-    if decided_locally then
-        counters:incr("local_refusals")
-    end
-    if hooks then
-        if hooks.wait and not waited and out.has_retry ~= 0 then
-            local again, again_header, again_locally = hooks.wait(self, key, cost, opts, out.retry_after_ms)
-            if again ~= nil or again_header ~= nil then
-                -- The last decision, answered without waiting again.
-                return respond(self, key, cost, opts, again, again_header, again_locally, true)
-            end
-        end
-        if hooks.let_through then
-            hooks.let_through(self)
-            if self.sends_headers then
-                send(out, self.sends_policy_header and policy_header, false)
-            end
-            return true
-        end
-    end
-    if self.counts_in_layer then
-        counters:incr("rejected")
-    end
-    if self.sends_headers then
-        send(out, self.sends_policy_header and policy_header, true)
-    end
-    return refuse(self, out)
-end
-
 -- Admit (set headers, return true) or refuse (answer conf.status and end the request).
 -- opts: nil, { limit = N }, { limits = { ... } } or { tier = "name" }.
 function _M.enforce(self, key, cost, opts)
@@ -583,25 +358,12 @@ function _M.enforce(self, key, cost, opts)
     return respond(self, key, cost, opts, out, policy_header, decided_locally)
 end
 
--- The 1-based index of window `window` (an index or a window's name), or nil, err.
-local function window_index(self, window)
-    if window == nil then
-        return 1
-    end
-    for i, w in ipairs(self.windows) do
-        if window == i or window == w.name then
-            return i
-        end
-    end
-    return nil, "window must be a window's index (1 to " .. #self.windows .. ") or name, got " .. show(window)
-end
-
 -- sw:set_limit(limit [, window]): true, or nil, err. Every worker (and, store "redis", every
 -- node) decides with it from its next request; every key keeps its window.
 function _M.set_limit(self, limit, window)
     check_self(self, "set_limit")
     follow(self)
-    local i, err = window_index(self, window)
+    local i, err = held.window_index(self, window)
     if not i then
         return nil, err
     end
@@ -627,7 +389,7 @@ function _M.set_limit(self, limit, window)
     if not ok then
         return nil, err
     end
-    hold_limits(self, limits)
+    held.limits(self, limits)
     return true
 end
 
