@@ -2,6 +2,7 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
+use super::answers::{Entry, InflightStats};
 use super::inflight_way::{payload_words, Slots};
 use super::keys::Key;
 use super::layout;
@@ -83,38 +84,6 @@ impl InflightConfig {
     pub fn max_limit(&self) -> u64 {
         self.max_limit
     }
-}
-
-/// The answer to [`Inflight::enter_at`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Entry {
-    /// Whether a slot was taken.
-    pub admitted: bool,
-    /// The key's slots in flight after the call (with this one when admitted).
-    pub inflight: u64,
-    /// The live limit the call was decided against.
-    pub limit: u64,
-    /// What [`Inflight::leave_at`] needs to give the slot back: its lease deadline.
-    pub token: i64,
-}
-
-/// Counters of a region, summed over its sets (for every process that shares it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct InflightStats {
-    /// Slots held now by live owners within their lease.
-    pub inflight: u64,
-    /// Calls admitted.
-    pub admitted: u64,
-    /// Calls refused at the limit.
-    pub refused: u64,
-    /// Calls refused because their key's set had no idle way for a new key.
-    pub full: u64,
-    /// Slots freed because their lease ran out (a leave that never came).
-    pub expired: u64,
-    /// Slots freed because their owner died.
-    pub dead_owner: u64,
-    /// Locks taken over from a dead process (its set repaired).
-    pub repairs: u64,
 }
 
 /// Concurrency limits over a shared region: at most `limit` calls of a key in flight across

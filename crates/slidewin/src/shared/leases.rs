@@ -1,9 +1,9 @@
 //! A node's leases over a shared region: [`Leases`].
 
-use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
+use super::answers::{Admitted, Fetch, LeaseStats, Spent};
 use super::keys::{Key, Stored};
 use super::layout;
 use super::lease_way::{after, due, Way, LEASE_WORDS, S_DUE};
@@ -35,89 +35,6 @@ const H_VALIDITY: usize = 15;
 /// A sweep returns a key's unspent units when they are at least 1/WORTH_A_CALL of the room
 /// Redis had left at its last grant.
 const WORTH_A_CALL: u64 = 8;
-
-/// A lease call to make: `seq` names it (the id is [`Leases::id`]), `want` units for the
-/// script (`cost` is the caller's), `sent_ms` the node's time now, before sending, and
-/// `settle` the key's ended leases (the script's `settle` option).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fetch {
-    /// The sequence of the call's lease id.
-    pub seq: u64,
-    /// Units to ask for.
-    pub want: u64,
-    /// The node's monotonic ms before the call is sent.
-    pub sent_ms: i64,
-    /// The V to ask for ([`Leases::validity_ms`] when the call was claimed).
-    pub validity_ms: u64,
-    /// `"ID:SPENT:LAST_MS ..."`.
-    pub settle: String,
-}
-
-/// The answer of [`Leases::spend_at`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Spent {
-    /// Spent from the lease, with no call.
-    Admitted {
-        /// Units left in the lease plus Redis's room at its grant (an estimate).
-        remaining: u64,
-        /// When the answer's window empties, as Redis said at the grant.
-        reset_after_ms: u64,
-        /// The window Redis's answer described (0-based).
-        window: usize,
-        /// The next lease, to fetch in the background: this caller claimed it.
-        prefetch: Option<Fetch>,
-    },
-    /// Redis refused this cost (or less) until a time not reached: no call.
-    Refused {
-        /// Redis's remaining at the refusal.
-        remaining: u64,
-        /// Until the refusal ends.
-        retry_after_ms: u64,
-        /// When the window empties.
-        reset_after_ms: u64,
-        /// The refusing window (0-based).
-        window: usize,
-    },
-    /// No lease can pay: call Redis now.
-    Fetch(Fetch),
-    /// No lease can pay and another caller's call of the key is in flight: ask again shortly
-    /// (its lease will likely pay; one call at a time keeps leases from ending in heaps).
-    Wait,
-}
-
-/// The request a grant admitted ([`Leases::install_at`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Admitted {
-    /// Units left in the lease plus Redis's room (an estimate).
-    pub remaining: u64,
-}
-
-/// Counters of the table's header, for every process that shares it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct LeaseStats {
-    /// Lease calls made (foreground and background).
-    pub calls: u64,
-    /// Units Redis granted.
-    pub granted: u64,
-    /// Units spent (each an admitted request's cost).
-    pub spent: u64,
-    /// Units of ended leases given back unspent.
-    pub returned: u64,
-    /// Of those, units whose lease ran out of time.
-    pub expired: u64,
-    /// Decisions made with no call (spent from a lease, or a cached refusal).
-    pub local: u64,
-    /// Refusals answered from Redis's cached answer.
-    pub refusals_cached: u64,
-    /// Locks taken over from a dead process (its set repaired).
-    pub repairs: u64,
-    /// Keys dropped to make room (their lease is then settled by Redis's expiry).
-    pub evictions: u64,
-    /// The V lease calls ask for now (raised above the configured one by late answers).
-    pub validity_ms: u64,
-    /// Keys the table can hold.
-    pub capacity: u64,
-}
 
 /// A node's leases over a shared region: every worker of one nginx spends the same lease of a
 /// key ([`crate::lease`]: the rules and why they keep the limit), crash safe, bounded.

@@ -18,10 +18,11 @@ use alloc::vec::Vec;
 use core::cmp::Reverse;
 use core::sync::atomic::AtomicU64;
 
+use super::answers::ZoneStats;
 pub use super::keys::Stored as StoredKey;
 use super::lock::Owner;
 use super::table::{S_TAGS, WAYS};
-use super::zone::{Zone, ZoneStats};
+use super::zone::Zone;
 use crate::clock::check_time;
 use crate::{Decision, Error};
 

@@ -3,6 +3,7 @@
 use core::ops::Range;
 use core::sync::atomic::{AtomicU64, Ordering, Ordering::Relaxed};
 
+use super::answers::ZoneStats;
 use super::keys::Key;
 use super::layout::{Layout, REFUSED_WORDS};
 use super::limits::LiveLimits;
@@ -45,30 +46,6 @@ pub enum Full {
     /// is ever admitted past its limit, at the cost of refusing new keys while the zone is
     /// full.
     Refuse,
-}
-
-/// Counters of a region, summed over its sets (for every process that shares it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ZoneStats {
-    /// Keys held now.
-    pub keys: u64,
-    /// Keys the region can hold.
-    pub capacity: u64,
-    /// Live keys dropped to make room.
-    pub evictions: u64,
-    /// Idle keys (empty window) dropped to make room.
-    pub reclaimed: u64,
-    /// Locks taken over from a dead process (its set repaired).
-    pub repairs: u64,
-    /// Calls admitted.
-    pub allowed: u64,
-    /// Calls refused (a dry run's apart).
-    pub rejected: u64,
-    /// Refusals of dry runs ([`Zone::check_dry_run_at`]): the calls went on.
-    pub would_reject: u64,
-    /// New keys refused because their set was full of keys holding units ([`Full::Refuse`];
-    /// also counted in `rejected`).
-    pub full_refusals: u64,
 }
 
 /// A keyed [`Rule`] over a shared region; see the [module docs](super).
