@@ -90,7 +90,7 @@ const WORTH_A_CALL: u64 = 8;
 /// # Ok::<(), slidewin::Error>(())
 /// ```
 pub struct Leases<R, O: Owner> {
-    table: Table<R, O>,
+    pub(super) table: Table<R, O>,
     config: LeaseConfig,
     node_id: u64,
 }
@@ -613,48 +613,5 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         }
         set.set(S_DUE, 1);
         self.count(H_REPAIRS, 1);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use alloc::vec::Vec;
-
-    use super::super::table::S_LOCK;
-    use super::super::tests::Survivor;
-    use super::*;
-
-    #[test]
-    fn a_lock_left_by_a_dead_owner_is_taken_over_and_the_set_repaired() {
-        let config = LeaseConfig::new(100, None, 50).unwrap();
-        let bytes = Leases::<&[AtomicU64], Survivor>::bytes_for(16, 8).unwrap();
-        let words: Vec<AtomicU64> = (0..bytes / 8).map(|_| AtomicU64::new(0)).collect();
-        let (table, _) = Leases::attach(&words[..], config, 16, Survivor, [1, 2]).unwrap();
-        assert_eq!(table.capacity(), 8, "one set");
-        let Spent::Fetch(f) = table.spend_at(b"k", 0, 1, &[9]).unwrap() else {
-            panic!()
-        };
-        let grant = Grant {
-            granted: 5,
-            ..Grant::default()
-        };
-        assert!(table
-            .install_at(b"k", &f, 1, 1, &[9], &grant)
-            .unwrap()
-            .is_some());
-        // Owner 2 died holding the lock, after writing more spent than granted.
-        let at = HEADER_WORDS + table.table.cut.payload(0);
-        words[at + L_SPENT].store(7, Ordering::Relaxed);
-        words[HEADER_WORDS + S_LOCK].store(2, Ordering::Relaxed);
-        let Spent::Fetch(next) = table.spend_at(b"k", 2, 1, &[9]).unwrap() else {
-            panic!("the lease was spent out by the repair")
-        };
-        assert_eq!(next.settle, alloc::format!("{}:5:1", table.id(f.seq)));
-        assert_eq!(table.stats().repairs, 1);
-        assert_eq!(
-            words[HEADER_WORDS + S_LOCK].load(Ordering::Relaxed),
-            0,
-            "released"
-        );
     }
 }
