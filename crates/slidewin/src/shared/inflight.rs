@@ -1,13 +1,13 @@
 //! Concurrency limits over a shared region: [`Inflight`].
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::AtomicU64;
 
 use super::answers::{Entry, InflightStats};
 use super::inflight_way::{payload_words, Slots};
 use super::keys::Key;
-use super::layout;
 use super::lock::Owner;
-use super::table::{Attached, Cut, Set, Table, S_TAGS, WAYS};
+use super::region::Attached;
+use super::table::{Cut, Set, Table, S_TAGS, WAYS};
 use crate::clock::check_time;
 use crate::{Error, Value};
 
@@ -147,23 +147,14 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         seed: [u64; 2],
     ) -> Result<(Self, Attached), Error> {
         let region_words = region.as_ref().len();
-        let cut = Cut::new(
-            HEADER_WORDS,
-            max_key_bytes,
-            payload_words(config.max_limit),
-            region_words,
-        )?;
-        let fingerprint = layout::fingerprint([
-            config.max_limit,
-            cut.key_words as u64,
-            cut.sets as u64,
-            region_words as u64,
-        ]);
+        let payload_words = payload_words(config.max_limit);
+        let cut = Cut::new(HEADER_WORDS, max_key_bytes, payload_words, region_words)?;
+        let fingerprint = cut.fingerprint([config.max_limit], region_words);
         let (table, attached) = Table::attach(region, cut, (MAGIC, fingerprint), seed, owner);
-        let words = table.words();
-        if words[H_CONFIG_LIMIT].load(Ordering::Relaxed) != config.limit {
-            words[H_CONFIG_LIMIT].store(config.limit, Ordering::Relaxed);
-            words[H_LIMIT].store(config.limit, Ordering::Relaxed);
+        let header = table.header();
+        if header.get(H_CONFIG_LIMIT) != config.limit {
+            header.set(H_CONFIG_LIMIT, config.limit);
+            header.set(H_LIMIT, config.limit);
         }
         Ok((Self { table, config }, attached))
     }
@@ -186,7 +177,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
 
     /// The live limit, the same for every process.
     pub fn limit(&self) -> u64 {
-        self.words()[H_LIMIT].load(Ordering::Relaxed)
+        self.table.header().get(H_LIMIT)
     }
 
     /// Sets the live limit for every process at once: slots already held stay held (a lower
@@ -196,7 +187,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
             let expected = "a positive integer at most max_limit";
             return Err(Error::invalid("limit", expected, Value::UInt(limit)));
         }
-        self.words()[H_LIMIT].store(limit, Ordering::Relaxed);
+        self.table.header().set(H_LIMIT, limit);
         Ok(())
     }
 
@@ -314,10 +305,6 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
             stats.repairs,
         ] = self.table.totals(fields, 0..self.table.cut.sets);
         Ok(stats)
-    }
-
-    fn words(&self) -> &[AtomicU64] {
-        self.table.words()
     }
 
     /// Locks the set of `key`, repairing it first when its last owner died holding it.

@@ -1,16 +1,16 @@
 //! A node's leases over a shared region: [`Leases`].
 
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::AtomicU64;
 
 use super::answers::{Admitted, Fetch, LeaseStats, Spent};
 use super::keys::{Key, Stored};
-use super::layout;
 use super::lease_way::{after, due, Way, LEASE_WORDS, S_DUE};
 use super::lease_way::{L_CLAIM, L_LIMITS, L_RECORDED, L_REMOTE, L_RESET_AT, L_SEQ, L_SPENT};
 use super::lease_way::{L_WINDOW, R_COST, R_LIMITS, R_REMAINING, R_RESET_AT, R_UNTIL, R_WINDOW};
 use super::lock::Owner;
-use super::table::{check_key_bytes, Attached, Cut, Set, Table, S_TAGS, WAYS};
+use super::region::{self, Attached};
+use super::table::{check_key_bytes, Cut, Set, Table, S_TAGS, WAYS};
 use crate::clock::check_time;
 use crate::lease::{next_rate, want, Grant, Lease, LeaseConfig, Settlement, Spend};
 use crate::Error;
@@ -110,14 +110,8 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     ) -> Result<(Self, Attached), Error> {
         let region_words = region.as_ref().len();
         let cut = Cut::new(HEADER_WORDS, max_key_bytes, LEASE_WORDS, region_words)?;
-        let fingerprint = layout::fingerprint([
-            LEASE_WORDS as u64,
-            config.validity_ms(),
-            config.margin_ms(),
-            cut.key_words as u64,
-            cut.sets as u64,
-            region_words as u64,
-        ]);
+        let payload = [LEASE_WORDS as u64, config.validity_ms(), config.margin_ms()];
+        let fingerprint = cut.fingerprint(payload, region_words);
         let (table, attached) = Table::attach(region, cut, (MAGIC, fingerprint), seed, owner);
         let seed = table.seed;
         let leases = Self {
@@ -195,7 +189,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         ahead: bool,
     ) -> Result<Spent, Error> {
         let now_ms = check_time("now_ms", now_ms)?;
-        let limits = layout::fingerprint(limits.iter().copied());
+        let limits = region::fingerprint(limits.iter().copied());
         let key = self.table.codec.key(key);
         let set = self.lock(&key);
         let way = self.find_or_insert(&set, &key, now_ms);
@@ -209,8 +203,8 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         match lease.spend(&self.config, now_ms, cost) {
             Spend::Spent => {
                 way.spent(&lease);
-                self.count(H_SPENT, cost);
-                self.count(H_LOCAL, 1);
+                self.table.header().count(H_SPENT, cost);
+                self.table.header().count(H_LOCAL, 1);
                 let remote = way.get(L_REMOTE);
                 let wanted = lease.wants_next(&self.config, now_ms, remote);
                 let prefetch =
@@ -229,8 +223,8 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
                 let refused_until = way.get(R_UNTIL) as i64;
                 if refused_until > now_ms && cost >= way.get(R_COST) && way.get(R_LIMITS) == limits
                 {
-                    self.count(H_LOCAL, 1);
-                    self.count(H_CACHED, 1);
+                    self.table.header().count(H_LOCAL, 1);
+                    self.table.header().count(H_CACHED, 1);
                     return Ok(Spent::Refused {
                         remaining: way.get(R_REMAINING),
                         retry_after_ms: (refused_until - now_ms) as u64,
@@ -295,7 +289,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         recorded: bool,
     ) -> Result<Option<Admitted>, Error> {
         let now_ms = check_time("now_ms", now_ms)?;
-        let limits = layout::fingerprint(limits.iter().copied());
+        let limits = region::fingerprint(limits.iter().copied());
         let key = self.table.codec.key(key);
         let set = self.lock(&key);
         let way = self.find_or_insert(&set, &key, now_ms);
@@ -308,7 +302,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
             }
             return Ok(None);
         }
-        self.count(H_GRANTED, grant.granted);
+        self.table.header().count(H_GRANTED, grant.granted);
         let validity_ms = fetch.validity_ms.clamp(1, self.config.max_validity_ms());
         let mut lease = Lease::granted(fetch.seq, grant.granted, fetch.sent_ms, validity_ms);
         let round_trip_ms = now_ms.saturating_sub(fetch.sent_ms).max(0);
@@ -320,7 +314,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
             self.end(&way, &lease, recorded, now_ms);
             return Ok(None);
         }
-        self.count(H_SPENT, cost);
+        self.table.header().count(H_SPENT, cost);
         way.put(R_UNTIL, 0);
         let current = way.lease();
         if current.seq != 0 && current.sent_ms > lease.sent_ms {
@@ -405,16 +399,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     ) -> Result<Vec<(Vec<u8>, Fetch)>, Error> {
         let now_ms = check_time("now_ms", now_ms)?;
         let mut out = Vec::new();
-        let next = &self.words()[H_SWEEP_AT];
-        let planned = next.load(Ordering::Relaxed);
-        if planned as i64 > now_ms {
-            return Ok(out);
-        }
-        let then = now_ms.saturating_add(period_ms.max(1)) as u64;
-        if next
-            .compare_exchange(planned, then, Ordering::Relaxed, Ordering::Relaxed)
-            .is_err()
-        {
+        if !self.table.header().take_turn(H_SWEEP_AT, now_ms, period_ms) {
             return Ok(out);
         }
         for set in 0..self.table.cut.sets {
@@ -467,26 +452,40 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
 
     /// The header's counters (each exact, the whole a moment's view).
     pub fn stats(&self) -> LeaseStats {
-        let get = |i: usize| self.words()[i].load(Ordering::Relaxed);
-        LeaseStats {
-            calls: get(H_CALLS),
-            granted: get(H_GRANTED),
-            spent: get(H_SPENT),
-            returned: get(H_RETURNED),
-            expired: get(H_EXPIRED),
-            local: get(H_LOCAL),
-            refusals_cached: get(H_CACHED),
-            repairs: get(H_REPAIRS),
-            evictions: get(H_EVICTIONS),
+        let mut stats = LeaseStats {
             validity_ms: self.validity_ms(),
             capacity: self.capacity() as u64,
-        }
+            ..LeaseStats::default()
+        };
+        let fields = [
+            H_CALLS,
+            H_GRANTED,
+            H_SPENT,
+            H_RETURNED,
+            H_EXPIRED,
+            H_LOCAL,
+            H_CACHED,
+            H_REPAIRS,
+            H_EVICTIONS,
+        ];
+        [
+            stats.calls,
+            stats.granted,
+            stats.spent,
+            stats.returned,
+            stats.expired,
+            stats.local,
+            stats.refusals_cached,
+            stats.repairs,
+            stats.evictions,
+        ] = self.table.header().values(fields);
+        stats
     }
 
     /// The V lease calls ask for now: the configured one, raised by
     /// [`LeaseConfig::raised_validity_ms`] when a grant came too late to spend.
     pub fn validity_ms(&self) -> u64 {
-        match self.words()[H_VALIDITY].load(Ordering::Relaxed) {
+        match self.table.header().get(H_VALIDITY) {
             0 => self.config.validity_ms(),
             // A region kept through a reload that lowered max_validity_ms.
             raised => raised.min(self.config.max_validity_ms()),
@@ -496,16 +495,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     /// A call under `validity_ms` answered `round_trip_ms` after it was sent, too late.
     fn raise_validity(&self, validity_ms: u64, round_trip_ms: u64) {
         let raised = self.config.raised_validity_ms(validity_ms, round_trip_ms);
-        self.words()[H_VALIDITY].fetch_max(raised, Ordering::Relaxed);
-    }
-
-    fn words(&self) -> &[AtomicU64] {
-        self.table.words()
-    }
-
-    fn count(&self, field: usize, n: u64) {
-        self.words()[field].fetch_add(n, Ordering::Relaxed);
-        super::fault::point();
+        self.table.header().raise(H_VALIDITY, raised);
     }
 
     /// Locks the set of `key`, repairing it first when its last owner died holding it.
@@ -534,7 +524,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         let way = empty
             .or_else(|| (0..WAYS).find(|&w| self.way(set, w).is_idle(now_ms)))
             .unwrap_or_else(|| {
-                self.count(H_EVICTIONS, 1);
+                self.table.header().count(H_EVICTIONS, 1);
                 self.table.least_recently_used(set)
             });
         self.table
@@ -545,7 +535,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     /// A call for `cost` (0: ahead of time), claimed for a validity: until its answer, or its
     /// failure, or that time, the key's requests that find no units wait for it.
     fn claim(&self, way: &Way<'_, '_>, now_ms: i64, cost: u64) -> Fetch {
-        self.count(H_CALLS, 1);
+        self.table.header().count(H_CALLS, 1);
         let fetch = self.fetch(way, now_ms, cost);
         way.claim(fetch.seq, now_ms.saturating_add(fetch.validity_ms as i64));
         fetch
@@ -554,8 +544,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     /// A call for `way`: a new id, the units to want for `cost`, the settle list (now carried
     /// by this call).
     fn fetch(&self, way: &Way<'_, '_>, now_ms: i64, cost: u64) -> Fetch {
-        let seq = self.words()[H_SEQ].fetch_add(1, Ordering::Relaxed) + 1;
-        super::fault::point();
+        let seq = self.table.header().count(H_SEQ, 1) + 1;
         let settle = way.settle_text(self.node_id, seq);
         Fetch {
             seq,
@@ -597,9 +586,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
             // back as soon as they are settled, so the next call asks.
             way.put(R_UNTIL, 0);
         }
-        self.count(H_RETURNED, unspent);
+        self.table.header().count(H_RETURNED, unspent);
         if !lease.is_live(&self.config, now_ms) {
-            self.count(H_EXPIRED, unspent);
+            self.table.header().count(H_EXPIRED, unspent);
         }
         way.push(&lease.settlement(), unspent, now_ms);
     }
@@ -612,6 +601,6 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
             self.way(set, way).repair();
         }
         set.set(S_DUE, 1);
-        self.count(H_REPAIRS, 1);
+        self.table.header().count(H_REPAIRS, 1);
     }
 }

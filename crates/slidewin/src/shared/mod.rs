@@ -72,6 +72,7 @@ mod lease_way;
 mod leases;
 mod limits;
 mod lock;
+mod region;
 mod scan;
 mod state;
 mod table;
@@ -91,8 +92,9 @@ pub use limits::LiveLimits;
 pub use lock::Owner;
 #[cfg(feature = "std")]
 pub use lock::ProcessOwner;
-pub use scan::{HeavyHitter, KeyWindow, Scan, StoredKey, Usage, Walk, USAGE_BOUNDS};
 #[cfg(feature = "std")]
-pub use table::random_seed;
-pub use table::{Attached, KEY_BYTES, WAYS};
+pub use region::random_seed;
+pub use region::Attached;
+pub use scan::{HeavyHitter, KeyWindow, Scan, StoredKey, Usage, Walk, USAGE_BOUNDS};
+pub use table::{KEY_BYTES, WAYS};
 pub use zone::{Full, Zone};

@@ -2,9 +2,9 @@
 //! each set a lock word and its payload's counters, the ways' tags, then the ways (a key's
 //! length word, its last use, the key, then the payload). One [`Table`] for
 //! [`super::Zone`], [`super::Inflight`] and [`super::Leases`], each only its payload: the cut
-//! of a region ([`Cut`]), laying it out (a header claimed by one process at a time), a key's
-//! set, locking a set with the payload's repair after a dead owner, finding a key, taking a
-//! way for a new one (its tag written last), dropping torn keys, summing counters.
+//! of a region ([`Cut`]), laying it out (its header: [`super::region`]), a key's set,
+//! locking a set with the payload's repair after a dead owner, finding a key, taking a way
+//! for a new one (its tag written last), dropping torn keys, summing counters.
 
 use core::ops::Range;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -12,18 +12,12 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use super::fault;
 use super::keys::{Key, KeyCodec, W_KEY};
 use super::lock::{self, Owner, Taken};
+use super::region::{self, Attached, Header};
 use crate::Error;
 
 /// Keys per set.
 pub const WAYS: usize = 8;
 
-/// A fresh secret seed for a new region's hashes, from the process's random source.
-#[cfg(feature = "std")]
-pub fn random_seed() -> [u64; 2] {
-    use std::hash::BuildHasher;
-    let random = std::collections::hash_map::RandomState::new();
-    [random.hash_one(1_u8), random.hash_one(2_u8)]
-}
 /// The room a region may give each key, in bytes (`max_key_bytes`): from a long key's
 /// 16-byte digest to 64 KiB.
 pub const KEY_BYTES: core::ops::RangeInclusive<usize> = 16..=65_536;
@@ -37,11 +31,6 @@ pub(crate) fn check_key_bytes(max_key_bytes: usize) -> Result<(), Error> {
     Err(Error::invalid("max_key_bytes", "from 16 to 65536", got))
 }
 
-// Header words every table begins with: the magic, the layout's fingerprint, the seed.
-pub(crate) const H_MAGIC: usize = 0;
-pub(crate) const H_FINGERPRINT: usize = 1;
-pub(crate) const H_SEED: usize = 2; // two words
-
 // Words of a set: its lock, then words its payload counts in (SET_HEADER in all), the ways'
 // tags (0: empty), then the ways.
 pub(crate) const S_LOCK: usize = 0;
@@ -51,58 +40,6 @@ pub(crate) const S_TAGS: usize = SET_HEADER;
 // Words of a way after the key's length word: when it was last used, then the key, then
 // the payload (keys.rs: W_LEN, W_KEY).
 pub(crate) const W_USED_MS: usize = 1;
-
-/// Whether [`super::Zone::attach`] found the region ready for this layout or laid it out afresh.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Attached {
-    /// The region was empty or made for another layout: laid out anew, every key forgotten.
-    Fresh,
-    /// The region already held this layout: its keys and windows are kept.
-    Reused,
-}
-
-/// The magic word while one caller lays a region out: this bit and the caller's owner id.
-const LAYING_OUT: u64 = 1 << 63;
-
-/// The header of a region: laid out afresh for `magic` and `fingerprint` (every word of the
-/// region zeroed, `seed` stored) unless it holds them already; how, and the region's seed.
-/// Callers attaching at once are safe: one claims the layout in the magic word and the others
-/// wait for it (taking the claim over when its owner died), so none zeroes a region another
-/// has started to use.
-fn attach_header(
-    words: &[AtomicU64],
-    magic: u64,
-    fingerprint: u64,
-    seed: [u64; 2],
-    owner: &impl Owner,
-) -> (Attached, [u64; 2]) {
-    let attached = loop {
-        let seen = words[H_MAGIC].load(Ordering::Acquire);
-        if seen == magic && words[H_FINGERPRINT].load(Ordering::Relaxed) == fingerprint {
-            break Attached::Reused;
-        }
-        if seen & LAYING_OUT != 0 && owner.is_alive(seen & !LAYING_OUT) {
-            owner.pause();
-            continue;
-        }
-        let claim = LAYING_OUT | owner.id();
-        let claimed =
-            words[H_MAGIC].compare_exchange(seen, claim, Ordering::Acquire, Ordering::Relaxed);
-        if claimed.is_err() {
-            continue;
-        }
-        for word in &words[1..] {
-            word.store(0, Ordering::Relaxed);
-        }
-        words[H_FINGERPRINT].store(fingerprint, Ordering::Relaxed);
-        words[H_SEED].store(seed[0], Ordering::Relaxed);
-        words[H_SEED + 1].store(seed[1], Ordering::Relaxed);
-        words[H_MAGIC].store(magic, Ordering::Release);
-        break Attached::Fresh;
-    };
-    let seed = [0, 1].map(|i| words[H_SEED + i].load(Ordering::Relaxed));
-    (attached, seed)
-}
 
 /// How a region is cut: `header` words, then `sets` sets of [`WAYS`] ways on 64-byte lines,
 /// each way a key (`key_words` after its length and last-use words) and `payload_words`.
@@ -172,6 +109,17 @@ impl Cut {
         Self::of(header, max_key_bytes, payload_words).set_words * 8 / WAYS
     }
 
+    /// The fingerprint of a region of `region_words` cut so for a payload that `payload`
+    /// describes: those words, then the key's words, the sets and the region's size.
+    pub(crate) fn fingerprint(
+        &self,
+        payload: impl IntoIterator<Item = u64>,
+        region_words: usize,
+    ) -> u64 {
+        let cut = [self.key_words, self.sets, region_words].map(|n| n as u64);
+        region::fingerprint(payload.into_iter().chain(cut))
+    }
+
     /// Keys the region holds at once.
     pub(crate) fn capacity(&self) -> usize {
         self.sets * WAYS
@@ -200,52 +148,45 @@ pub(crate) struct Table<R, O> {
 
 impl<R: AsRef<[AtomicU64]>, O: Owner> Table<R, O> {
     /// The table over `region`, laid out afresh for `magic` and `fingerprint` (every word
-    /// zeroed, `seed` stored) unless it holds them already. Callers attaching at once are
-    /// safe: one claims the layout in the magic word and the others wait for it (taking the
-    /// claim over when its owner died), so none zeroes a region another has started to use.
+    /// zeroed, `seed` stored) unless it holds them already ([`region::attach`]).
     pub(crate) fn attach(
         region: R,
         cut: Cut,
-        (magic, fingerprint): (u64, u64),
+        layout: (u64, u64),
         seed: [u64; 2],
         owner: O,
     ) -> (Self, Attached) {
-        let (attached, seed) = attach_header(region.as_ref(), magic, fingerprint, seed, &owner);
-        let codec = KeyCodec::new(seed, cut.key_words * 8);
-        let table = Self {
-            region,
-            owner,
-            codec,
-            cut,
-            seed,
-        };
-        (table, attached)
+        let (attached, seed) = region::attach(region.as_ref(), layout, seed, &owner);
+        (Self::new(region, cut, seed, owner), attached)
     }
 
     /// The table over `region` laid out already for `magic` and `fingerprint` (by another
-    /// module of the process): `None`, nothing written, when it holds another layout.
-    pub(crate) fn open(
-        region: R,
-        cut: Cut,
-        (magic, fingerprint): (u64, u64),
-        owner: O,
-    ) -> Option<Self> {
-        let words = region.as_ref();
-        let laid_out = words[H_MAGIC].load(Ordering::Acquire) == magic
-            && words[H_FINGERPRINT].load(Ordering::Relaxed) == fingerprint;
-        let seed = [0, 1].map(|i| words[H_SEED + i].load(Ordering::Relaxed));
+    /// module of the process); else the fingerprint it holds, nothing written.
+    pub(crate) fn open(region: R, cut: Cut, layout: (u64, u64), owner: O) -> Result<Self, u64> {
+        let seed = region::open(region.as_ref(), layout)?;
+        Ok(Self::new(region, cut, seed, owner))
+    }
+
+    fn new(region: R, cut: Cut, seed: [u64; 2], owner: O) -> Self {
         let codec = KeyCodec::new(seed, cut.key_words * 8);
-        laid_out.then_some(Self {
+        Self {
             region,
             owner,
             codec,
             cut,
             seed,
-        })
+        }
     }
 
     pub(crate) fn words(&self) -> &[AtomicU64] {
         self.region.as_ref()
+    }
+
+    /// The region's header: its settings and counters for every process.
+    pub(crate) fn header(&self) -> Header<'_> {
+        Header {
+            words: &self.words()[..self.cut.header],
+        }
     }
 
     /// Locks the set of `key`, calling `repair` on it first when its last owner died holding it.

@@ -1,15 +1,16 @@
 //! A keyed [`Rule`] over one region of shared memory: [`Zone`].
 
 use core::ops::Range;
-use core::sync::atomic::{AtomicU64, Ordering, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use super::answers::ZoneStats;
 use super::keys::Key;
 use super::layout::{Layout, REFUSED_WORDS};
 use super::limits::LiveLimits;
 use super::lock::Owner;
+use super::region::Attached;
 use super::state;
-use super::table::{Attached, Set, Table, H_FINGERPRINT, S_TAGS, WAYS};
+use super::table::{Set, Table, S_TAGS, WAYS};
 use crate::clock::check_time;
 use crate::rule::{Limits, Rule, RuleLimiter};
 use crate::{Call, Clock, Decision, Error, Limiter};
@@ -110,11 +111,11 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         let region_words = region.as_ref().len();
         let layout = Layout::new(&rule, max_key_bytes, region_words)?;
         let fingerprint = layout.fingerprint(&rule, region_words);
-        let seen = region.as_ref()[H_FINGERPRINT].load(Ordering::Relaxed);
-        let Some(table) = Table::open(region, layout.cut, (MAGIC, fingerprint), owner) else {
-            let expected = "the fingerprint of a region laid out for this rule and size";
-            return Err(Error::invalid("region", expected, crate::Value::UInt(seen)));
-        };
+        let table =
+            Table::open(region, layout.cut, (MAGIC, fingerprint), owner).map_err(|seen| {
+                let expected = "the fingerprint of a region laid out for this rule and size";
+                Error::invalid("region", expected, crate::Value::UInt(seen))
+            })?;
         let zone = Self {
             table,
             rule,
@@ -134,7 +135,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     /// Keys evicted with units in their windows so far, over the whole region: one word,
     /// cheap enough to read on every call to notice a zone too small.
     pub fn evictions(&self) -> u64 {
-        self.words()[H_EVICTIONS].load(Ordering::Relaxed)
+        self.table.header().get(H_EVICTIONS)
     }
 
     /// Keys the region holds at most.
@@ -165,7 +166,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
 
     fn live(&self) -> LiveLimits<&[AtomicU64]> {
         LiveLimits {
-            words: &self.words()[H_LIMITS..H_LIMITS + LiveLimits::<R>::WORDS],
+            words: &self.table.header().words[H_LIMITS..H_LIMITS + LiveLimits::<R>::WORDS],
         }
     }
 
@@ -279,7 +280,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         stats.rejected += rejected;
         stats.would_reject += would_reject;
         stats.capacity = self.capacity() as u64;
-        stats.full_refusals = self.words()[H_FULL_REFUSALS].load(Ordering::Relaxed);
+        stats.full_refusals = self.table.header().get(H_FULL_REFUSALS);
     }
 
     /// Decide for `key` at `now_ms` under `limits` (the live ones, or a caller's from
@@ -346,8 +347,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         };
         let refused = &set.words[self.refused_at(way)];
         // Only a key refused before pays for the check that its windows drained since.
-        let drained =
-            commit && refused.load(Ordering::Relaxed) != 0 && self.state(set, way).is_idle(now_ms);
+        let drained = commit && refused.load(Relaxed) != 0 && self.state(set, way).is_idle(now_ms);
         let decision =
             crate::assessment::fold(&mut self.state(set, way), limits, now_ms, cost, commit);
         self.table.touch(set, way, now_ms);
@@ -361,10 +361,6 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
             set.add(outcome, 1);
         }
         Ok(decision)
-    }
-
-    fn words(&self) -> &[AtomicU64] {
-        self.table.words()
     }
 
     /// Locks the set of `key`, repairing it first when its last owner died holding it.
@@ -405,7 +401,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
                 None if self.full == Full::Refuse => return None,
                 None => {
                     set.add(S_EVICTIONS, 1);
-                    self.words()[H_EVICTIONS].fetch_add(1, Ordering::Relaxed);
+                    self.table.header().count(H_EVICTIONS, 1);
                     self.table.least_recently_used(set)
                 }
             },
@@ -428,7 +424,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
             .min()
             .unwrap_or(0);
         set.add(S_REJECTED, 1);
-        self.words()[H_FULL_REFUSALS].fetch_add(1, Ordering::Relaxed);
+        self.table.header().count(H_FULL_REFUSALS, 1);
         Decision {
             allowed: false,
             limit: limits.first().copied().unwrap_or(0),
