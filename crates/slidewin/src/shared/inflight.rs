@@ -4,10 +4,9 @@ use core::sync::atomic::AtomicU64;
 
 use super::answers::{Entry, InflightStats};
 use super::inflight_way::{payload_words, Slots};
-use super::keys::Key;
 use super::lock::Owner;
 use super::region::Attached;
-use super::table::{Cut, Set, Table, S_TAGS, WAYS};
+use super::table::{Cut, Payload, Set, Table, WAYS};
 use crate::clock::check_time;
 use crate::{Error, Value};
 
@@ -196,27 +195,21 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         check_time("now_ms", now_ms)?;
         let limit = self.limit();
         let token = now_ms.saturating_add(self.config.max_hold_ms);
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        let way = match self.table.find(&set, &key) {
-            Some(way) => way,
-            None => match self.insert(&set, &key, now_ms) {
-                Some(way) => way,
-                None => {
-                    set.add(S_FULL, 1);
-                    return Ok(Entry {
-                        admitted: false,
-                        inflight: 0,
-                        limit,
-                        token,
-                    });
-                }
-            },
+        let at = self.table.seek_or_insert(key, now_ms, self);
+        let set = &at.set;
+        let Some(way) = at.way else {
+            set.add(S_FULL, 1);
+            return Ok(Entry {
+                admitted: false,
+                inflight: 0,
+                limit,
+                token,
+            });
         };
-        self.table.touch(&set, way, now_ms);
-        let mut count = self.slots(&set, way).count();
+        self.table.touch(set, way, now_ms);
+        let mut count = self.slots(set, way).count();
         if count >= limit {
-            count = self.sweep_way(&set, way, now_ms, false, &mut Asked::default());
+            count = self.sweep_way(set, way, now_ms, false, &mut Asked::default());
         }
         if count >= limit {
             set.add(S_REFUSED, 1);
@@ -227,7 +220,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
                 token,
             });
         }
-        let inflight = self.slots(&set, way).take(self.table.owner.id(), token);
+        let inflight = self.slots(set, way).take(self.table.owner.id(), token);
         set.add(S_INFLIGHT, 1);
         set.add(S_ADMITTED, 1);
         Ok(Entry {
@@ -242,14 +235,16 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
     /// false when it is no longer held (its lease ran out and a sweep freed it).
     pub fn leave_at(&self, key: &[u8], token: i64) -> Result<bool, Error> {
         check_time("token", token)?;
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        let Some(way) = self.table.find(&set, &key) else {
+        let at = self.table.seek(key, self);
+        let Some(way) = at.way else {
             return Ok(false);
         };
-        match self.slots(&set, way).held_by(self.table.owner.id(), token) {
+        match self
+            .slots(&at.set, way)
+            .held_by(self.table.owner.id(), token)
+        {
             Some(i) => {
-                self.remove(&set, way, i);
+                self.remove(&at.set, way, i);
                 Ok(true)
             }
             None => Ok(false),
@@ -259,10 +254,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
     /// Slots of `key` held at `now_ms`, after freeing its expired ones and those of dead owners.
     pub fn inflight_at(&self, key: &[u8], now_ms: i64) -> Result<u64, Error> {
         check_time("now_ms", now_ms)?;
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        Ok(self.table.find(&set, &key).map_or(0, |way| {
-            self.sweep_way(&set, way, now_ms, true, &mut Asked::default())
+        let at = self.table.seek(key, self);
+        Ok(at.way.map_or(0, |way| {
+            self.sweep_way(&at.set, way, now_ms, true, &mut Asked::default())
         }))
     }
 
@@ -271,16 +265,11 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
     pub fn sweep_at(&self, now_ms: i64) -> Result<(), Error> {
         check_time("now_ms", now_ms)?;
         let mut asked = Asked::default();
-        for set in 0..self.table.cut.sets {
-            // A set holding nothing has nothing to free (a slot taken meanwhile is live).
-            if self.table.totals([S_INFLIGHT], set..set + 1) == [0] {
-                continue;
-            }
-            let set = self.lock_index(set);
-            for way in 0..WAYS {
-                if set.get(S_TAGS + way) != 0 {
-                    self.sweep_way(&set, way, now_ms, true, &mut asked);
-                }
+        // A set holding nothing has nothing to free (a slot taken meanwhile is live).
+        let holding = |set: usize| self.table.totals([S_INFLIGHT], set..set + 1) != [0];
+        for set in self.table.walk(0..self.table.cut.sets, self, holding) {
+            for way in self.table.held(&set) {
+                self.sweep_way(&set, way, now_ms, true, &mut asked);
             }
         }
         Ok(())
@@ -307,34 +296,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         Ok(stats)
     }
 
-    /// Locks the set of `key`, repairing it first when its last owner died holding it.
-    fn lock(&self, key: &Key) -> Set<'_> {
-        self.table.lock(key, |set| self.repair(set))
-    }
-
-    /// Locks set `set`, repairing it first when its last owner died holding it.
-    fn lock_index(&self, set: usize) -> Set<'_> {
-        self.table.lock_index(set, |set| self.repair(set))
-    }
-
     /// The payload of `way` of `set`.
     fn slots<'s, 'z>(&self, set: &'s Set<'z>, way: usize) -> Slots<'s, 'z> {
         Slots::new(set, self.table.cut.payload(way))
-    }
-
-    /// A way for `key`: an empty or idle one (no slot held, after a sweep), else none.
-    fn insert(&self, set: &Set<'_>, key: &Key, now_ms: i64) -> Option<usize> {
-        let free = |way: usize| set.get(S_TAGS + way) == 0 || self.slots(set, way).count() == 0;
-        let mut asked = Asked::default();
-        let way = (0..WAYS).find(|&w| free(w)).or_else(|| {
-            (0..WAYS).find(|&w| self.sweep_way(set, w, now_ms, false, &mut asked) == 0 || free(w))
-        })?;
-        self.table.take(set, way, key, now_ms, || {
-            // Its first sweep asks about owners.
-            let checked_ms = now_ms.saturating_sub(LIVENESS_CHECK_MS);
-            self.slots(set, way).clear(checked_ms);
-        });
-        Some(way)
     }
 
     /// Frees the expired slots of `way` and, when `check_owners` or the last check is
@@ -380,11 +344,29 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         self.slots(set, way).remove(i);
         set.add(S_INFLIGHT, u64::MAX);
     }
+}
 
-    /// After a takeover from a dead owner: drop ways whose key does not match its tag, gather
-    /// each way's records at its front and recount them ([`Slots::repair`]).
-    fn repair(&self, set: &Set<'_>) {
-        let held = self.table.drop_torn_keys(set);
+impl<R: AsRef<[AtomicU64]>, O: Owner> Payload for Inflight<R, O> {
+    /// A key holding no slot.
+    fn is_idle(&self, set: &Set<'_>, way: usize, _: i64) -> bool {
+        self.slots(set, way).count() == 0
+    }
+
+    /// The first key with no slot left once its expired ones (and dead owners', when due) are
+    /// freed; none when every key holds slots: a way with slots in flight is never evicted.
+    fn full(&self, set: &Set<'_>, now_ms: i64) -> Option<usize> {
+        let mut asked = Asked::default();
+        (0..WAYS).find(|&way| self.sweep_way(set, way, now_ms, false, &mut asked) == 0)
+    }
+
+    /// Nothing held; the key's first sweep asks about owners.
+    fn clear(&self, set: &Set<'_>, way: usize, now_ms: i64) {
+        let checked_ms = now_ms.saturating_sub(LIVENESS_CHECK_MS);
+        self.slots(set, way).clear(checked_ms);
+    }
+
+    /// Each way's records gathered at its front and recounted ([`Slots::repair`]).
+    fn repair(&self, set: &Set<'_>, held: [bool; WAYS]) {
         let max_limit = self.config.max_limit;
         let inflight = (0..WAYS)
             .map(|way| self.slots(set, way).repair(held[way], max_limit))

@@ -4,13 +4,13 @@ use alloc::vec::Vec;
 use core::sync::atomic::AtomicU64;
 
 use super::answers::{Admitted, Fetch, LeaseStats, Spent};
-use super::keys::{Key, Stored};
+use super::keys::Stored;
 use super::lease_way::{after, due, Way, LEASE_WORDS, S_DUE};
-use super::lease_way::{L_CLAIM, L_LIMITS, L_RECORDED, L_REMOTE, L_RESET_AT, L_SEQ, L_SPENT};
-use super::lease_way::{L_WINDOW, R_COST, R_LIMITS, R_REMAINING, R_RESET_AT, R_UNTIL, R_WINDOW};
+use super::lease_way::{L_LIMITS, L_RECORDED, L_REMOTE, L_RESET_AT, L_SEQ, L_SPENT, L_WINDOW};
+use super::lease_way::{R_COST, R_LIMITS, R_REMAINING, R_RESET_AT, R_UNTIL, R_WINDOW};
 use super::lock::Owner;
 use super::region::{self, Attached};
-use super::table::{check_key_bytes, Cut, Set, Table, S_TAGS, WAYS};
+use super::table::{check_key_bytes, Cut, Payload, Set, Table, WAYS};
 use crate::clock::check_time;
 use crate::lease::{next_rate, want, Grant, Lease, LeaseConfig, Settlement, Spend};
 use crate::Error;
@@ -190,9 +190,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     ) -> Result<Spent, Error> {
         let now_ms = check_time("now_ms", now_ms)?;
         let limits = region::fingerprint(limits.iter().copied());
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        let way = self.find_or_insert(&set, &key, now_ms);
+        let (set, way) = self.holding(key, now_ms);
         self.table.touch(&set, way, now_ms);
         let way = self.way(&set, way);
         let mut lease = way.lease();
@@ -237,7 +235,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
                 }
                 let fetch = self.claim(&way, now_ms, cost);
                 if ahead && cost > 0 && fetch.want == cost {
-                    way.put(L_CLAIM, 0);
+                    way.release(fetch.seq);
                 }
                 Ok(Spent::Fetch(fetch))
             }
@@ -290,9 +288,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     ) -> Result<Option<Admitted>, Error> {
         let now_ms = check_time("now_ms", now_ms)?;
         let limits = region::fingerprint(limits.iter().copied());
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        let way = self.find_or_insert(&set, &key, now_ms);
+        let (set, way) = self.holding(key, now_ms);
         let way = self.way(&set, way);
         way.release(fetch.seq);
         way.drop_sent(fetch.seq);
@@ -329,10 +325,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         }
         way.hold(&lease, grant, limits, recorded, now_ms);
         if !recorded {
-            let end = fetch
-                .sent_ms
-                .saturating_add(lease.spend_ms(&self.config) + 1);
-            due(&set, end);
+            self.due_when_spent(&set, &lease);
         }
         Ok(Some(Admitted {
             remaining: lease.unspent() + grant.remaining,
@@ -343,9 +336,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     /// Redis granted it, is never spent and goes to the settle list with nothing spent.
     pub fn fail_at(&self, key: &[u8], fetch: &Fetch, now_ms: i64) -> Result<(), Error> {
         let now_ms = check_time("now_ms", now_ms)?;
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        let way = self.find_or_insert(&set, &key, now_ms);
+        let (set, way) = self.holding(key, now_ms);
         let way = self.way(&set, way);
         way.release(fetch.seq);
         let nothing = Settlement {
@@ -359,10 +350,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
 
     /// Redis took the settle list a call with `seq` carried: those entries are dropped.
     pub fn settled(&self, key: &[u8], seq: u64) {
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        if let Some(way) = self.table.find(&set, &key) {
-            self.way(&set, way).drop_sent(seq);
+        let at = self.table.seek(key, self);
+        if let Some(way) = at.way {
+            self.way(&at.set, way).drop_sent(seq);
         }
     }
 
@@ -370,12 +360,11 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     /// the lease it came from is gone (then Redis must be told).
     pub fn refund_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<bool, Error> {
         let now_ms = check_time("now_ms", now_ms)?;
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        let Some(way) = self.table.find(&set, &key) else {
+        let at = self.table.seek(key, self);
+        let Some(way) = at.way else {
             return Ok(false);
         };
-        let way = self.way(&set, way);
+        let way = self.way(&at.set, way);
         let lease = way.lease();
         // Units of a check ahead are spent only within its shorter time: Redis takes them back.
         let recorded = way.get(L_RECORDED) != 0;
@@ -399,20 +388,16 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     ) -> Result<Vec<(Vec<u8>, Fetch)>, Error> {
         let now_ms = check_time("now_ms", now_ms)?;
         let mut out = Vec::new();
-        if !self.table.header().take_turn(H_SWEEP_AT, now_ms, period_ms) {
+        if !self.table.header().take_turn(H_SWEEP_AT, now_ms, period_ms) || max == 0 {
             return Ok(out);
         }
-        for set in 0..self.table.cut.sets {
+        let due_by_now = |set: usize| {
             let [due_ms] = self.table.totals([S_DUE], set..set + 1);
-            if due_ms == 0 || due_ms as i64 > now_ms || out.len() >= max {
-                continue;
-            }
-            let set = self.lock_index(set);
+            due_ms != 0 && due_ms as i64 <= now_ms
+        };
+        for set in self.table.walk(0..self.table.cut.sets, self, due_by_now) {
             set.set(S_DUE, 0);
-            for way in 0..WAYS {
-                if set.get(S_TAGS + way) == 0 {
-                    continue;
-                }
+            for way in self.table.held(&set) {
                 let stored = self.table.codec.stored(self.table.stored_key(&set, way));
                 let way = self.way(&set, way);
                 let lease = way.lease();
@@ -422,12 +407,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
                 if lease.seq != 0 && !live && lease.unspent() > 0 {
                     self.end_current(&way, &lease, now_ms);
                 } else if lease.seq != 0 && live {
-                    due(
-                        &set,
-                        lease
-                            .sent_ms
-                            .saturating_add(lease.spend_ms(&self.config) + 1),
-                    );
+                    self.due_when_spent(&set, &lease);
                 }
                 let unspent = way.unspent_to_settle();
                 // Units worth a call of their own: a share of the room Redis had left at the
@@ -445,6 +425,10 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
                 if worth_a_call {
                     due(&set, now_ms.saturating_add(period_ms.max(1)));
                 }
+            }
+            // The sets left wait for the next sweep.
+            if out.len() >= max {
+                break;
             }
         }
         Ok(out)
@@ -498,38 +482,22 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         self.table.header().raise(H_VALIDITY, raised);
     }
 
-    /// Locks the set of `key`, repairing it first when its last owner died holding it.
-    fn lock(&self, key: &Key) -> Set<'_> {
-        self.table.lock(key, |set| self.repair(set))
-    }
-
-    /// Locks set `set`, repairing it first when its last owner died holding it.
-    fn lock_index(&self, set: usize) -> Set<'_> {
-        self.table.lock_index(set, |set| self.repair(set))
-    }
-
     /// The payload of `way` of `set`.
     fn way<'s, 'z>(&self, set: &'s Set<'z>, way: usize) -> Way<'s, 'z> {
         Way::new(set, self.table.cut.payload(way))
     }
 
-    /// The way of `key`: its own, else an empty one, else one with nothing to settle and no
-    /// lease, else the least recently used (its lease and settlements then left to Redis's
-    /// expiry).
-    fn find_or_insert(&self, set: &Set<'_>, key: &Key, now_ms: i64) -> usize {
-        if let Some(way) = self.table.find(set, key) {
-            return way;
-        }
-        let empty = (0..WAYS).find(|&w| set.get(S_TAGS + w) == 0);
-        let way = empty
-            .or_else(|| (0..WAYS).find(|&w| self.way(set, w).is_idle(now_ms)))
-            .unwrap_or_else(|| {
-                self.table.header().count(H_EVICTIONS, 1);
-                self.table.least_recently_used(set)
-            });
-        self.table
-            .take(set, way, key, now_ms, || self.way(set, way).clear());
-        way
+    /// The set of `key`, locked, and the key's way: its own, else one taken for it (a lease
+    /// table evicts, so a new key always gets one).
+    fn holding(&self, key: &[u8], now_ms: i64) -> (Set<'_>, usize) {
+        let at = self.table.seek_or_insert(key, now_ms, self);
+        (at.set, at.way.unwrap_or_default())
+    }
+
+    /// Has the sweep look at `set` once `lease` can no longer be spent.
+    fn due_when_spent(&self, set: &Set<'_>, lease: &Lease) {
+        let spend_ms = lease.spend_ms(&self.config);
+        due(set, lease.sent_ms.saturating_add(spend_ms + 1));
     }
 
     /// A call for `cost` (0: ahead of time), claimed for a validity: until its answer, or its
@@ -592,11 +560,28 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         }
         way.push(&lease.settlement(), unspent, now_ms);
     }
+}
 
-    /// After a takeover from a dead owner: drop ways whose key does not match its tag, clamp
-    /// counts a half-written call may have left out of range, and have the sweep look.
-    fn repair(&self, set: &Set<'_>) {
-        let held = self.table.drop_torn_keys(set);
+impl<R: AsRef<[AtomicU64]>, O: Owner> Payload for Leases<R, O> {
+    /// A key with no lease, nothing to settle and no refusal in force.
+    fn is_idle(&self, set: &Set<'_>, way: usize, now_ms: i64) -> bool {
+        self.way(set, way).is_idle(now_ms)
+    }
+
+    /// The least recently used key is evicted: its lease and settlements are left to Redis's
+    /// expiry.
+    fn full(&self, set: &Set<'_>, _: i64) -> Option<usize> {
+        self.table.header().count(H_EVICTIONS, 1);
+        Some(self.table.least_recently_used(set))
+    }
+
+    fn clear(&self, set: &Set<'_>, way: usize, _: i64) {
+        self.way(set, way).clear();
+    }
+
+    /// Counts a half-written call may have left out of range clamped, and the sweep asked to
+    /// look.
+    fn repair(&self, set: &Set<'_>, held: [bool; WAYS]) {
         for way in (0..WAYS).filter(|&w| held[w]) {
             self.way(set, way).repair();
         }

@@ -10,7 +10,7 @@ use super::limits::LiveLimits;
 use super::lock::Owner;
 use super::region::Attached;
 use super::state;
-use super::table::{Set, Table, S_TAGS, WAYS};
+use super::table::{Locked, Payload, Set, Table, Vacancy, WAYS};
 use crate::clock::check_time;
 use crate::rule::{Limits, Rule, RuleLimiter};
 use crate::{Call, Clock, Decision, Error, Limiter};
@@ -219,10 +219,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     /// Give back `cost` recorded for `key` (nothing for an unknown key).
     pub fn uncommit_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
         check_time("now_ms", now_ms)?;
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        match self.table.find(&set, &key) {
-            Some(way) => self.state(&set, way).refund(now_ms, cost),
+        let at = self.table.seek(key, self);
+        match at.way {
+            Some(way) => self.state(&at.set, way).refund(now_ms, cost),
             None => Ok(()),
         }
     }
@@ -232,22 +231,20 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     /// `cost` given back and its admission no longer counted.
     pub fn withdraw_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
         check_time("now_ms", now_ms)?;
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        if let Some(way) = self.table.find(&set, &key) {
-            self.state(&set, way).refund(now_ms, cost)?;
-            set.add(S_ALLOWED, u64::MAX);
+        let at = self.table.seek(key, self);
+        if let Some(way) = at.way {
+            self.state(&at.set, way).refund(now_ms, cost)?;
+            at.set.add(S_ALLOWED, u64::MAX);
         }
         Ok(())
     }
 
     /// Forget `key`.
     pub fn reset(&self, key: &[u8]) {
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        if let Some(way) = self.table.find(&set, &key) {
-            set.set(S_TAGS + way, 0);
-            set.add(S_KEYS, u64::MAX);
+        let at = self.table.seek(key, self);
+        if let Some(way) = at.way {
+            self.table.forget(&at.set, way);
+            at.set.add(S_KEYS, u64::MAX);
         }
     }
 
@@ -312,26 +309,24 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         call: Call,
         limits: &Limits,
     ) -> Result<(Decision, i64), Error> {
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
+        let at = self.table.seek(key, self);
         let now_ms = now_ms()?;
-        let decision = self.decide_locked(&set, &key, now_ms, cost, call, limits)?;
+        let decision = self.decide_locked(&at, now_ms, cost, call, limits)?;
         Ok((decision, now_ms))
     }
 
-    /// [`Zone::decide_checked`] in the set locked for `key`, at `now_ms`.
+    /// [`Zone::decide_checked`] in the set locked for a key, at `now_ms`.
     #[inline(always)]
     fn decide_locked(
         &self,
-        set: &Set<'_>,
-        key: &Key,
+        at: &Locked<'_, '_>,
         now_ms: i64,
         cost: u64,
         call: Call,
         limits: &Limits,
     ) -> Result<Decision, Error> {
-        let commit = call.commits();
-        let way = match self.table.find(set, key) {
+        let (set, commit) = (&at.set, call.commits());
+        let way = match at.way {
             Some(way) => way,
             // A peek at an unknown key answers for empty windows and stores nothing.
             None if !commit => {
@@ -340,7 +335,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
                     .rule
                     .decide_with(&mut empty, now_ms, cost, false, limits);
             }
-            None => match self.insert(set, key, now_ms) {
+            None => match self.insert(set, &at.key, now_ms) {
                 Some(way) => way,
                 None => return Ok(self.refuse_full(set, now_ms, limits)),
             },
@@ -363,16 +358,6 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         Ok(decision)
     }
 
-    /// Locks the set of `key`, repairing it first when its last owner died holding it.
-    pub(super) fn lock(&self, key: &Key) -> Set<'_> {
-        self.table.lock(key, |set| self.repair(set))
-    }
-
-    /// Locks set `index`, repairing it first when its last owner died holding it.
-    pub(super) fn lock_index(&self, index: usize) -> Set<'_> {
-        self.table.lock_index(index, |set| self.repair(set))
-    }
-
     /// The word of `way` counting its refusals (scan.rs): the first of its payload.
     pub(super) fn refused_at(&self, way: usize) -> usize {
         self.table.cut.payload(way)
@@ -387,32 +372,15 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         }
     }
 
-    /// A way for `key`: an empty one, else an idle one, else the least recently used (none
-    /// when the zone refuses new keys in a full set).
+    /// A way for `key` ([`Table::insert`]), its set's count of keys or of idle ways
+    /// reclaimed raised.
     fn insert(&self, set: &Set<'_>, key: &Key, now_ms: i64) -> Option<usize> {
-        let empty = (0..WAYS).find(|&way| set.get(S_TAGS + way) == 0);
-        let way = match empty {
-            Some(way) => way,
-            None => match (0..WAYS).find(|&w| self.state(set, w).is_idle(now_ms)) {
-                Some(way) => {
-                    set.add(S_RECLAIMED, 1);
-                    way
-                }
-                None if self.full == Full::Refuse => return None,
-                None => {
-                    set.add(S_EVICTIONS, 1);
-                    self.table.header().count(H_EVICTIONS, 1);
-                    self.table.least_recently_used(set)
-                }
-            },
-        };
-        if empty.is_some() {
-            set.add(S_KEYS, 1);
+        let (way, vacancy) = self.table.insert(set, key, now_ms, self)?;
+        match vacancy {
+            Vacancy::Empty => set.add(S_KEYS, 1),
+            Vacancy::Idle => set.add(S_RECLAIMED, 1),
+            Vacancy::Full => {}
         }
-        self.table.take(set, way, key, now_ms, || {
-            self.state(set, way).clear();
-            set.set(self.refused_at(way), 0);
-        });
         Some(way)
     }
 
@@ -434,12 +402,32 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
             window: 0,
         }
     }
+}
 
-    /// After a takeover from a dead owner: drop ways whose key does not match its tag, empty
-    /// states the algorithm cannot have made, recount the keys.
-    fn repair(&self, set: &Set<'_>) {
+impl<R: AsRef<[AtomicU64]>, O: Owner> Payload for Zone<R, O> {
+    /// A key whose windows hold nothing.
+    fn is_idle(&self, set: &Set<'_>, way: usize, now_ms: i64) -> bool {
+        self.state(set, way).is_idle(now_ms)
+    }
+
+    /// The least recently used key is evicted, or the new key refused ([`Full`]).
+    fn full(&self, set: &Set<'_>, _: i64) -> Option<usize> {
+        if self.full == Full::Refuse {
+            return None;
+        }
+        set.add(S_EVICTIONS, 1);
+        self.table.header().count(H_EVICTIONS, 1);
+        Some(self.table.least_recently_used(set))
+    }
+
+    fn clear(&self, set: &Set<'_>, way: usize, _: i64) {
+        self.state(set, way).clear();
+        set.set(self.refused_at(way), 0);
+    }
+
+    /// States the algorithm cannot have made emptied, the keys recounted.
+    fn repair(&self, set: &Set<'_>, held: [bool; WAYS]) {
         let mut keys = 0;
-        let held = self.table.drop_torn_keys(set);
         for way in (0..WAYS).filter(|&way| held[way]) {
             self.state(set, way).repair();
             keys += 1;
