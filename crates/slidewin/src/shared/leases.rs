@@ -5,9 +5,8 @@ use core::sync::atomic::AtomicU64;
 
 use super::answers::{Admitted, Fetch, LeaseStats, Spent};
 use super::keys::Stored;
-use super::lease_way::{after, due, Way, LEASE_WORDS, S_DUE};
-use super::lease_way::{L_LIMITS, L_RECORDED, L_REMOTE, L_RESET_AT, L_SEQ, L_SPENT, L_WINDOW};
-use super::lease_way::{R_COST, R_LIMITS, R_REMAINING, R_RESET_AT, R_UNTIL, R_WINDOW};
+use super::lease_way::{due, Way, LEASE_WORDS, S_DUE};
+use super::lease_way::{L_LIMITS, L_RECORDED, L_REMOTE, L_SEQ, L_SPENT, R_UNTIL};
 use super::lock::Owner;
 use super::region::{self, Attached};
 use super::table::{check_key_bytes, Cut, Payload, Set, Table, WAYS};
@@ -203,32 +202,19 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
                 way.spent(&lease);
                 self.table.header().count(H_SPENT, cost);
                 self.table.header().count(H_LOCAL, 1);
-                let remote = way.get(L_REMOTE);
-                let wanted = lease.wants_next(&self.config, now_ms, remote);
+                let wanted = lease.wants_next(&self.config, now_ms, way.get(L_REMOTE));
                 let prefetch =
                     (wanted && !way.claimed(now_ms)).then(|| self.claim(&way, now_ms, 0));
-                Ok(Spent::Admitted {
-                    remaining: lease.unspent() + remote,
-                    reset_after_ms: after(way.get(L_RESET_AT), now_ms),
-                    window: way.get(L_WINDOW) as usize,
-                    prefetch,
-                })
+                Ok(way.admitted(&lease, now_ms, prefetch))
             }
             Spend::Short | Spend::Ended => {
                 if lease.seq != 0 {
                     self.end_current(&way, &lease, now_ms);
                 }
-                let refused_until = way.get(R_UNTIL) as i64;
-                if refused_until > now_ms && cost >= way.get(R_COST) && way.get(R_LIMITS) == limits
-                {
+                if let Some(refused) = way.refused(now_ms, cost, limits) {
                     self.table.header().count(H_LOCAL, 1);
                     self.table.header().count(H_CACHED, 1);
-                    return Ok(Spent::Refused {
-                        remaining: way.get(R_REMAINING),
-                        retry_after_ms: (refused_until - now_ms) as u64,
-                        reset_after_ms: after(way.get(R_RESET_AT), now_ms),
-                        window: way.get(R_WINDOW) as usize,
-                    });
+                    return Ok(refused);
                 }
                 if way.claimed(now_ms) {
                     return Ok(Spent::Wait);
