@@ -68,6 +68,7 @@ mod inflight;
 mod inflight_way;
 mod keys;
 mod layout;
+mod lease_requests;
 mod lease_way;
 mod leases;
 mod limits;
