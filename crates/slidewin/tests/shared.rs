@@ -1,14 +1,16 @@
 //! The shared-memory store (`slidewin::shared::Zone`): the same answers as one in-process
 //! limiter per key, from several threads and several processes at once, through the death of
-//! a process that holds a lock.
+//! a process that holds a lock (there with concurrency slots and a lease table beside it).
 
 mod common;
 
 use common::process::{fork, kill, wait, Mapping, Thread};
 use common::{keyed_ops as ops, KeyedOp as Op};
 use proptest::prelude::*;
+use slidewin::lease::{Grant, LeaseConfig};
 use slidewin::rule::{Rule, RuleWindow};
-use slidewin::shared::{Attached, Full, ProcessOwner, Zone};
+use slidewin::shared::{Attached, Fetch, Full, Inflight, InflightConfig, Leases, ProcessOwner};
+use slidewin::shared::{Spent, Zone, SETTLE_SLOTS};
 use slidewin::{BucketQuota, BucketWindow, Call, Limiter, Quota, SlidingCounter, SlidingLog};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -321,37 +323,89 @@ fn processes_admit_exactly_the_limit() {
     assert_eq!((stats.allowed, stats.rejected), (100, 7_900));
 }
 
-/// Processes SIGKILLed at random instants while hammering a few keys: no survivor ever waits
-/// forever, and the keys still hold their limit afterwards.
+/// Redis's answer to a child's lease call `fetch` ([`GRANT`], or a failure every third
+/// call), installed at `now_ms` for a request of `cost`, its settle list then taken.
+fn answer(
+    leases: &Leases<&[AtomicU64], ProcessOwner>,
+    key: &[u8],
+    fetch: &Fetch,
+    now_ms: i64,
+    cost: u64,
+) {
+    if fetch.seq % 3 == 0 {
+        leases.fail_at(key, fetch, now_ms).unwrap();
+        return;
+    }
+    leases
+        .install_at(key, fetch, now_ms, cost, &LIMITS, &GRANT)
+        .unwrap();
+    leases.settled(key, fetch.seq);
+}
+
+/// Redis's answer to every lease call of the storm (5 units, room for 20 more), and the
+/// limits the leases are spent under.
+const GRANT: Grant = Grant {
+    granted: 5,
+    remaining: 20,
+    retry_after_ms: None,
+    reset_after_ms: 0,
+    window: 0,
+};
+const LIMITS: [u64; 1] = [50];
+
+/// Processes SIGKILLed at random instants while hammering a few keys of a zone of each kind,
+/// concurrency slots and a lease table, all in one mapping: no survivor ever waits forever,
+/// and each table still answers within its limits afterwards.
 #[test]
 fn processes_killed_at_any_instant_leave_no_lock_held() {
-    let mapping = Mapping::new(4 << 20);
     let quota = Quota::new(1_000_000, 1_000).unwrap();
     let config = BucketQuota::new(1_000_000, 1_000, 10).unwrap();
-    let (log, _) = Zone::attach(
-        mapping.words(),
-        Rule::one(RuleWindow::log(quota)),
-        64,
-        ProcessOwner,
-        [5, 6],
-    )
-    .unwrap();
-    let buckets_map = Mapping::new(4 << 20);
-    let (buckets, _) = Zone::attach(
-        buckets_map.words(),
-        Rule::one(RuleWindow::buckets(config)),
-        64,
-        ProcessOwner,
-        [7, 8],
-    )
-    .unwrap();
+    let slots_config = InflightConfig::new(4, 8, 3_600_000).unwrap();
+    let lease_config = LeaseConfig::new(1_000, None, 1_000).unwrap();
+    let slots_bytes = Inflight::<&[AtomicU64], ProcessOwner>::bytes_for(&slots_config, 64, 64);
+    let lease_bytes = Leases::<&[AtomicU64], ProcessOwner>::bytes_for(64, 64).unwrap();
+    let mapping = Mapping::new((8 << 20) + slots_bytes + lease_bytes);
+    let (zones, rest) = mapping.words().split_at((8 << 20) / 8);
+    let (log_words, buckets_words) = zones.split_at(zones.len() / 2);
+    let (slots_words, lease_words) = rest.split_at(slots_bytes / 8);
+    let rule = Rule::one(RuleWindow::log(quota));
+    let (log, _) = Zone::attach(log_words, rule, 64, ProcessOwner, [5, 6]).unwrap();
+    let rule = Rule::one(RuleWindow::buckets(config));
+    let (buckets, _) = Zone::attach(buckets_words, rule, 64, ProcessOwner, [7, 8]).unwrap();
+    let (slots, _) =
+        Inflight::attach(slots_words, slots_config, 64, ProcessOwner, [9, 10]).unwrap();
+    let (leases, _) =
+        Leases::attach(lease_words, lease_config, 64, ProcessOwner, [11, 12]).unwrap();
+    // Leases live a validity: their time runs two validities a round, so each round's calls
+    // find the last round's leases ended (to settle) and its claims run out.
+    let lease_ms = |round: u64| 10_000 + round as i64 * 2_000;
+    let keys = [[0u8], [1u8]];
     for round in 0..40u64 {
+        let now_ms = 1_000 + round as i64;
         let children: Vec<_> = (0..3)
             .map(|c| {
-                fork(|| loop {
+                fork(|| {
                     let key = [(c % 2) as u8];
-                    log.check_at(&key, 1_000 + round as i64, 1).unwrap();
-                    buckets.check_at(&key, 1_000 + round as i64, 1).unwrap();
+                    for i in 0.. {
+                        log.check_at(&key, now_ms, 1).unwrap();
+                        buckets.check_at(&key, now_ms, 1).unwrap();
+                        let entry = slots.enter_at(&key, now_ms).unwrap();
+                        if entry.admitted {
+                            slots.leave_at(&key, entry.token).unwrap();
+                        }
+                        let at = lease_ms(round) + (i / 4).min(900);
+                        match leases.spend_at(&key, at, 1, &LIMITS).unwrap() {
+                            Spent::Fetch(fetch) => answer(&leases, &key, &fetch, at, 1),
+                            Spent::Admitted {
+                                prefetch: Some(fetch),
+                                ..
+                            } => answer(&leases, &key, &fetch, at, 0),
+                            _ => {}
+                        }
+                        for (key, fetch) in leases.sweep_at(at, 1, 2).unwrap() {
+                            leases.settled(&key, fetch.seq);
+                        }
+                    }
                 })
             })
             .collect();
@@ -364,14 +418,63 @@ fn processes_killed_at_any_instant_leave_no_lock_held() {
         }
         // The parent gets every lock back (taking over from the dead), within the deadline.
         let start = std::time::Instant::now();
-        for key in [[0u8], [1u8]] {
-            log.check_at(&key, 1_000 + round as i64, 1).unwrap();
-            buckets.check_at(&key, 1_000 + round as i64, 1).unwrap();
+        for key in keys {
+            log.check_at(&key, now_ms, 1).unwrap();
+            buckets.check_at(&key, now_ms, 1).unwrap();
+            slots.inflight_at(&key, now_ms).unwrap();
+            leases.refund_at(&key, lease_ms(round), 0).unwrap();
         }
+        slots.sweep_at(now_ms).unwrap();
+        leases
+            .sweep_at(lease_ms(round) + 1_000, 1, usize::MAX)
+            .unwrap();
         assert!(start.elapsed() < std::time::Duration::from_secs(2));
     }
-    // After the storm: a fresh limit on both keys holds exactly.
-    for key in [[0u8], [1u8]] {
+    // After the storm: every slot was a dead child's, so none is held; each key then takes
+    // exactly its limit, and gives every slot back.
+    let stats = slots.stats_at(2_000).unwrap();
+    assert_eq!(stats.inflight, 0, "{stats:?}");
+    for key in keys {
+        let entries: Vec<_> = (0..5)
+            .map(|_| slots.enter_at(&key, 2_000).unwrap())
+            .collect();
+        let admitted = entries.iter().filter(|e| e.admitted).count();
+        assert_eq!((admitted, entries[4].inflight), (4, 4), "{entries:?}");
+        for entry in &entries[..4] {
+            assert!(slots.leave_at(&key, entry.token).unwrap());
+        }
+        assert_eq!(slots.inflight_at(&key, 2_000).unwrap(), 0);
+    }
+    // Every lease the storm left has ended: a key's next spend calls Redis, with a settle list
+    // of at most SETTLE_SLOTS leases, none spent past its grant; the new grant pays exactly its
+    // units with no call.
+    let lease_stats = leases.stats();
+    assert!(lease_stats.spent <= lease_stats.granted, "{lease_stats:?}");
+    // Past every claim, under any validity it was raised to (at most 4 V).
+    let end_ms = lease_ms(40) + 5_000;
+    for key in keys {
+        let Spent::Fetch(fetch) = leases.spend_at(&key, end_ms, 1, &LIMITS).unwrap() else {
+            panic!("key {key:?}: a lease or a claim outlived the storm")
+        };
+        let settle: Vec<_> = fetch.settle.split_whitespace().collect();
+        assert!(settle.len() <= SETTLE_SLOTS, "{settle:?}");
+        for entry in &settle {
+            let spent: u64 = entry.split(':').nth(1).unwrap().parse().unwrap();
+            assert!(spent <= GRANT.granted, "{settle:?}");
+        }
+        let admitted = leases
+            .install_at(&key, &fetch, end_ms, 1, &LIMITS, &GRANT)
+            .unwrap();
+        // The request's unit spent: 4 left in the lease, and Redis's 20.
+        assert_eq!(admitted.map(|a| a.remaining), Some(4 + 20));
+        let spent = (1..=5)
+            .map(|t| leases.spend_at(&key, end_ms + t, 1, &LIMITS).unwrap())
+            .take_while(|s| matches!(s, Spent::Admitted { .. }))
+            .count();
+        assert_eq!(spent, 4, "key {key:?}");
+    }
+    // A fresh limit on both zone keys holds exactly.
+    for key in keys {
         log.reset(&key);
         buckets.reset(&key);
     }
@@ -380,6 +483,11 @@ fn processes_killed_at_any_instant_leave_no_lock_held() {
         admitted += log.check_at(&[0], 100_000, 1).unwrap().allowed as u64;
     }
     assert_eq!(admitted, 1_000_000);
+    buckets.set_limit(0, 10).unwrap();
+    let admitted = (0..12)
+        .filter(|_| buckets.check_at(&[1], 100_000, 1).unwrap().allowed)
+        .count();
+    assert_eq!(admitted, 10);
 }
 
 #[test]

@@ -1,12 +1,12 @@
 //! Concurrency limits over a shared region: [`Inflight`].
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::AtomicU64;
 
+use super::answers::{Entry, InflightStats};
 use super::inflight_way::{payload_words, Slots};
-use super::keys::Key;
-use super::layout;
 use super::lock::Owner;
-use super::table::{Attached, Cut, Set, Table, S_TAGS, WAYS};
+use super::region::Attached;
+use super::table::{Cut, Payload, Set, Table, WAYS};
 use crate::clock::check_time;
 use crate::{Error, Value};
 
@@ -85,38 +85,6 @@ impl InflightConfig {
     }
 }
 
-/// The answer to [`Inflight::enter_at`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Entry {
-    /// Whether a slot was taken.
-    pub admitted: bool,
-    /// The key's slots in flight after the call (with this one when admitted).
-    pub inflight: u64,
-    /// The live limit the call was decided against.
-    pub limit: u64,
-    /// What [`Inflight::leave_at`] needs to give the slot back: its lease deadline.
-    pub token: i64,
-}
-
-/// Counters of a region, summed over its sets (for every process that shares it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct InflightStats {
-    /// Slots held now by live owners within their lease.
-    pub inflight: u64,
-    /// Calls admitted.
-    pub admitted: u64,
-    /// Calls refused at the limit.
-    pub refused: u64,
-    /// Calls refused because their key's set had no idle way for a new key.
-    pub full: u64,
-    /// Slots freed because their lease ran out (a leave that never came).
-    pub expired: u64,
-    /// Slots freed because their owner died.
-    pub dead_owner: u64,
-    /// Locks taken over from a dead process (its set repaired).
-    pub repairs: u64,
-}
-
 /// Concurrency limits over a shared region: at most `limit` calls of a key in flight across
 /// every process that maps it (the workers of one nginx), crash safe.
 ///
@@ -161,7 +129,7 @@ pub struct InflightStats {
 /// # Ok::<(), slidewin::Error>(())
 /// ```
 pub struct Inflight<R, O: Owner> {
-    table: Table<R, O>,
+    pub(super) table: Table<R, O>,
     config: InflightConfig,
 }
 
@@ -178,23 +146,14 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         seed: [u64; 2],
     ) -> Result<(Self, Attached), Error> {
         let region_words = region.as_ref().len();
-        let cut = Cut::new(
-            HEADER_WORDS,
-            max_key_bytes,
-            payload_words(config.max_limit),
-            region_words,
-        )?;
-        let fingerprint = layout::fingerprint([
-            config.max_limit,
-            cut.key_words as u64,
-            cut.sets as u64,
-            region_words as u64,
-        ]);
+        let payload_words = payload_words(config.max_limit);
+        let cut = Cut::new(HEADER_WORDS, max_key_bytes, payload_words, region_words)?;
+        let fingerprint = cut.fingerprint([config.max_limit], region_words);
         let (table, attached) = Table::attach(region, cut, (MAGIC, fingerprint), seed, owner);
-        let words = table.words();
-        if words[H_CONFIG_LIMIT].load(Ordering::Relaxed) != config.limit {
-            words[H_CONFIG_LIMIT].store(config.limit, Ordering::Relaxed);
-            words[H_LIMIT].store(config.limit, Ordering::Relaxed);
+        let header = table.header();
+        if header.get(H_CONFIG_LIMIT) != config.limit {
+            header.set(H_CONFIG_LIMIT, config.limit);
+            header.set(H_LIMIT, config.limit);
         }
         Ok((Self { table, config }, attached))
     }
@@ -217,7 +176,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
 
     /// The live limit, the same for every process.
     pub fn limit(&self) -> u64 {
-        self.words()[H_LIMIT].load(Ordering::Relaxed)
+        self.table.header().get(H_LIMIT)
     }
 
     /// Sets the live limit for every process at once: slots already held stay held (a lower
@@ -227,7 +186,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
             let expected = "a positive integer at most max_limit";
             return Err(Error::invalid("limit", expected, Value::UInt(limit)));
         }
-        self.words()[H_LIMIT].store(limit, Ordering::Relaxed);
+        self.table.header().set(H_LIMIT, limit);
         Ok(())
     }
 
@@ -236,27 +195,21 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         check_time("now_ms", now_ms)?;
         let limit = self.limit();
         let token = now_ms.saturating_add(self.config.max_hold_ms);
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        let way = match self.table.find(&set, &key) {
-            Some(way) => way,
-            None => match self.insert(&set, &key, now_ms) {
-                Some(way) => way,
-                None => {
-                    set.add(S_FULL, 1);
-                    return Ok(Entry {
-                        admitted: false,
-                        inflight: 0,
-                        limit,
-                        token,
-                    });
-                }
-            },
+        let at = self.table.seek_or_insert(key, now_ms, self);
+        let set = &at.set;
+        let Some(way) = at.way else {
+            set.add(S_FULL, 1);
+            return Ok(Entry {
+                admitted: false,
+                inflight: 0,
+                limit,
+                token,
+            });
         };
-        self.table.touch(&set, way, now_ms);
-        let mut count = self.slots(&set, way).count();
+        self.table.touch(set, way, now_ms);
+        let mut count = self.slots(set, way).count();
         if count >= limit {
-            count = self.sweep_way(&set, way, now_ms, false, &mut Asked::default());
+            count = self.sweep_way(set, way, now_ms, false, &mut Asked::default());
         }
         if count >= limit {
             set.add(S_REFUSED, 1);
@@ -267,7 +220,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
                 token,
             });
         }
-        let inflight = self.slots(&set, way).take(self.table.owner.id(), token);
+        let inflight = self.slots(set, way).take(self.table.owner.id(), token);
         set.add(S_INFLIGHT, 1);
         set.add(S_ADMITTED, 1);
         Ok(Entry {
@@ -282,14 +235,16 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
     /// false when it is no longer held (its lease ran out and a sweep freed it).
     pub fn leave_at(&self, key: &[u8], token: i64) -> Result<bool, Error> {
         check_time("token", token)?;
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        let Some(way) = self.table.find(&set, &key) else {
+        let at = self.table.seek(key, self);
+        let Some(way) = at.way else {
             return Ok(false);
         };
-        match self.slots(&set, way).held_by(self.table.owner.id(), token) {
+        match self
+            .slots(&at.set, way)
+            .held_by(self.table.owner.id(), token)
+        {
             Some(i) => {
-                self.remove(&set, way, i);
+                self.remove(&at.set, way, i);
                 Ok(true)
             }
             None => Ok(false),
@@ -299,10 +254,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
     /// Slots of `key` held at `now_ms`, after freeing its expired ones and those of dead owners.
     pub fn inflight_at(&self, key: &[u8], now_ms: i64) -> Result<u64, Error> {
         check_time("now_ms", now_ms)?;
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        Ok(self.table.find(&set, &key).map_or(0, |way| {
-            self.sweep_way(&set, way, now_ms, true, &mut Asked::default())
+        let at = self.table.seek(key, self);
+        Ok(at.way.map_or(0, |way| {
+            self.sweep_way(&at.set, way, now_ms, true, &mut Asked::default())
         }))
     }
 
@@ -311,16 +265,11 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
     pub fn sweep_at(&self, now_ms: i64) -> Result<(), Error> {
         check_time("now_ms", now_ms)?;
         let mut asked = Asked::default();
-        for set in 0..self.table.cut.sets {
-            // A set holding nothing has nothing to free (a slot taken meanwhile is live).
-            if self.table.totals([S_INFLIGHT], set..set + 1) == [0] {
-                continue;
-            }
-            let set = self.lock_index(set);
-            for way in 0..WAYS {
-                if set.get(S_TAGS + way) != 0 {
-                    self.sweep_way(&set, way, now_ms, true, &mut asked);
-                }
+        // A set holding nothing has nothing to free (a slot taken meanwhile is live).
+        let holding = |set: usize| self.table.totals([S_INFLIGHT], set..set + 1) != [0];
+        for set in self.table.walk(0..self.table.cut.sets, self, holding) {
+            for way in self.table.held(&set) {
+                self.sweep_way(&set, way, now_ms, true, &mut asked);
             }
         }
         Ok(())
@@ -347,38 +296,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         Ok(stats)
     }
 
-    fn words(&self) -> &[AtomicU64] {
-        self.table.words()
-    }
-
-    /// Locks the set of `key`, repairing it first when its last owner died holding it.
-    fn lock(&self, key: &Key) -> Set<'_> {
-        self.table.lock(key, |set| self.repair(set))
-    }
-
-    /// Locks set `set`, repairing it first when its last owner died holding it.
-    fn lock_index(&self, set: usize) -> Set<'_> {
-        self.table.lock_index(set, |set| self.repair(set))
-    }
-
     /// The payload of `way` of `set`.
     fn slots<'s, 'z>(&self, set: &'s Set<'z>, way: usize) -> Slots<'s, 'z> {
         Slots::new(set, self.table.cut.payload(way))
-    }
-
-    /// A way for `key`: an empty or idle one (no slot held, after a sweep), else none.
-    fn insert(&self, set: &Set<'_>, key: &Key, now_ms: i64) -> Option<usize> {
-        let free = |way: usize| set.get(S_TAGS + way) == 0 || self.slots(set, way).count() == 0;
-        let mut asked = Asked::default();
-        let way = (0..WAYS).find(|&w| free(w)).or_else(|| {
-            (0..WAYS).find(|&w| self.sweep_way(set, w, now_ms, false, &mut asked) == 0 || free(w))
-        })?;
-        self.table.take(set, way, key, now_ms, || {
-            // Its first sweep asks about owners.
-            let checked_ms = now_ms.saturating_sub(LIVENESS_CHECK_MS);
-            self.slots(set, way).clear(checked_ms);
-        });
-        Some(way)
     }
 
     /// Frees the expired slots of `way` and, when `check_owners` or the last check is
@@ -424,62 +344,34 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         self.slots(set, way).remove(i);
         set.add(S_INFLIGHT, u64::MAX);
     }
+}
 
-    /// After a takeover from a dead owner: drop ways whose key does not match its tag, gather
-    /// each way's records at its front and recount them ([`Slots::repair`]).
-    fn repair(&self, set: &Set<'_>) {
-        let held = self.table.drop_torn_keys(set);
+impl<R: AsRef<[AtomicU64]>, O: Owner> Payload for Inflight<R, O> {
+    /// A key holding no slot.
+    fn is_idle(&self, set: &Set<'_>, way: usize, _: i64) -> bool {
+        self.slots(set, way).count() == 0
+    }
+
+    /// The first key with no slot left once its expired ones (and dead owners', when due) are
+    /// freed; none when every key holds slots: a way with slots in flight is never evicted.
+    fn full(&self, set: &Set<'_>, now_ms: i64) -> Option<usize> {
+        let mut asked = Asked::default();
+        (0..WAYS).find(|&way| self.sweep_way(set, way, now_ms, false, &mut asked) == 0)
+    }
+
+    /// Nothing held; the key's first sweep asks about owners.
+    fn clear(&self, set: &Set<'_>, way: usize, now_ms: i64) {
+        let checked_ms = now_ms.saturating_sub(LIVENESS_CHECK_MS);
+        self.slots(set, way).clear(checked_ms);
+    }
+
+    /// Each way's records gathered at its front and recounted ([`Slots::repair`]).
+    fn repair(&self, set: &Set<'_>, held: [bool; WAYS]) {
         let max_limit = self.config.max_limit;
         let inflight = (0..WAYS)
             .map(|way| self.slots(set, way).repair(held[way], max_limit))
             .sum();
         set.set(S_INFLIGHT, inflight);
         set.add(S_REPAIRS, 1);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use alloc::vec::Vec;
-
-    use super::super::inflight_way::{record_at, R_DEADLINE, R_OWNER};
-    use super::super::table::S_LOCK;
-    use super::*;
-
-    struct Survivor;
-    impl Owner for Survivor {
-        fn id(&self) -> u64 {
-            1
-        }
-        fn is_alive(&self, id: u64) -> bool {
-            id == 1
-        }
-    }
-
-    #[test]
-    fn a_lock_left_by_a_dead_owner_is_taken_over_and_records_past_the_count_recounted() {
-        let config = InflightConfig::new(3, 4, 60_000).unwrap();
-        let bytes = Inflight::<&[AtomicU64], Survivor>::bytes_for(&config, 16, 8);
-        let words: Vec<AtomicU64> = (0..bytes / 8).map(|_| AtomicU64::new(0)).collect();
-        let (slots, _) = Inflight::attach(&words[..], config, 16, Survivor, [1, 2]).unwrap();
-        assert_eq!(slots.capacity(), 8, "one set");
-        let a = slots.enter_at(b"k", 0).unwrap();
-        assert!(a.admitted);
-        // Owner 2... died after writing a record, before counting it, holding the lock.
-        let record = record_at(slots.table.cut.payload(0), 1);
-        let base = HEADER_WORDS;
-        words[base + record + R_DEADLINE].store(60_000, Ordering::Relaxed);
-        words[base + record + R_OWNER].store(1, Ordering::Relaxed);
-        words[base + S_LOCK].store(2, Ordering::Relaxed);
-        assert_eq!(
-            slots.inflight_at(b"k", 1).unwrap(),
-            2,
-            "the record past the count counts"
-        );
-        assert_eq!(slots.stats_at(1).unwrap().repairs, 1);
-        assert!(slots.enter_at(b"k", 1).unwrap().admitted);
-        assert!(!slots.enter_at(b"k", 2).unwrap().admitted, "3 held");
-        assert!(slots.leave_at(b"k", a.token).unwrap());
-        assert_eq!(slots.stats_at(2).unwrap().inflight, 2);
     }
 }

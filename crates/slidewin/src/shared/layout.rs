@@ -5,6 +5,7 @@
 use alloc::vec::Vec;
 use core::fmt;
 
+use super::region;
 use super::state;
 use super::table::{check_key_bytes, Cut};
 use crate::rule::{Rule, RuleWindow, MAX_WINDOWS};
@@ -186,13 +187,6 @@ impl Layout {
             self.cut.sets as u64,
             region_words as u64,
         ]);
-        fingerprint(words)
+        region::fingerprint(words)
     }
-}
-
-/// FNV-1a over `words`: a fixed function, so every process computes the same value.
-pub(crate) fn fingerprint(words: impl IntoIterator<Item = u64>) -> u64 {
-    words.into_iter().fold(0xcbf2_9ce4_8422_2325, |h: u64, w| {
-        (h ^ w).wrapping_mul(0x0100_0000_01b3)
-    })
 }

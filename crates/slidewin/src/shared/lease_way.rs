@@ -3,6 +3,7 @@
 
 use alloc::string::String;
 
+use super::answers::{Fetch, Spent};
 use super::table::Set;
 use crate::lease::{Grant, Lease, Settlement};
 
@@ -23,21 +24,21 @@ pub(super) const L_SPENT: usize = 2;
 const L_SENT: usize = 3;
 const L_LAST: usize = 4;
 pub(super) const L_REMOTE: usize = 5;
-pub(super) const L_RESET_AT: usize = 6;
-pub(super) const L_WINDOW: usize = 7;
+const L_RESET_AT: usize = 6;
+const L_WINDOW: usize = 7;
 pub(super) const L_LIMITS: usize = 8;
 // The call in flight that the key's requests wait for, and until when.
-pub(super) const L_CLAIM: usize = 9;
+const L_CLAIM: usize = 9;
 const L_CLAIM_UNTIL: usize = 10;
 // The key's spend rate (an f64's bits).
 const L_RATE: usize = 11;
 // Redis's last refusal: until when, of what cost, its answer, under which limits.
 pub(super) const R_UNTIL: usize = 12;
-pub(super) const R_COST: usize = 13;
-pub(super) const R_REMAINING: usize = 14;
-pub(super) const R_RESET_AT: usize = 15;
-pub(super) const R_WINDOW: usize = 16;
-pub(super) const R_LIMITS: usize = 17;
+const R_COST: usize = 13;
+const R_REMAINING: usize = 14;
+const R_RESET_AT: usize = 15;
+const R_WINDOW: usize = 16;
+const R_LIMITS: usize = 17;
 // 1: Redis recorded the lease's units in its windows (a check ahead): nothing to settle.
 pub(super) const L_RECORDED: usize = 18;
 const L_VALIDITY: usize = 19;
@@ -143,6 +144,30 @@ impl<'s, 'z> Way<'s, 'z> {
         self.put(R_RESET_AT, at_ms(now_ms, grant.reset_after_ms));
         self.put(R_WINDOW, grant.window as u64);
         self.put(R_LIMITS, limits);
+    }
+
+    /// The answer to a spend of `lease` (the way's) at `now_ms`: its units and Redis's room
+    /// at the grant, with `prefetch` to make.
+    pub(super) fn admitted(&self, lease: &Lease, now_ms: i64, prefetch: Option<Fetch>) -> Spent {
+        Spent::Admitted {
+            remaining: lease.unspent() + self.get(L_REMOTE),
+            reset_after_ms: after(self.get(L_RESET_AT), now_ms),
+            window: self.get(L_WINDOW) as usize,
+            prefetch,
+        }
+    }
+
+    /// Redis's last refusal as the answer to a spend of `cost` under `limits` at `now_ms`,
+    /// while it holds (until its time, for a cost as large, under the same limits).
+    pub(super) fn refused(&self, now_ms: i64, cost: u64, limits: u64) -> Option<Spent> {
+        let until = self.get(R_UNTIL) as i64;
+        let holds = until > now_ms && cost >= self.get(R_COST) && self.get(R_LIMITS) == limits;
+        holds.then(|| Spent::Refused {
+            remaining: self.get(R_REMAINING),
+            retry_after_ms: (until - now_ms) as u64,
+            reset_after_ms: after(self.get(R_RESET_AT), now_ms),
+            window: self.get(R_WINDOW) as usize,
+        })
     }
 
     /// Whether a call of the key is in flight: claimed by a caller within its validity.
@@ -282,6 +307,6 @@ fn at_ms(now_ms: i64, after_ms: u64) -> u64 {
 }
 
 /// Ms from `now_ms` until time `at` (0 when passed).
-pub(super) fn after(at: u64, now_ms: i64) -> u64 {
+fn after(at: u64, now_ms: i64) -> u64 {
     at.saturating_sub(now_ms as u64)
 }

@@ -1,18 +1,19 @@
-//! A node's leases over a shared region: [`Leases`].
+//! A node's leases over a shared region: [`Leases`], its header and the life of a key's
+//! lease (claimed calls, ended leases to settle, the sweep, the counters); what a request
+//! does to its key's lease is in lease_requests.rs, a way's words in lease_way.rs.
 
-use alloc::string::String;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::AtomicU64;
 
-use super::keys::{Key, Stored};
-use super::layout;
-use super::lease_way::{after, due, Way, LEASE_WORDS, S_DUE};
-use super::lease_way::{L_CLAIM, L_LIMITS, L_RECORDED, L_REMOTE, L_RESET_AT, L_SEQ, L_SPENT};
-use super::lease_way::{L_WINDOW, R_COST, R_LIMITS, R_REMAINING, R_RESET_AT, R_UNTIL, R_WINDOW};
+use super::answers::{Fetch, LeaseStats};
+use super::keys::Stored;
+use super::lease_way::{due, Way, LEASE_WORDS, S_DUE};
+use super::lease_way::{L_RECORDED, L_REMOTE, L_SEQ, R_UNTIL};
 use super::lock::Owner;
-use super::table::{check_key_bytes, Attached, Cut, Set, Table, S_TAGS, WAYS};
+use super::region::Attached;
+use super::table::{check_key_bytes, Cut, Payload, Set, Table, WAYS};
 use crate::clock::check_time;
-use crate::lease::{next_rate, want, Grant, Lease, LeaseConfig, Settlement, Spend};
+use crate::lease::{next_rate, want, Lease, LeaseConfig};
 use crate::Error;
 
 const HEADER_WORDS: usize = 16;
@@ -21,12 +22,12 @@ const MAGIC: u64 = u64::from_le_bytes(*b"slidewl2");
 const H_SEQ: usize = 4;
 const H_SWEEP_AT: usize = 5;
 const H_CALLS: usize = 6;
-const H_GRANTED: usize = 7;
-const H_SPENT: usize = 8;
+pub(super) const H_GRANTED: usize = 7;
+pub(super) const H_SPENT: usize = 8;
 const H_RETURNED: usize = 9;
 const H_EXPIRED: usize = 10;
-const H_LOCAL: usize = 11;
-const H_CACHED: usize = 12;
+pub(super) const H_LOCAL: usize = 11;
+pub(super) const H_CACHED: usize = 12;
 const H_REPAIRS: usize = 13;
 const H_EVICTIONS: usize = 14;
 // The V of the next lease calls, raised when calls come late (0: the configured V).
@@ -35,89 +36,6 @@ const H_VALIDITY: usize = 15;
 /// A sweep returns a key's unspent units when they are at least 1/WORTH_A_CALL of the room
 /// Redis had left at its last grant.
 const WORTH_A_CALL: u64 = 8;
-
-/// A lease call to make: `seq` names it (the id is [`Leases::id`]), `want` units for the
-/// script (`cost` is the caller's), `sent_ms` the node's time now, before sending, and
-/// `settle` the key's ended leases (the script's `settle` option).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fetch {
-    /// The sequence of the call's lease id.
-    pub seq: u64,
-    /// Units to ask for.
-    pub want: u64,
-    /// The node's monotonic ms before the call is sent.
-    pub sent_ms: i64,
-    /// The V to ask for ([`Leases::validity_ms`] when the call was claimed).
-    pub validity_ms: u64,
-    /// `"ID:SPENT:LAST_MS ..."`.
-    pub settle: String,
-}
-
-/// The answer of [`Leases::spend_at`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Spent {
-    /// Spent from the lease, with no call.
-    Admitted {
-        /// Units left in the lease plus Redis's room at its grant (an estimate).
-        remaining: u64,
-        /// When the answer's window empties, as Redis said at the grant.
-        reset_after_ms: u64,
-        /// The window Redis's answer described (0-based).
-        window: usize,
-        /// The next lease, to fetch in the background: this caller claimed it.
-        prefetch: Option<Fetch>,
-    },
-    /// Redis refused this cost (or less) until a time not reached: no call.
-    Refused {
-        /// Redis's remaining at the refusal.
-        remaining: u64,
-        /// Until the refusal ends.
-        retry_after_ms: u64,
-        /// When the window empties.
-        reset_after_ms: u64,
-        /// The refusing window (0-based).
-        window: usize,
-    },
-    /// No lease can pay: call Redis now.
-    Fetch(Fetch),
-    /// No lease can pay and another caller's call of the key is in flight: ask again shortly
-    /// (its lease will likely pay; one call at a time keeps leases from ending in heaps).
-    Wait,
-}
-
-/// The request a grant admitted ([`Leases::install_at`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Admitted {
-    /// Units left in the lease plus Redis's room (an estimate).
-    pub remaining: u64,
-}
-
-/// Counters of the table's header, for every process that shares it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct LeaseStats {
-    /// Lease calls made (foreground and background).
-    pub calls: u64,
-    /// Units Redis granted.
-    pub granted: u64,
-    /// Units spent (each an admitted request's cost).
-    pub spent: u64,
-    /// Units of ended leases given back unspent.
-    pub returned: u64,
-    /// Of those, units whose lease ran out of time.
-    pub expired: u64,
-    /// Decisions made with no call (spent from a lease, or a cached refusal).
-    pub local: u64,
-    /// Refusals answered from Redis's cached answer.
-    pub refusals_cached: u64,
-    /// Locks taken over from a dead process (its set repaired).
-    pub repairs: u64,
-    /// Keys dropped to make room (their lease is then settled by Redis's expiry).
-    pub evictions: u64,
-    /// The V lease calls ask for now (raised above the configured one by late answers).
-    pub validity_ms: u64,
-    /// Keys the table can hold.
-    pub capacity: u64,
-}
 
 /// A node's leases over a shared region: every worker of one nginx spends the same lease of a
 /// key ([`crate::lease`]: the rules and why they keep the limit), crash safe, bounded.
@@ -143,6 +61,11 @@ pub struct LeaseStats {
 ///   end of the validity: a lease spent at once, never settled).
 /// - [`Leases::sweep_at`]: leases that ended with units unspent, to settle without waiting
 ///   for the key's next call; [`Leases::settled`] once Redis took them.
+///
+/// [`Spent::Admitted`]: super::Spent::Admitted
+/// [`Spent::Refused`]: super::Spent::Refused
+/// [`Spent::Fetch`]: super::Spent::Fetch
+/// [`Spent::Wait`]: super::Spent::Wait
 ///
 /// ```
 /// use core::sync::atomic::AtomicU64;
@@ -173,8 +96,8 @@ pub struct LeaseStats {
 /// # Ok::<(), slidewin::Error>(())
 /// ```
 pub struct Leases<R, O: Owner> {
-    table: Table<R, O>,
-    config: LeaseConfig,
+    pub(super) table: Table<R, O>,
+    pub(super) config: LeaseConfig,
     node_id: u64,
 }
 
@@ -193,14 +116,8 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     ) -> Result<(Self, Attached), Error> {
         let region_words = region.as_ref().len();
         let cut = Cut::new(HEADER_WORDS, max_key_bytes, LEASE_WORDS, region_words)?;
-        let fingerprint = layout::fingerprint([
-            LEASE_WORDS as u64,
-            config.validity_ms(),
-            config.margin_ms(),
-            cut.key_words as u64,
-            cut.sets as u64,
-            region_words as u64,
-        ]);
+        let payload = [LEASE_WORDS as u64, config.validity_ms(), config.margin_ms()];
+        let fingerprint = cut.fingerprint(payload, region_words);
         let (table, attached) = Table::attach(region, cut, (MAGIC, fingerprint), seed, owner);
         let seed = table.seed;
         let leases = Self {
@@ -242,239 +159,6 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
         crate::lease::lease_id(self.node_id, seq)
     }
 
-    /// Spends `cost` of `key`'s lease at `now_ms` (the node's monotonic clock) under
-    /// `limits` (a lease granted under other limits ends first); see [`Spent`].
-    pub fn spend_at(
-        &self,
-        key: &[u8],
-        now_ms: i64,
-        cost: u64,
-        limits: &[u64],
-    ) -> Result<Spent, Error> {
-        self.spend(key, now_ms, cost, limits, false)
-    }
-
-    /// As [`Leases::spend_at`], for a caller that sends a call wanting its cost alone as a
-    /// check ahead ([`LeaseConfig::ahead_ms`], installed with
-    /// [`Leases::install_recorded_at`]): such a call is not claimed, since it brings nothing
-    /// for another request of the key to wait for (and leaves nothing to settle): the key's
-    /// other requests make their own.
-    pub fn spend_ahead_at(
-        &self,
-        key: &[u8],
-        now_ms: i64,
-        cost: u64,
-        limits: &[u64],
-    ) -> Result<Spent, Error> {
-        self.spend(key, now_ms, cost, limits, self.config.ahead_ms().is_some())
-    }
-
-    fn spend(
-        &self,
-        key: &[u8],
-        now_ms: i64,
-        cost: u64,
-        limits: &[u64],
-        ahead: bool,
-    ) -> Result<Spent, Error> {
-        let now_ms = check_time("now_ms", now_ms)?;
-        let limits = layout::fingerprint(limits.iter().copied());
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        let way = self.find_or_insert(&set, &key, now_ms);
-        self.table.touch(&set, way, now_ms);
-        let way = self.way(&set, way);
-        let mut lease = way.lease();
-        if lease.seq != 0 && way.get(L_LIMITS) != limits {
-            self.end_current(&way, &lease, now_ms);
-            lease = Lease::default();
-        }
-        match lease.spend(&self.config, now_ms, cost) {
-            Spend::Spent => {
-                way.spent(&lease);
-                self.count(H_SPENT, cost);
-                self.count(H_LOCAL, 1);
-                let remote = way.get(L_REMOTE);
-                let wanted = lease.wants_next(&self.config, now_ms, remote);
-                let prefetch =
-                    (wanted && !way.claimed(now_ms)).then(|| self.claim(&way, now_ms, 0));
-                Ok(Spent::Admitted {
-                    remaining: lease.unspent() + remote,
-                    reset_after_ms: after(way.get(L_RESET_AT), now_ms),
-                    window: way.get(L_WINDOW) as usize,
-                    prefetch,
-                })
-            }
-            Spend::Short | Spend::Ended => {
-                if lease.seq != 0 {
-                    self.end_current(&way, &lease, now_ms);
-                }
-                let refused_until = way.get(R_UNTIL) as i64;
-                if refused_until > now_ms && cost >= way.get(R_COST) && way.get(R_LIMITS) == limits
-                {
-                    self.count(H_LOCAL, 1);
-                    self.count(H_CACHED, 1);
-                    return Ok(Spent::Refused {
-                        remaining: way.get(R_REMAINING),
-                        retry_after_ms: (refused_until - now_ms) as u64,
-                        reset_after_ms: after(way.get(R_RESET_AT), now_ms),
-                        window: way.get(R_WINDOW) as usize,
-                    });
-                }
-                if way.claimed(now_ms) {
-                    return Ok(Spent::Wait);
-                }
-                let fetch = self.claim(&way, now_ms, cost);
-                if ahead && cost > 0 && fetch.want == cost {
-                    way.put(L_CLAIM, 0);
-                }
-                Ok(Spent::Fetch(fetch))
-            }
-        }
-    }
-
-    /// Takes Redis's answer `grant` to `fetch` at `now_ms`, for a caller whose request costs
-    /// `cost` (0: a prefetch) under `limits`: the request admitted, spent from the new lease,
-    /// or `None` when it was refused, or when the answer came after `V - margin` (the lease
-    /// can no longer be spent: it is settled with nothing spent).
-    pub fn install_at(
-        &self,
-        key: &[u8],
-        fetch: &Fetch,
-        now_ms: i64,
-        cost: u64,
-        limits: &[u64],
-        grant: &Grant,
-    ) -> Result<Option<Admitted>, Error> {
-        self.install(key, fetch, now_ms, cost, limits, grant, false)
-    }
-
-    /// As [`Leases::install_at`], for a call that wanted its cost alone (`fetch.want` ==
-    /// `cost`) sent as a check ahead ([`LeaseConfig::ahead_ms`]): Redis recorded the cost at
-    /// `g + ahead`, so the grant is spent at once, only within
-    /// [`LeaseConfig::ahead_spend_ms`] of the send (else `None`: answered too late), never
-    /// refunded into nor settled. The key's spend rate is still learnt from it.
-    pub fn install_recorded_at(
-        &self,
-        key: &[u8],
-        fetch: &Fetch,
-        now_ms: i64,
-        cost: u64,
-        limits: &[u64],
-        grant: &Grant,
-    ) -> Result<Option<Admitted>, Error> {
-        self.install(key, fetch, now_ms, cost, limits, grant, true)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn install(
-        &self,
-        key: &[u8],
-        fetch: &Fetch,
-        now_ms: i64,
-        cost: u64,
-        limits: &[u64],
-        grant: &Grant,
-        recorded: bool,
-    ) -> Result<Option<Admitted>, Error> {
-        let now_ms = check_time("now_ms", now_ms)?;
-        let limits = layout::fingerprint(limits.iter().copied());
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        let way = self.find_or_insert(&set, &key, now_ms);
-        let way = self.way(&set, way);
-        way.release(fetch.seq);
-        way.drop_sent(fetch.seq);
-        if grant.granted == 0 {
-            if let Some(retry) = grant.retry_after_ms.filter(|&r| r > 0) {
-                way.refuse(now_ms, retry, cost, grant, limits);
-            }
-            return Ok(None);
-        }
-        self.count(H_GRANTED, grant.granted);
-        let validity_ms = fetch.validity_ms.clamp(1, self.config.max_validity_ms());
-        let mut lease = Lease::granted(fetch.seq, grant.granted, fetch.sent_ms, validity_ms);
-        let round_trip_ms = now_ms.saturating_sub(fetch.sent_ms).max(0);
-        let late = recorded && round_trip_ms > self.config.ahead_spend_ms();
-        if late || lease.spend(&self.config, now_ms, cost) != Spend::Spent {
-            if !recorded && !lease.is_live(&self.config, now_ms) {
-                self.raise_validity(validity_ms, round_trip_ms as u64);
-            }
-            self.end(&way, &lease, recorded, now_ms);
-            return Ok(None);
-        }
-        self.count(H_SPENT, cost);
-        way.put(R_UNTIL, 0);
-        let current = way.lease();
-        if current.seq != 0 && current.sent_ms > lease.sent_ms {
-            // A later call's lease is in place: keep it, settle this one.
-            self.end(&way, &lease, recorded, now_ms);
-            return Ok(Some(Admitted {
-                remaining: current.unspent() + way.get(L_REMOTE),
-            }));
-        }
-        if current.seq != 0 {
-            self.end_current(&way, &current, now_ms);
-        }
-        way.hold(&lease, grant, limits, recorded, now_ms);
-        if !recorded {
-            let end = fetch
-                .sent_ms
-                .saturating_add(lease.spend_ms(&self.config) + 1);
-            due(&set, end);
-        }
-        Ok(Some(Admitted {
-            remaining: lease.unspent() + grant.remaining,
-        }))
-    }
-
-    /// The lease call `fetch` failed (an error, a timeout, too few replicas): the lease, if
-    /// Redis granted it, is never spent and goes to the settle list with nothing spent.
-    pub fn fail_at(&self, key: &[u8], fetch: &Fetch, now_ms: i64) -> Result<(), Error> {
-        let now_ms = check_time("now_ms", now_ms)?;
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        let way = self.find_or_insert(&set, &key, now_ms);
-        let way = self.way(&set, way);
-        way.release(fetch.seq);
-        let nothing = Settlement {
-            seq: fetch.seq,
-            spent: 0,
-            last_ms: 0,
-        };
-        way.push(&nothing, 1, now_ms);
-        Ok(())
-    }
-
-    /// Redis took the settle list a call with `seq` carried: those entries are dropped.
-    pub fn settled(&self, key: &[u8], seq: u64) {
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        if let Some(way) = self.table.find(&set, &key) {
-            self.way(&set, way).drop_sent(seq);
-        }
-    }
-
-    /// Gives `cost` back to `key`'s lease (an admission whose work was not done): false when
-    /// the lease it came from is gone (then Redis must be told).
-    pub fn refund_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<bool, Error> {
-        let now_ms = check_time("now_ms", now_ms)?;
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        let Some(way) = self.table.find(&set, &key) else {
-            return Ok(false);
-        };
-        let way = self.way(&set, way);
-        let lease = way.lease();
-        // Units of a check ahead are spent only within its shorter time: Redis takes them back.
-        let recorded = way.get(L_RECORDED) != 0;
-        if recorded || !lease.is_live(&self.config, now_ms) || lease.spent < cost {
-            return Ok(false);
-        }
-        way.put(L_SPENT, lease.spent - cost);
-        Ok(true)
-    }
-
     /// Leases that ended by `now_ms` with units unspent worth a call (at least an eighth of
     /// the room Redis had left at the key's last grant), each key's settle list as a call to
     /// make (`want` 0), at most `max` keys; empty unless `period_ms` passed since the last
@@ -488,29 +172,16 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     ) -> Result<Vec<(Vec<u8>, Fetch)>, Error> {
         let now_ms = check_time("now_ms", now_ms)?;
         let mut out = Vec::new();
-        let next = &self.words()[H_SWEEP_AT];
-        let planned = next.load(Ordering::Relaxed);
-        if planned as i64 > now_ms {
+        if !self.table.header().take_turn(H_SWEEP_AT, now_ms, period_ms) || max == 0 {
             return Ok(out);
         }
-        let then = now_ms.saturating_add(period_ms.max(1)) as u64;
-        if next
-            .compare_exchange(planned, then, Ordering::Relaxed, Ordering::Relaxed)
-            .is_err()
-        {
-            return Ok(out);
-        }
-        for set in 0..self.table.cut.sets {
+        let due_by_now = |set: usize| {
             let [due_ms] = self.table.totals([S_DUE], set..set + 1);
-            if due_ms == 0 || due_ms as i64 > now_ms || out.len() >= max {
-                continue;
-            }
-            let set = self.lock_index(set);
+            due_ms != 0 && due_ms as i64 <= now_ms
+        };
+        for set in self.table.walk(0..self.table.cut.sets, self, due_by_now) {
             set.set(S_DUE, 0);
-            for way in 0..WAYS {
-                if set.get(S_TAGS + way) == 0 {
-                    continue;
-                }
+            for way in self.table.held(&set) {
                 let stored = self.table.codec.stored(self.table.stored_key(&set, way));
                 let way = self.way(&set, way);
                 let lease = way.lease();
@@ -520,12 +191,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
                 if lease.seq != 0 && !live && lease.unspent() > 0 {
                     self.end_current(&way, &lease, now_ms);
                 } else if lease.seq != 0 && live {
-                    due(
-                        &set,
-                        lease
-                            .sent_ms
-                            .saturating_add(lease.spend_ms(&self.config) + 1),
-                    );
+                    self.due_when_spent(&set, &lease);
                 }
                 let unspent = way.unspent_to_settle();
                 // Units worth a call of their own: a share of the room Redis had left at the
@@ -544,32 +210,50 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
                     due(&set, now_ms.saturating_add(period_ms.max(1)));
                 }
             }
+            // The sets left wait for the next sweep.
+            if out.len() >= max {
+                break;
+            }
         }
         Ok(out)
     }
 
     /// The header's counters (each exact, the whole a moment's view).
     pub fn stats(&self) -> LeaseStats {
-        let get = |i: usize| self.words()[i].load(Ordering::Relaxed);
-        LeaseStats {
-            calls: get(H_CALLS),
-            granted: get(H_GRANTED),
-            spent: get(H_SPENT),
-            returned: get(H_RETURNED),
-            expired: get(H_EXPIRED),
-            local: get(H_LOCAL),
-            refusals_cached: get(H_CACHED),
-            repairs: get(H_REPAIRS),
-            evictions: get(H_EVICTIONS),
+        let mut stats = LeaseStats {
             validity_ms: self.validity_ms(),
             capacity: self.capacity() as u64,
-        }
+            ..LeaseStats::default()
+        };
+        let fields = [
+            H_CALLS,
+            H_GRANTED,
+            H_SPENT,
+            H_RETURNED,
+            H_EXPIRED,
+            H_LOCAL,
+            H_CACHED,
+            H_REPAIRS,
+            H_EVICTIONS,
+        ];
+        [
+            stats.calls,
+            stats.granted,
+            stats.spent,
+            stats.returned,
+            stats.expired,
+            stats.local,
+            stats.refusals_cached,
+            stats.repairs,
+            stats.evictions,
+        ] = self.table.header().values(fields);
+        stats
     }
 
     /// The V lease calls ask for now: the configured one, raised by
     /// [`LeaseConfig::raised_validity_ms`] when a grant came too late to spend.
     pub fn validity_ms(&self) -> u64 {
-        match self.words()[H_VALIDITY].load(Ordering::Relaxed) {
+        match self.table.header().get(H_VALIDITY) {
             0 => self.config.validity_ms(),
             // A region kept through a reload that lowered max_validity_ms.
             raised => raised.min(self.config.max_validity_ms()),
@@ -577,58 +261,33 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     }
 
     /// A call under `validity_ms` answered `round_trip_ms` after it was sent, too late.
-    fn raise_validity(&self, validity_ms: u64, round_trip_ms: u64) {
+    pub(super) fn raise_validity(&self, validity_ms: u64, round_trip_ms: u64) {
         let raised = self.config.raised_validity_ms(validity_ms, round_trip_ms);
-        self.words()[H_VALIDITY].fetch_max(raised, Ordering::Relaxed);
-    }
-
-    fn words(&self) -> &[AtomicU64] {
-        self.table.words()
-    }
-
-    fn count(&self, field: usize, n: u64) {
-        self.words()[field].fetch_add(n, Ordering::Relaxed);
-        super::fault::point();
-    }
-
-    /// Locks the set of `key`, repairing it first when its last owner died holding it.
-    fn lock(&self, key: &Key) -> Set<'_> {
-        self.table.lock(key, |set| self.repair(set))
-    }
-
-    /// Locks set `set`, repairing it first when its last owner died holding it.
-    fn lock_index(&self, set: usize) -> Set<'_> {
-        self.table.lock_index(set, |set| self.repair(set))
+        self.table.header().raise(H_VALIDITY, raised);
     }
 
     /// The payload of `way` of `set`.
-    fn way<'s, 'z>(&self, set: &'s Set<'z>, way: usize) -> Way<'s, 'z> {
+    pub(super) fn way<'s, 'z>(&self, set: &'s Set<'z>, way: usize) -> Way<'s, 'z> {
         Way::new(set, self.table.cut.payload(way))
     }
 
-    /// The way of `key`: its own, else an empty one, else one with nothing to settle and no
-    /// lease, else the least recently used (its lease and settlements then left to Redis's
-    /// expiry).
-    fn find_or_insert(&self, set: &Set<'_>, key: &Key, now_ms: i64) -> usize {
-        if let Some(way) = self.table.find(set, key) {
-            return way;
-        }
-        let empty = (0..WAYS).find(|&w| set.get(S_TAGS + w) == 0);
-        let way = empty
-            .or_else(|| (0..WAYS).find(|&w| self.way(set, w).is_idle(now_ms)))
-            .unwrap_or_else(|| {
-                self.count(H_EVICTIONS, 1);
-                self.table.least_recently_used(set)
-            });
-        self.table
-            .take(set, way, key, now_ms, || self.way(set, way).clear());
-        way
+    /// The set of `key`, locked, and the key's way: its own, else one taken for it (a lease
+    /// table evicts, so a new key always gets one).
+    pub(super) fn holding(&self, key: &[u8], now_ms: i64) -> (Set<'_>, usize) {
+        let at = self.table.seek_or_insert(key, now_ms, self);
+        (at.set, at.way.unwrap_or_default())
+    }
+
+    /// Has the sweep look at `set` once `lease` can no longer be spent.
+    pub(super) fn due_when_spent(&self, set: &Set<'_>, lease: &Lease) {
+        let spend_ms = lease.spend_ms(&self.config);
+        due(set, lease.sent_ms.saturating_add(spend_ms + 1));
     }
 
     /// A call for `cost` (0: ahead of time), claimed for a validity: until its answer, or its
     /// failure, or that time, the key's requests that find no units wait for it.
-    fn claim(&self, way: &Way<'_, '_>, now_ms: i64, cost: u64) -> Fetch {
-        self.count(H_CALLS, 1);
+    pub(super) fn claim(&self, way: &Way<'_, '_>, now_ms: i64, cost: u64) -> Fetch {
+        self.table.header().count(H_CALLS, 1);
         let fetch = self.fetch(way, now_ms, cost);
         way.claim(fetch.seq, now_ms.saturating_add(fetch.validity_ms as i64));
         fetch
@@ -637,8 +296,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     /// A call for `way`: a new id, the units to want for `cost`, the settle list (now carried
     /// by this call).
     fn fetch(&self, way: &Way<'_, '_>, now_ms: i64, cost: u64) -> Fetch {
-        let seq = self.words()[H_SEQ].fetch_add(1, Ordering::Relaxed) + 1;
-        super::fault::point();
+        let seq = self.table.header().count(H_SEQ, 1) + 1;
         let settle = way.settle_text(self.node_id, seq);
         Fetch {
             seq,
@@ -650,7 +308,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     }
 
     /// Ends the way's lease, `lease`, as `end` does.
-    fn end_current(&self, way: &Way<'_, '_>, lease: &Lease, now_ms: i64) {
+    pub(super) fn end_current(&self, way: &Way<'_, '_>, lease: &Lease, now_ms: i64) {
         let recorded = way.get(L_RECORDED) != 0;
         self.end(way, lease, recorded, now_ms);
     }
@@ -658,7 +316,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
     /// Ends `lease` (the way's, or a grant that never became it): its spend rate is learnt
     /// and, unless Redis `recorded` it, its unspent units are counted back and it goes to the
     /// settle list.
-    fn end(&self, way: &Way<'_, '_>, lease: &Lease, recorded: bool, now_ms: i64) {
+    pub(super) fn end(&self, way: &Way<'_, '_>, lease: &Lease, recorded: bool, now_ms: i64) {
         if way.get(L_SEQ) == lease.seq {
             way.put(L_SEQ, 0);
             let rate = way.rate();
@@ -680,64 +338,38 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Leases<R, O> {
             // back as soon as they are settled, so the next call asks.
             way.put(R_UNTIL, 0);
         }
-        self.count(H_RETURNED, unspent);
+        self.table.header().count(H_RETURNED, unspent);
         if !lease.is_live(&self.config, now_ms) {
-            self.count(H_EXPIRED, unspent);
+            self.table.header().count(H_EXPIRED, unspent);
         }
         way.push(&lease.settlement(), unspent, now_ms);
     }
+}
 
-    /// After a takeover from a dead owner: drop ways whose key does not match its tag, clamp
-    /// counts a half-written call may have left out of range, and have the sweep look.
-    fn repair(&self, set: &Set<'_>) {
-        let held = self.table.drop_torn_keys(set);
+impl<R: AsRef<[AtomicU64]>, O: Owner> Payload for Leases<R, O> {
+    /// A key with no lease, nothing to settle and no refusal in force.
+    fn is_idle(&self, set: &Set<'_>, way: usize, now_ms: i64) -> bool {
+        self.way(set, way).is_idle(now_ms)
+    }
+
+    /// The least recently used key is evicted: its lease and settlements are left to Redis's
+    /// expiry.
+    fn full(&self, set: &Set<'_>, _: i64) -> Option<usize> {
+        self.table.header().count(H_EVICTIONS, 1);
+        Some(self.table.least_recently_used(set))
+    }
+
+    fn clear(&self, set: &Set<'_>, way: usize, _: i64) {
+        self.way(set, way).clear();
+    }
+
+    /// Counts a half-written call may have left out of range clamped, and the sweep asked to
+    /// look.
+    fn repair(&self, set: &Set<'_>, held: [bool; WAYS]) {
         for way in (0..WAYS).filter(|&w| held[w]) {
             self.way(set, way).repair();
         }
         set.set(S_DUE, 1);
-        self.count(H_REPAIRS, 1);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use alloc::vec::Vec;
-
-    use super::super::table::S_LOCK;
-    use super::super::tests::Survivor;
-    use super::*;
-
-    #[test]
-    fn a_lock_left_by_a_dead_owner_is_taken_over_and_the_set_repaired() {
-        let config = LeaseConfig::new(100, None, 50).unwrap();
-        let bytes = Leases::<&[AtomicU64], Survivor>::bytes_for(16, 8).unwrap();
-        let words: Vec<AtomicU64> = (0..bytes / 8).map(|_| AtomicU64::new(0)).collect();
-        let (table, _) = Leases::attach(&words[..], config, 16, Survivor, [1, 2]).unwrap();
-        assert_eq!(table.capacity(), 8, "one set");
-        let Spent::Fetch(f) = table.spend_at(b"k", 0, 1, &[9]).unwrap() else {
-            panic!()
-        };
-        let grant = Grant {
-            granted: 5,
-            ..Grant::default()
-        };
-        assert!(table
-            .install_at(b"k", &f, 1, 1, &[9], &grant)
-            .unwrap()
-            .is_some());
-        // Owner 2 died holding the lock, after writing more spent than granted.
-        let at = HEADER_WORDS + table.table.cut.payload(0);
-        words[at + L_SPENT].store(7, Ordering::Relaxed);
-        words[HEADER_WORDS + S_LOCK].store(2, Ordering::Relaxed);
-        let Spent::Fetch(next) = table.spend_at(b"k", 2, 1, &[9]).unwrap() else {
-            panic!("the lease was spent out by the repair")
-        };
-        assert_eq!(next.settle, alloc::format!("{}:5:1", table.id(f.seq)));
-        assert_eq!(table.stats().repairs, 1);
-        assert_eq!(
-            words[HEADER_WORDS + S_LOCK].load(Ordering::Relaxed),
-            0,
-            "released"
-        );
+        self.table.header().count(H_REPAIRS, 1);
     }
 }

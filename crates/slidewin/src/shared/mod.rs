@@ -56,6 +56,7 @@
 //! # Ok::<(), slidewin::Error>(())
 //! ```
 
+mod answers;
 mod directory;
 mod evictions;
 mod export;
@@ -67,10 +68,12 @@ mod inflight;
 mod inflight_way;
 mod keys;
 mod layout;
+mod lease_requests;
 mod lease_way;
 mod leases;
 mod limits;
 mod lock;
+mod region;
 mod scan;
 mod state;
 mod table;
@@ -78,19 +81,21 @@ mod table;
 mod tests;
 mod zone;
 
+pub use answers::{Admitted, Entry, Fetch, InflightStats, LeaseStats, Spent, ZoneStats};
 pub use directory::{Directory, DirectoryStats, Found, Part, GRACE_MS, PAGE_BYTES};
 pub use evictions::{Evicted, EvictionWatch};
 pub use export::ZoneExport;
-pub use inflight::{Entry, Inflight, InflightConfig, InflightStats, LIVENESS_CHECK_MS};
+pub use inflight::{Inflight, InflightConfig, LIVENESS_CHECK_MS};
 pub use layout::{RegionKind, WindowShape};
 pub use lease_way::SETTLE_SLOTS;
-pub use leases::{Admitted, Fetch, LeaseStats, Leases, Spent};
+pub use leases::Leases;
 pub use limits::LiveLimits;
 pub use lock::Owner;
 #[cfg(feature = "std")]
 pub use lock::ProcessOwner;
-pub use scan::{HeavyHitter, KeyWindow, Scan, StoredKey, Usage, Walk, USAGE_BOUNDS};
 #[cfg(feature = "std")]
-pub use table::random_seed;
-pub use table::{Attached, KEY_BYTES, WAYS};
-pub use zone::{Full, Zone, ZoneStats};
+pub use region::random_seed;
+pub use region::Attached;
+pub use scan::{HeavyHitter, KeyWindow, Scan, StoredKey, Usage, Walk, USAGE_BOUNDS};
+pub use table::{KEY_BYTES, WAYS};
+pub use zone::{Full, Zone};

@@ -1,8 +1,8 @@
 //! The operator's view of a region: its heaviest keys and how full the windows are.
 //!
 //! [`Zone::scan_at`] walks the sets one at a time, holding each set's lock only for the peek
-//! of its [`WAYS`] ways (a set's work, like one call), so requests wait at most that long; the
-//! answer is a moment's view, not one instant's. A [`Walk`] does the same work a slice of sets
+//! of its [`super::WAYS`] ways (a set's work, like one call), so requests wait at most that
+//! long; the answer is a moment's view, not one instant's. A [`Walk`] does the same work a slice of sets
 //! at a time ([`Zone::walk_step`]), so that a host serving many requests on one thread (an
 //! nginx worker) serves the others between slices: a region of a million keys takes a tenth
 //! of a second to walk, too long to keep anyone waiting. A way only adds a word counting its
@@ -18,10 +18,10 @@ use alloc::vec::Vec;
 use core::cmp::Reverse;
 use core::sync::atomic::AtomicU64;
 
+use super::answers::ZoneStats;
 pub use super::keys::Stored as StoredKey;
 use super::lock::Owner;
-use super::table::{S_TAGS, WAYS};
-use super::zone::{Zone, ZoneStats};
+use super::zone::Zone;
 use crate::clock::check_time;
 use crate::{Decision, Error};
 
@@ -273,9 +273,8 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         admitted: &mut Top,
     ) {
         let limits = self.limits();
-        for index in sets {
-            let set = self.lock_index(index);
-            for way in (0..WAYS).filter(|&w| set.get(S_TAGS + w) != 0) {
+        for set in self.table.walk(sets, self, |_| true) {
+            for way in self.table.held(&set) {
                 let states = self.state(&set, way);
                 let near = nearest(self.windows(|w| states.used(w, now_ms), &limits));
                 if near.count == 0 {
@@ -311,12 +310,12 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         let now_ms = check_time("now_ms", now_ms)?;
         let limits = self.limits();
         let found = {
-            let key = self.table.codec.key(key);
-            let set = self.lock(&key);
-            self.table.find(&set, &key).map(|way| {
-                let mut states = self.state(&set, way);
+            let at = self.table.seek(key, self);
+            let set = &at.set;
+            at.way.map(|way| {
+                let mut states = self.state(set, way);
                 let windows = {
-                    let states = self.state(&set, way);
+                    let states = self.state(set, way);
                     self.windows(|w| states.used(w, now_ms), &limits).collect()
                 };
                 let decision = crate::assessment::fold(&mut states, &limits, now_ms, cost, false);

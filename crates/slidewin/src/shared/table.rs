@@ -1,10 +1,10 @@
-//! The set-associative table every keyed region is: a header, then sets of [`WAYS`] ways,
-//! each set a lock word and its payload's counters, the ways' tags, then the ways (a key's
-//! length word, its last use, the key, then the payload). One [`Table`] for
-//! [`super::Zone`], [`super::Inflight`] and [`super::Leases`], each only its payload: the cut
-//! of a region ([`Cut`]), laying it out (a header claimed by one process at a time), a key's
-//! set, locking a set with the payload's repair after a dead owner, finding a key, taking a
-//! way for a new one (its tag written last), dropping torn keys, summing counters.
+//! The set-associative table every keyed region is: a header ([`super::region`]), then sets
+//! of [`WAYS`] ways, each set a lock word and its payload's counters, the ways' tags, then the
+//! ways (a key's length word, its last use, the key, then the payload). One [`Table`] for
+//! [`super::Zone`], [`super::Inflight`] and [`super::Leases`], each only its [`Payload`]: the
+//! cut of a region ([`Cut`]), a key's set, locking a set with the repair after a dead owner
+//! (torn keys dropped, then the payload's), finding a key, taking a way for a new one (empty,
+//! idle, else as the payload says; its tag written last), walking the sets, summing counters.
 
 use core::ops::Range;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -12,18 +12,12 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use super::fault;
 use super::keys::{Key, KeyCodec, W_KEY};
 use super::lock::{self, Owner, Taken};
+use super::region::{self, Attached, Header};
 use crate::Error;
 
 /// Keys per set.
 pub const WAYS: usize = 8;
 
-/// A fresh secret seed for a new region's hashes, from the process's random source.
-#[cfg(feature = "std")]
-pub fn random_seed() -> [u64; 2] {
-    use std::hash::BuildHasher;
-    let random = std::collections::hash_map::RandomState::new();
-    [random.hash_one(1_u8), random.hash_one(2_u8)]
-}
 /// The room a region may give each key, in bytes (`max_key_bytes`): from a long key's
 /// 16-byte digest to 64 KiB.
 pub const KEY_BYTES: core::ops::RangeInclusive<usize> = 16..=65_536;
@@ -37,11 +31,6 @@ pub(crate) fn check_key_bytes(max_key_bytes: usize) -> Result<(), Error> {
     Err(Error::invalid("max_key_bytes", "from 16 to 65536", got))
 }
 
-// Header words every table begins with: the magic, the layout's fingerprint, the seed.
-pub(crate) const H_MAGIC: usize = 0;
-pub(crate) const H_FINGERPRINT: usize = 1;
-pub(crate) const H_SEED: usize = 2; // two words
-
 // Words of a set: its lock, then words its payload counts in (SET_HEADER in all), the ways'
 // tags (0: empty), then the ways.
 pub(crate) const S_LOCK: usize = 0;
@@ -51,58 +40,6 @@ pub(crate) const S_TAGS: usize = SET_HEADER;
 // Words of a way after the key's length word: when it was last used, then the key, then
 // the payload (keys.rs: W_LEN, W_KEY).
 pub(crate) const W_USED_MS: usize = 1;
-
-/// Whether [`super::Zone::attach`] found the region ready for this layout or laid it out afresh.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Attached {
-    /// The region was empty or made for another layout: laid out anew, every key forgotten.
-    Fresh,
-    /// The region already held this layout: its keys and windows are kept.
-    Reused,
-}
-
-/// The magic word while one caller lays a region out: this bit and the caller's owner id.
-const LAYING_OUT: u64 = 1 << 63;
-
-/// The header of a region: laid out afresh for `magic` and `fingerprint` (every word of the
-/// region zeroed, `seed` stored) unless it holds them already; how, and the region's seed.
-/// Callers attaching at once are safe: one claims the layout in the magic word and the others
-/// wait for it (taking the claim over when its owner died), so none zeroes a region another
-/// has started to use.
-fn attach_header(
-    words: &[AtomicU64],
-    magic: u64,
-    fingerprint: u64,
-    seed: [u64; 2],
-    owner: &impl Owner,
-) -> (Attached, [u64; 2]) {
-    let attached = loop {
-        let seen = words[H_MAGIC].load(Ordering::Acquire);
-        if seen == magic && words[H_FINGERPRINT].load(Ordering::Relaxed) == fingerprint {
-            break Attached::Reused;
-        }
-        if seen & LAYING_OUT != 0 && owner.is_alive(seen & !LAYING_OUT) {
-            owner.pause();
-            continue;
-        }
-        let claim = LAYING_OUT | owner.id();
-        let claimed =
-            words[H_MAGIC].compare_exchange(seen, claim, Ordering::Acquire, Ordering::Relaxed);
-        if claimed.is_err() {
-            continue;
-        }
-        for word in &words[1..] {
-            word.store(0, Ordering::Relaxed);
-        }
-        words[H_FINGERPRINT].store(fingerprint, Ordering::Relaxed);
-        words[H_SEED].store(seed[0], Ordering::Relaxed);
-        words[H_SEED + 1].store(seed[1], Ordering::Relaxed);
-        words[H_MAGIC].store(magic, Ordering::Release);
-        break Attached::Fresh;
-    };
-    let seed = [0, 1].map(|i| words[H_SEED + i].load(Ordering::Relaxed));
-    (attached, seed)
-}
 
 /// How a region is cut: `header` words, then `sets` sets of [`WAYS`] ways on 64-byte lines,
 /// each way a key (`key_words` after its length and last-use words) and `payload_words`.
@@ -172,6 +109,17 @@ impl Cut {
         Self::of(header, max_key_bytes, payload_words).set_words * 8 / WAYS
     }
 
+    /// The fingerprint of a region of `region_words` cut so for a payload that `payload`
+    /// describes: those words, then the key's words, the sets and the region's size.
+    pub(crate) fn fingerprint(
+        &self,
+        payload: impl IntoIterator<Item = u64>,
+        region_words: usize,
+    ) -> u64 {
+        let cut = [self.key_words, self.sets, region_words].map(|n| n as u64);
+        region::fingerprint(payload.into_iter().chain(cut))
+    }
+
     /// Keys the region holds at once.
     pub(crate) fn capacity(&self) -> usize {
         self.sets * WAYS
@@ -188,6 +136,42 @@ impl Cut {
     }
 }
 
+/// What a table's ways hold after their keys, as the table calls on it: a [`super::Zone`]'s
+/// windows, an [`super::Inflight`]'s slots, a [`super::Leases`]' lease and settle list.
+pub(crate) trait Payload {
+    /// Whether `way`, holding a key, holds nothing that matters at `now_ms`: a new key may
+    /// take it.
+    fn is_idle(&self, set: &Set<'_>, way: usize, now_ms: i64) -> bool;
+    /// No way of `set` is empty or idle at `now_ms`: the way a new key takes (its key
+    /// evicted), or none (the new key is refused).
+    fn full(&self, set: &Set<'_>, now_ms: i64) -> Option<usize>;
+    /// Empties `way`'s payload for a new key at `now_ms`.
+    fn clear(&self, set: &Set<'_>, way: usize, now_ms: i64);
+    /// After a takeover from a dead owner, once the keys half written were dropped: repairs
+    /// the ways (`held`: those that still hold a key), recounts the set's counters and counts
+    /// the repair.
+    fn repair(&self, set: &Set<'_>, held: [bool; WAYS]);
+}
+
+/// How a new key found its way ([`Table::insert`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Vacancy {
+    /// An empty way.
+    Empty,
+    /// The way of an idle key.
+    Idle,
+    /// The way [`Payload::full`] gave.
+    Full,
+}
+
+/// A key's set, locked, and the key's way in it.
+pub(crate) struct Locked<'t, 'k> {
+    pub(crate) set: Set<'t>,
+    pub(crate) key: Key<'k>,
+    /// The way holding the key, if one does.
+    pub(crate) way: Option<usize>,
+}
+
 /// A table over a region: its cut, the owner its locks name, its keys' codec.
 pub(crate) struct Table<R, O> {
     pub(crate) region: R,
@@ -200,70 +184,102 @@ pub(crate) struct Table<R, O> {
 
 impl<R: AsRef<[AtomicU64]>, O: Owner> Table<R, O> {
     /// The table over `region`, laid out afresh for `magic` and `fingerprint` (every word
-    /// zeroed, `seed` stored) unless it holds them already. Callers attaching at once are
-    /// safe: one claims the layout in the magic word and the others wait for it (taking the
-    /// claim over when its owner died), so none zeroes a region another has started to use.
+    /// zeroed, `seed` stored) unless it holds them already ([`region::attach`]).
     pub(crate) fn attach(
         region: R,
         cut: Cut,
-        (magic, fingerprint): (u64, u64),
+        layout: (u64, u64),
         seed: [u64; 2],
         owner: O,
     ) -> (Self, Attached) {
-        let (attached, seed) = attach_header(region.as_ref(), magic, fingerprint, seed, &owner);
-        let codec = KeyCodec::new(seed, cut.key_words * 8);
-        let table = Self {
-            region,
-            owner,
-            codec,
-            cut,
-            seed,
-        };
-        (table, attached)
+        let (attached, seed) = region::attach(region.as_ref(), layout, seed, &owner);
+        (Self::new(region, cut, seed, owner), attached)
     }
 
     /// The table over `region` laid out already for `magic` and `fingerprint` (by another
-    /// module of the process): `None`, nothing written, when it holds another layout.
-    pub(crate) fn open(
-        region: R,
-        cut: Cut,
-        (magic, fingerprint): (u64, u64),
-        owner: O,
-    ) -> Option<Self> {
-        let words = region.as_ref();
-        let laid_out = words[H_MAGIC].load(Ordering::Acquire) == magic
-            && words[H_FINGERPRINT].load(Ordering::Relaxed) == fingerprint;
-        let seed = [0, 1].map(|i| words[H_SEED + i].load(Ordering::Relaxed));
+    /// module of the process); else the fingerprint it holds, nothing written.
+    pub(crate) fn open(region: R, cut: Cut, layout: (u64, u64), owner: O) -> Result<Self, u64> {
+        let seed = region::open(region.as_ref(), layout)?;
+        Ok(Self::new(region, cut, seed, owner))
+    }
+
+    fn new(region: R, cut: Cut, seed: [u64; 2], owner: O) -> Self {
         let codec = KeyCodec::new(seed, cut.key_words * 8);
-        laid_out.then_some(Self {
+        Self {
             region,
             owner,
             codec,
             cut,
             seed,
-        })
+        }
     }
 
     pub(crate) fn words(&self) -> &[AtomicU64] {
         self.region.as_ref()
     }
 
-    /// Locks the set of `key`, calling `repair` on it first when its last owner died holding it.
-    pub(crate) fn lock<'a>(&'a self, key: &Key, repair: impl FnOnce(&Set<'a>)) -> Set<'a> {
-        let index = (((key.hash >> 32) * self.cut.sets as u64) >> 32) as usize;
-        self.lock_index(index, repair)
+    /// The region's header: its settings and counters for every process.
+    pub(crate) fn header(&self) -> Header<'_> {
+        Header {
+            words: &self.words()[..self.cut.header],
+        }
     }
 
-    /// Locks set `index`, calling `repair` on it first when its last owner died holding it.
-    pub(crate) fn lock_index<'a>(&'a self, index: usize, repair: impl FnOnce(&Set<'a>)) -> Set<'a> {
+    /// Locks set `index`, repairing it first when its last owner died holding it: the keys
+    /// half written dropped, then `payload`'s repair.
+    pub(crate) fn lock_index<'t>(&'t self, index: usize, payload: &impl Payload) -> Set<'t> {
         let base = self.cut.header + index * self.cut.set_words;
         let set = Set {
             words: &self.words()[base..base + self.cut.set_words],
         };
         if lock::lock(&set.words[S_LOCK], &self.owner) == Taken::FromDead {
-            repair(&set);
+            let held = self.drop_torn_keys(&set);
+            payload.repair(&set, held);
         }
         set
+    }
+
+    /// `key` as the region keeps it, its set locked ([`Table::lock_index`]) and its way.
+    pub(crate) fn seek<'t, 'k>(&'t self, key: &'k [u8], payload: &impl Payload) -> Locked<'t, 'k> {
+        let key = self.codec.key(key);
+        let index = (((key.hash >> 32) * self.cut.sets as u64) >> 32) as usize;
+        let set = self.lock_index(index, payload);
+        let way = self.find(&set, &key);
+        Locked { set, key, way }
+    }
+
+    /// [`Table::seek`], with a way taken for `key` at `now_ms` when it holds none
+    /// ([`Table::insert`]; none when the set is full and `payload` refuses new keys).
+    pub(crate) fn seek_or_insert<'t, 'k>(
+        &'t self,
+        key: &'k [u8],
+        now_ms: i64,
+        payload: &impl Payload,
+    ) -> Locked<'t, 'k> {
+        let mut at = self.seek(key, payload);
+        if at.way.is_none() {
+            at.way = self
+                .insert(&at.set, &at.key, now_ms, payload)
+                .map(|(way, _)| way);
+        }
+        at
+    }
+
+    /// Sets `sets` in turn that `wanted` picks (by their index: it may read their counters,
+    /// [`Table::totals`]), each locked as [`Table::lock_index`] does until the next is.
+    pub(crate) fn walk<'t, P: Payload>(
+        &'t self,
+        sets: Range<usize>,
+        payload: &'t P,
+        mut wanted: impl FnMut(usize) -> bool + 't,
+    ) -> impl Iterator<Item = Set<'t>> + 't {
+        sets.filter(move |&index| wanted(index))
+            .map(move |index| self.lock_index(index, payload))
+    }
+
+    /// The ways of `set` that hold a key.
+    pub(crate) fn held<'s>(&self, set: &'s Set<'_>) -> impl Iterator<Item = usize> + 's {
+        (0..WAYS).filter(|&way| set.get(S_TAGS + way) != 0)
     }
 
     /// The stored key (length word, last use, key words) of `way`.
@@ -273,34 +289,43 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Table<R, O> {
     }
 
     /// The way holding `key`.
-    pub(crate) fn find(&self, set: &Set<'_>, key: &Key) -> Option<usize> {
+    fn find(&self, set: &Set<'_>, key: &Key) -> Option<usize> {
         let (tag, tags) = (key.tag(), &set.words[S_TAGS..S_TAGS + WAYS]);
         (0..WAYS).find(|&way| {
             tags[way].load(Ordering::Relaxed) == tag && key.matches(self.stored_key(set, way))
         })
     }
 
-    /// Gives `way` to `key` at `now_ms`, `clear` emptying its payload. The tag goes last: a
-    /// process that dies half way leaves a way whose key does not match its tag, which the
-    /// repair drops.
-    pub(crate) fn take(
+    /// A way for `key`, new at `now_ms`: the first empty one, else the first idle one, else
+    /// the one [`Payload::full`] gives (none: the key is refused), given to the key with its
+    /// payload cleared. The tag goes last: a process that dies half way leaves a way whose key
+    /// does not match its tag, which the repair drops.
+    pub(crate) fn insert(
         &self,
         set: &Set<'_>,
-        way: usize,
         key: &Key,
         now_ms: i64,
-        clear: impl FnOnce(),
-    ) {
+        payload: &impl Payload,
+    ) -> Option<(usize, Vacancy)> {
+        let empty = (0..WAYS).find(|&way| set.get(S_TAGS + way) == 0);
+        let (way, vacancy) = match empty {
+            Some(way) => (way, Vacancy::Empty),
+            None => match (0..WAYS).find(|&way| payload.is_idle(set, way, now_ms)) {
+                Some(way) => (way, Vacancy::Idle),
+                None => (payload.full(set, now_ms)?, Vacancy::Full),
+            },
+        };
         set.set(S_TAGS + way, 0);
         key.store(self.stored_key(set, way));
-        set.set(self.cut.way(way) + W_USED_MS, now_ms as u64);
-        clear();
+        self.touch(set, way, now_ms);
+        payload.clear(set, way, now_ms);
         set.set(S_TAGS + way, key.tag());
+        Some((way, vacancy))
     }
 
-    /// When `way` was last used.
-    pub(crate) fn used_ms(&self, set: &Set<'_>, way: usize) -> u64 {
-        set.get(self.cut.way(way) + W_USED_MS)
+    /// Drops the key of `way`.
+    pub(crate) fn forget(&self, set: &Set<'_>, way: usize) {
+        set.set(S_TAGS + way, 0);
     }
 
     /// Marks `way` used at `now_ms`.
@@ -310,12 +335,13 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Table<R, O> {
 
     /// The least recently used way of `set`.
     pub(crate) fn least_recently_used(&self, set: &Set<'_>) -> usize {
-        (0..WAYS).min_by_key(|&w| self.used_ms(set, w)).unwrap_or(0)
+        let used_ms = |way: usize| set.get(self.cut.way(way) + W_USED_MS);
+        (0..WAYS).min_by_key(|&way| used_ms(way)).unwrap_or(0)
     }
 
     /// Drops the ways whose key does not match its tag (a key half written by a process that
     /// died): which ways hold a key now.
-    pub(crate) fn drop_torn_keys(&self, set: &Set<'_>) -> [bool; WAYS] {
+    fn drop_torn_keys(&self, set: &Set<'_>) -> [bool; WAYS] {
         core::array::from_fn(|way| {
             let tag = set.get(S_TAGS + way);
             let torn = self.codec.stored_tag(self.stored_key(set, way)) != Some(tag);

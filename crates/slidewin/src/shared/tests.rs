@@ -1,17 +1,21 @@
-//! What only the inside can reach: a lock left by a dead owner, a state half written.
+//! What only the inside can reach: a lock left by a dead owner, a state half written, in a
+//! zone, concurrency slots and a lease table.
 
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
+use super::inflight_way::{record_at, R_DEADLINE, R_OWNER};
 use super::keys::W_KEY;
 use super::layout::{HEADER_WORDS, REFUSED_WORDS};
+use super::lease_way::L_SPENT;
 use super::table::{S_LOCK, S_TAGS};
 use super::*;
+use crate::lease::{Grant, LeaseConfig};
 use crate::rule::{Rule, RuleWindow};
 use crate::{BucketQuota, Quota};
 
 /// Owner 1 is us; owner 2 died.
-pub(super) struct Survivor;
+struct Survivor;
 impl Owner for Survivor {
     fn id(&self) -> u64 {
         1
@@ -139,4 +143,61 @@ fn open_finds_a_zone_attached_for_the_same_layout_and_never_writes_another() {
     );
     let after: Vec<u64> = words.iter().map(|w| w.load(Ordering::Relaxed)).collect();
     assert_eq!(before, after);
+}
+
+#[test]
+fn a_lock_left_by_a_dead_owner_is_taken_over_and_records_past_the_count_recounted() {
+    let config = InflightConfig::new(3, 4, 60_000).unwrap();
+    let bytes = Inflight::<&[AtomicU64], Survivor>::bytes_for(&config, 16, 8);
+    let words = region(bytes / 8);
+    let (slots, _) = Inflight::attach(&words[..], config, 16, Survivor, [1, 2]).unwrap();
+    assert_eq!(slots.capacity(), 8, "one set");
+    let a = slots.enter_at(b"k", 0).unwrap();
+    assert!(a.admitted);
+    // Owner 2... died after writing a record, before counting it, holding the lock.
+    let record = record_at(slots.table.cut.payload(0), 1);
+    let base = slots.table.cut.header;
+    words[base + record + R_DEADLINE].store(60_000, Ordering::Relaxed);
+    words[base + record + R_OWNER].store(1, Ordering::Relaxed);
+    words[base + S_LOCK].store(2, Ordering::Relaxed);
+    assert_eq!(
+        slots.inflight_at(b"k", 1).unwrap(),
+        2,
+        "the record past the count counts"
+    );
+    assert_eq!(slots.stats_at(1).unwrap().repairs, 1);
+    assert!(slots.enter_at(b"k", 1).unwrap().admitted);
+    assert!(!slots.enter_at(b"k", 2).unwrap().admitted, "3 held");
+    assert!(slots.leave_at(b"k", a.token).unwrap());
+    assert_eq!(slots.stats_at(2).unwrap().inflight, 2);
+}
+
+#[test]
+fn a_lease_table_lock_left_by_a_dead_owner_is_taken_over_and_the_set_repaired() {
+    let config = LeaseConfig::new(100, None, 50).unwrap();
+    let bytes = Leases::<&[AtomicU64], Survivor>::bytes_for(16, 8).unwrap();
+    let words = region(bytes / 8);
+    let (table, _) = Leases::attach(&words[..], config, 16, Survivor, [1, 2]).unwrap();
+    assert_eq!(table.capacity(), 8, "one set");
+    let Spent::Fetch(f) = table.spend_at(b"k", 0, 1, &[9]).unwrap() else {
+        panic!()
+    };
+    let grant = Grant {
+        granted: 5,
+        ..Grant::default()
+    };
+    assert!(table
+        .install_at(b"k", &f, 1, 1, &[9], &grant)
+        .unwrap()
+        .is_some());
+    // Owner 2 died holding the lock, after writing more spent than granted.
+    let base = table.table.cut.header;
+    words[base + table.table.cut.payload(0) + L_SPENT].store(7, Ordering::Relaxed);
+    words[base + S_LOCK].store(2, Ordering::Relaxed);
+    let Spent::Fetch(next) = table.spend_at(b"k", 2, 1, &[9]).unwrap() else {
+        panic!("the lease was spent out by the repair")
+    };
+    assert_eq!(next.settle, alloc::format!("{}:5:1", table.id(f.seq)));
+    assert_eq!(table.stats().repairs, 1);
+    assert_eq!(words[base + S_LOCK].load(Ordering::Relaxed), 0, "released");
 }

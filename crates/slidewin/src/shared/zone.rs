@@ -1,14 +1,16 @@
 //! A keyed [`Rule`] over one region of shared memory: [`Zone`].
 
 use core::ops::Range;
-use core::sync::atomic::{AtomicU64, Ordering, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use super::answers::ZoneStats;
 use super::keys::Key;
 use super::layout::{Layout, REFUSED_WORDS};
 use super::limits::LiveLimits;
 use super::lock::Owner;
+use super::region::Attached;
 use super::state;
-use super::table::{Attached, Set, Table, H_FINGERPRINT, S_TAGS, WAYS};
+use super::table::{Locked, Payload, Set, Table, Vacancy, WAYS};
 use crate::clock::check_time;
 use crate::rule::{Limits, Rule, RuleLimiter};
 use crate::{Call, Clock, Decision, Error, Limiter};
@@ -45,30 +47,6 @@ pub enum Full {
     /// is ever admitted past its limit, at the cost of refusing new keys while the zone is
     /// full.
     Refuse,
-}
-
-/// Counters of a region, summed over its sets (for every process that shares it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ZoneStats {
-    /// Keys held now.
-    pub keys: u64,
-    /// Keys the region can hold.
-    pub capacity: u64,
-    /// Live keys dropped to make room.
-    pub evictions: u64,
-    /// Idle keys (empty window) dropped to make room.
-    pub reclaimed: u64,
-    /// Locks taken over from a dead process (its set repaired).
-    pub repairs: u64,
-    /// Calls admitted.
-    pub allowed: u64,
-    /// Calls refused (a dry run's apart).
-    pub rejected: u64,
-    /// Refusals of dry runs ([`Zone::check_dry_run_at`]): the calls went on.
-    pub would_reject: u64,
-    /// New keys refused because their set was full of keys holding units ([`Full::Refuse`];
-    /// also counted in `rejected`).
-    pub full_refusals: u64,
 }
 
 /// A keyed [`Rule`] over a shared region; see the [module docs](super).
@@ -133,11 +111,11 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         let region_words = region.as_ref().len();
         let layout = Layout::new(&rule, max_key_bytes, region_words)?;
         let fingerprint = layout.fingerprint(&rule, region_words);
-        let seen = region.as_ref()[H_FINGERPRINT].load(Ordering::Relaxed);
-        let Some(table) = Table::open(region, layout.cut, (MAGIC, fingerprint), owner) else {
-            let expected = "the fingerprint of a region laid out for this rule and size";
-            return Err(Error::invalid("region", expected, crate::Value::UInt(seen)));
-        };
+        let table =
+            Table::open(region, layout.cut, (MAGIC, fingerprint), owner).map_err(|seen| {
+                let expected = "the fingerprint of a region laid out for this rule and size";
+                Error::invalid("region", expected, crate::Value::UInt(seen))
+            })?;
         let zone = Self {
             table,
             rule,
@@ -157,7 +135,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     /// Keys evicted with units in their windows so far, over the whole region: one word,
     /// cheap enough to read on every call to notice a zone too small.
     pub fn evictions(&self) -> u64 {
-        self.words()[H_EVICTIONS].load(Ordering::Relaxed)
+        self.table.header().get(H_EVICTIONS)
     }
 
     /// Keys the region holds at most.
@@ -188,7 +166,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
 
     fn live(&self) -> LiveLimits<&[AtomicU64]> {
         LiveLimits {
-            words: &self.words()[H_LIMITS..H_LIMITS + LiveLimits::<R>::WORDS],
+            words: &self.table.header().words[H_LIMITS..H_LIMITS + LiveLimits::<R>::WORDS],
         }
     }
 
@@ -241,10 +219,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     /// Give back `cost` recorded for `key` (nothing for an unknown key).
     pub fn uncommit_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
         check_time("now_ms", now_ms)?;
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        match self.table.find(&set, &key) {
-            Some(way) => self.state(&set, way).refund(now_ms, cost),
+        let at = self.table.seek(key, self);
+        match at.way {
+            Some(way) => self.state(&at.set, way).refund(now_ms, cost),
             None => Ok(()),
         }
     }
@@ -254,22 +231,20 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     /// `cost` given back and its admission no longer counted.
     pub fn withdraw_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
         check_time("now_ms", now_ms)?;
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        if let Some(way) = self.table.find(&set, &key) {
-            self.state(&set, way).refund(now_ms, cost)?;
-            set.add(S_ALLOWED, u64::MAX);
+        let at = self.table.seek(key, self);
+        if let Some(way) = at.way {
+            self.state(&at.set, way).refund(now_ms, cost)?;
+            at.set.add(S_ALLOWED, u64::MAX);
         }
         Ok(())
     }
 
     /// Forget `key`.
     pub fn reset(&self, key: &[u8]) {
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
-        if let Some(way) = self.table.find(&set, &key) {
-            set.set(S_TAGS + way, 0);
-            set.add(S_KEYS, u64::MAX);
+        let at = self.table.seek(key, self);
+        if let Some(way) = at.way {
+            self.table.forget(&at.set, way);
+            at.set.add(S_KEYS, u64::MAX);
         }
     }
 
@@ -302,7 +277,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         stats.rejected += rejected;
         stats.would_reject += would_reject;
         stats.capacity = self.capacity() as u64;
-        stats.full_refusals = self.words()[H_FULL_REFUSALS].load(Ordering::Relaxed);
+        stats.full_refusals = self.table.header().get(H_FULL_REFUSALS);
     }
 
     /// Decide for `key` at `now_ms` under `limits` (the live ones, or a caller's from
@@ -334,26 +309,24 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         call: Call,
         limits: &Limits,
     ) -> Result<(Decision, i64), Error> {
-        let key = self.table.codec.key(key);
-        let set = self.lock(&key);
+        let at = self.table.seek(key, self);
         let now_ms = now_ms()?;
-        let decision = self.decide_locked(&set, &key, now_ms, cost, call, limits)?;
+        let decision = self.decide_locked(&at, now_ms, cost, call, limits)?;
         Ok((decision, now_ms))
     }
 
-    /// [`Zone::decide_checked`] in the set locked for `key`, at `now_ms`.
+    /// [`Zone::decide_checked`] in the set locked for a key, at `now_ms`.
     #[inline(always)]
     fn decide_locked(
         &self,
-        set: &Set<'_>,
-        key: &Key,
+        at: &Locked<'_, '_>,
         now_ms: i64,
         cost: u64,
         call: Call,
         limits: &Limits,
     ) -> Result<Decision, Error> {
-        let commit = call.commits();
-        let way = match self.table.find(set, key) {
+        let (set, commit) = (&at.set, call.commits());
+        let way = match at.way {
             Some(way) => way,
             // A peek at an unknown key answers for empty windows and stores nothing.
             None if !commit => {
@@ -362,15 +335,14 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
                     .rule
                     .decide_with(&mut empty, now_ms, cost, false, limits);
             }
-            None => match self.insert(set, key, now_ms) {
+            None => match self.insert(set, &at.key, now_ms) {
                 Some(way) => way,
                 None => return Ok(self.refuse_full(set, now_ms, limits)),
             },
         };
         let refused = &set.words[self.refused_at(way)];
         // Only a key refused before pays for the check that its windows drained since.
-        let drained =
-            commit && refused.load(Ordering::Relaxed) != 0 && self.state(set, way).is_idle(now_ms);
+        let drained = commit && refused.load(Relaxed) != 0 && self.state(set, way).is_idle(now_ms);
         let decision =
             crate::assessment::fold(&mut self.state(set, way), limits, now_ms, cost, commit);
         self.table.touch(set, way, now_ms);
@@ -384,20 +356,6 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
             set.add(outcome, 1);
         }
         Ok(decision)
-    }
-
-    fn words(&self) -> &[AtomicU64] {
-        self.table.words()
-    }
-
-    /// Locks the set of `key`, repairing it first when its last owner died holding it.
-    pub(super) fn lock(&self, key: &Key) -> Set<'_> {
-        self.table.lock(key, |set| self.repair(set))
-    }
-
-    /// Locks set `index`, repairing it first when its last owner died holding it.
-    pub(super) fn lock_index(&self, index: usize) -> Set<'_> {
-        self.table.lock_index(index, |set| self.repair(set))
     }
 
     /// The word of `way` counting its refusals (scan.rs): the first of its payload.
@@ -414,32 +372,15 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         }
     }
 
-    /// A way for `key`: an empty one, else an idle one, else the least recently used (none
-    /// when the zone refuses new keys in a full set).
+    /// A way for `key` ([`Table::insert`]), its set's count of keys or of idle ways
+    /// reclaimed raised.
     fn insert(&self, set: &Set<'_>, key: &Key, now_ms: i64) -> Option<usize> {
-        let empty = (0..WAYS).find(|&way| set.get(S_TAGS + way) == 0);
-        let way = match empty {
-            Some(way) => way,
-            None => match (0..WAYS).find(|&w| self.state(set, w).is_idle(now_ms)) {
-                Some(way) => {
-                    set.add(S_RECLAIMED, 1);
-                    way
-                }
-                None if self.full == Full::Refuse => return None,
-                None => {
-                    set.add(S_EVICTIONS, 1);
-                    self.words()[H_EVICTIONS].fetch_add(1, Ordering::Relaxed);
-                    self.table.least_recently_used(set)
-                }
-            },
-        };
-        if empty.is_some() {
-            set.add(S_KEYS, 1);
+        let (way, vacancy) = self.table.insert(set, key, now_ms, self)?;
+        match vacancy {
+            Vacancy::Empty => set.add(S_KEYS, 1),
+            Vacancy::Idle => set.add(S_RECLAIMED, 1),
+            Vacancy::Full => {}
         }
-        self.table.take(set, way, key, now_ms, || {
-            self.state(set, way).clear();
-            set.set(self.refused_at(way), 0);
-        });
         Some(way)
     }
 
@@ -451,7 +392,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
             .min()
             .unwrap_or(0);
         set.add(S_REJECTED, 1);
-        self.words()[H_FULL_REFUSALS].fetch_add(1, Ordering::Relaxed);
+        self.table.header().count(H_FULL_REFUSALS, 1);
         Decision {
             allowed: false,
             limit: limits.first().copied().unwrap_or(0),
@@ -461,12 +402,32 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
             window: 0,
         }
     }
+}
 
-    /// After a takeover from a dead owner: drop ways whose key does not match its tag, empty
-    /// states the algorithm cannot have made, recount the keys.
-    fn repair(&self, set: &Set<'_>) {
+impl<R: AsRef<[AtomicU64]>, O: Owner> Payload for Zone<R, O> {
+    /// A key whose windows hold nothing.
+    fn is_idle(&self, set: &Set<'_>, way: usize, now_ms: i64) -> bool {
+        self.state(set, way).is_idle(now_ms)
+    }
+
+    /// The least recently used key is evicted, or the new key refused ([`Full`]).
+    fn full(&self, set: &Set<'_>, _: i64) -> Option<usize> {
+        if self.full == Full::Refuse {
+            return None;
+        }
+        set.add(S_EVICTIONS, 1);
+        self.table.header().count(H_EVICTIONS, 1);
+        Some(self.table.least_recently_used(set))
+    }
+
+    fn clear(&self, set: &Set<'_>, way: usize, _: i64) {
+        self.state(set, way).clear();
+        set.set(self.refused_at(way), 0);
+    }
+
+    /// States the algorithm cannot have made emptied, the keys recounted.
+    fn repair(&self, set: &Set<'_>, held: [bool; WAYS]) {
         let mut keys = 0;
-        let held = self.table.drop_torn_keys(set);
         for way in (0..WAYS).filter(|&way| held[way]) {
             self.state(set, way).repair();
             keys += 1;
