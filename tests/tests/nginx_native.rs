@@ -697,11 +697,7 @@ fn a_constant_bad_cost_fails_nginx_t_naming_the_directive_and_the_value() {
 
 #[test]
 fn two_windows_of_one_name_fail_nginx_t_naming_the_window_and_the_name() {
-    native_module();
-    let prefix = Prefix::temporary(1);
-    let conf = std::fs::read_to_string(prefix.dir.join("conf/native.conf")).unwrap();
-    let zone = "slidewin_zone kept size=64k log 5/60s max_limit=10;";
-    for (windows, said) in [
+    zones_fail_nginx_t(&[
         // A name= taken by another window's default name (the zone's, for the first window).
         (
             "log 5/60s log 9/1h name=kept",
@@ -711,9 +707,34 @@ fn two_windows_of_one_name_fail_nginx_t_naming_the_window_and_the_name() {
             "log 5/60s name=a log 9/1h name=a",
             "window 2 (log 9/3600000ms) name must be unique in the zone, got \"a\"",
         ),
-    ] {
+    ]);
+}
+
+#[test]
+fn a_bucket_given_or_missing_against_its_kind_fails_nginx_t_naming_bucket() {
+    zones_fail_nginx_t(&[
+        (
+            "log 5/60s bucket=1s",
+            "window 1 (log 5/60000ms): bucket= must be given for a buckets window alone, got 1000",
+        ),
+        (
+            "buckets 5/60s",
+            "window 1 (buckets 5/60000ms): bucket= must be a positive integer for a buckets \
+             window, got 0",
+        ),
+    ]);
+}
+
+/// `nginx -t` refuses native.conf with zone `kept` of each case's windows, its [emerg] line
+/// saying the case's words.
+fn zones_fail_nginx_t(cases: &[(&str, &str)]) {
+    native_module();
+    let prefix = Prefix::temporary(1);
+    let conf = std::fs::read_to_string(prefix.dir.join("conf/native.conf")).unwrap();
+    let zone = "slidewin_zone kept size=64k log 5/60s max_limit=10;";
+    for (windows, said) in cases {
         let text = conf.replace(zone, &format!("slidewin_zone kept size=64k {windows};"));
-        let (status, stderr) = nginx_t(&prefix, "names.conf", &text);
+        let (status, stderr) = nginx_t(&prefix, "zones.conf", &text);
         assert!(!status.success(), "{windows}: accepted");
         let line = stderr.lines().find(|l| l.contains("[emerg]"));
         assert!(

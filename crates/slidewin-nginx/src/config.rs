@@ -257,20 +257,15 @@ pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
                 b"",
             ));
         }
-        let core = |e: slidewin::Error| format!("{D}: {at}: {e}");
-        // The directive's own words for bucket=; the rest is the core's check.
-        match (w.algorithm, w.bucket_ms) {
-            (Algorithm::Buckets, None) => return Err(invalid(D, &at, "given bucket=SPAN", b"")),
-            (Algorithm::Log | Algorithm::Counter, Some(bucket)) => {
-                return Err(invalid(
-                    D,
-                    &at,
-                    "a buckets window to take bucket=",
-                    bucket.to_string().as_bytes(),
-                ))
-            }
-            _ => {}
-        }
+        // The core checks every window; bucket= is this directive's word for bucket_ms.
+        let core = |e: slidewin::Error| match e {
+            slidewin::Error::InvalidArgument {
+                name: "bucket_ms",
+                expected,
+                got,
+            } => format!("{D}: {at}: bucket= must be {expected}, got {got}"),
+            e => format!("{D}: {at}: {e}"),
+        };
         let window = WindowSpec {
             algorithm: w.algorithm,
             limit: w.limit,
