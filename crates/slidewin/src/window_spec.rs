@@ -56,6 +56,9 @@ impl Algorithm {
     /// What an error says was expected: `"log", "buckets" or "counter"`.
     pub const EXPECTED: &'static str = "\"log\", \"buckets\" or \"counter\"";
 
+    /// What an error says a number in words must be: `1, 2 or 3`.
+    pub const CODES: &'static str = "1, 2 or 3";
+
     /// Its number in shared memory and exports: 1, 2, 3.
     pub const fn code(self) -> u64 {
         match self {
@@ -169,7 +172,7 @@ impl RuleWindow {
         [code, limit, window_ms, bucket_ms, max_limit]: [u64; WINDOW_WORDS],
     ) -> Result<Self, Error> {
         let algorithm = Algorithm::from_code(code)
-            .ok_or_else(|| Error::invalid("algorithm", "1, 2 or 3", Value::UInt(code)))?;
+            .ok_or_else(|| Error::invalid("algorithm", Algorithm::CODES, Value::UInt(code)))?;
         let int = |name, word: u64| {
             i64::try_from(word).map_err(|_| Error::invalid(name, "below 2^63", Value::UInt(word)))
         };
@@ -199,6 +202,15 @@ mod tests {
         }
         assert_eq!(Algorithm::named("token_bucket"), None);
         assert_eq!(Algorithm::from_code(0), None, "zeroed words are no window");
+    }
+
+    #[test]
+    fn the_error_words_list_every_algorithm() {
+        for a in Algorithm::ALL {
+            let name = alloc::format!("\"{}\"", a.name());
+            assert!(Algorithm::EXPECTED.contains(&name), "{name}");
+            assert!(Algorithm::CODES.contains(&a.code().to_string()), "{a:?}");
+        }
     }
 
     #[test]

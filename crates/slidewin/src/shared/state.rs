@@ -16,8 +16,6 @@ trait View<'a>: Window + Sized {
     /// Words the state takes (a log: room for `min(max_limit, window_ms) + 1` entries, the
     /// most it can hold and a spare).
     fn words(config: &Self::Config, max_limit: u64) -> Result<usize, Error>;
-    /// The algorithm and config as words, so a region made for another is not reused.
-    fn fingerprint(config: &Self::Config, max_limit: u64) -> [u64; 4];
     fn load(config: &Self::Config, words: &'a [AtomicU64]) -> Self;
     fn store(&self, words: &'a [AtomicU64]);
     /// Empties the state.
@@ -50,10 +48,6 @@ macro_rules! on_view {
 
 fn words_of<'a, V: View<'a>>(config: &V::Config, max_limit: u64) -> Result<usize, Error> {
     V::words(config, max_limit)
-}
-
-fn fingerprint_of<'a, V: View<'a>>(config: &V::Config, max_limit: u64) -> [u64; 4] {
-    V::fingerprint(config, max_limit)
 }
 
 fn clear_of<'a, V: View<'a>>(config: &V::Config, words: &[AtomicU64]) {
@@ -139,9 +133,12 @@ pub(crate) fn state_words(window: &RuleWindow) -> Result<usize, Error> {
     on_view!(window, words_of(window.max_limit()))
 }
 
-/// A window as words for a region's fingerprint.
+/// A window as words for a region's fingerprint, so a region made for another window is not
+/// reused: its algorithm's number, max_limit, window_ms, bucket_ms (not the limit, which
+/// changes live).
 pub(crate) fn fingerprint(window: &RuleWindow) -> [u64; 4] {
-    on_view!(window, fingerprint_of(window.max_limit()))
+    let [code, _limit, window_ms, bucket_ms, max_limit] = window.words();
+    [code, max_limit, window_ms, bucket_ms]
 }
 
 /// The states of one key's windows in a way of the region, window `w` at `words[offsets[w]..offsets[w + 1]]`.
@@ -240,9 +237,6 @@ impl<'a> View<'a> for CounterState {
     fn words(_: &Quota, _: u64) -> Result<usize, Error> {
         Ok(3)
     }
-    fn fingerprint(quota: &Quota, max_limit: u64) -> [u64; 4] {
-        [1, max_limit, quota.window_ms() as u64, 0]
-    }
     #[inline]
     fn load(_: &Quota, words: &'a [AtomicU64]) -> Self {
         Self {
@@ -290,9 +284,6 @@ impl<'a> View<'a> for SharedLog<'a> {
             "at most 2^61 with a window that long",
             crate::Value::UInt(max_limit),
         ))
-    }
-    fn fingerprint(quota: &Quota, max_limit: u64) -> [u64; 4] {
-        [2, max_limit, quota.window_ms() as u64, 0]
     }
     #[inline]
     fn load(_: &Quota, words: &'a [AtomicU64]) -> Self {
@@ -373,10 +364,6 @@ const BUCKETS_HEADER: usize = 5;
 impl<'a> View<'a> for SharedBuckets<'a> {
     fn words(config: &BucketQuota, _: u64) -> Result<usize, Error> {
         Ok(BUCKETS_HEADER + config.buckets() as usize + 1)
-    }
-    fn fingerprint(config: &BucketQuota, max_limit: u64) -> [u64; 4] {
-        let window_ms = config.window_ms() as u64;
-        [3, max_limit, window_ms, config.bucket_ms() as u64]
     }
     #[inline]
     fn load(_: &BucketQuota, words: &'a [AtomicU64]) -> Self {
