@@ -8,9 +8,10 @@
 //! slidewin_limit_log_level warn;
 //! ```
 //!
-//! A window starts with its algorithm (`log`, `buckets`, `counter`) and `LIMIT/SPAN`; the
-//! options after it (`bucket=`, `max_limit=`, `name=`) are its own. Spans are in nginx's time
-//! syntax: `500ms`, `10s`, `1m`, `1h30m`, `1d`, `1w`, `1M` (30 days), `1y` (365 days).
+//! A window starts with its algorithm (a name of the core's `Algorithm`: `log`, `buckets`,
+//! `counter`) and `LIMIT/SPAN`; the options after it (`bucket=`, `max_limit=`, `name=`) are
+//! its own. Spans are in nginx's time syntax: `500ms`, `10s`, `1m`, `1h30m`, `1d`, `1w`,
+//! `1M` (30 days), `1y` (365 days).
 
 use slidewin::headers::Style;
 use slidewin::rule::{Rule, MAX_WINDOWS};
@@ -222,12 +223,9 @@ pub fn zone(args: &[&[u8]]) -> Result<ZoneSpec, String> {
         } else if let Some(w) = windows.last_mut() {
             window_option(w, s, arg)?;
         } else {
-            return Err(invalid(
-                D,
-                "an argument",
-                "size=, max_key_bytes=, full= or a window (log, buckets, counter)",
-                arg,
-            ));
+            let kinds = Algorithm::ALL.map(Algorithm::name).join(", ");
+            let what = format!("size=, max_key_bytes=, full= or a window ({kinds})");
+            return Err(invalid(D, "an argument", &what, arg));
         }
     }
     let size = size_bytes.ok_or_else(|| invalid(D, "size", "given (size=10m)", b""))?;
