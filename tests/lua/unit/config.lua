@@ -65,4 +65,14 @@ test("methods called with '.' and bad limiter lists say so", function()
         'registry:enforce: self must be a registry (call registry:enforce(...) with \':\'), got "api"')
 end)
 
+test("store redis refuses at new() a window kind its script does not decide", function()
+    -- Every kind of the core is decided by the script today: a kind added to the core alone
+    -- must fail here, not answer every call with a store error.
+    local redis_store = require "resty.slidewin.store.redis"
+    local windows = { { algorithm = "fixed", name = "q", limit = 1, window_ms = 1000, max_limit = 1 } }
+    local store, err = redis_store.new { name = "q", windows = windows, redis = {} }
+    eq(store, nil)
+    eq(err, 'store "redis" decides windows of algorithm "log", "buckets" or "counter"; window "q" is "fixed"')
+end)
+
 harness.done()

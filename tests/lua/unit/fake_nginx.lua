@@ -19,6 +19,9 @@ function _M.layer(now_ms)
         shared = { slidewin = fake.dict() },
         sha1_bin = fake.sha1_bin,
         encode_base64 = function(s) return s end,
+        -- For modules that take them at load (lua-resty-redis); a unit test opens no socket.
+        socket = { tcp = function() error("fake_nginx: no sockets in unit tests") end },
+        null = setmetatable({}, { __tostring = function() return "null" end }),
     }
     return require "resty.slidewin"
 end

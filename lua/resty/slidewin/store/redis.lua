@@ -222,8 +222,27 @@ local function windows_args(windows)
     return args, at, suffixes
 end
 
+-- The window kinds the script decides (lua/redis/args.lua): a kind the core has and the script
+-- has not is refused here, at new(), rather than by every call (a store error, which
+-- on_store_error = "allow" would answer by admitting everything).
+local SCRIPT_ALGORITHMS = { log = true, buckets = true, counter = true }
+
+local function check_algorithms(windows)
+    for _, w in ipairs(windows) do
+        if not SCRIPT_ALGORITHMS[w.algorithm] then
+            return nil, format('store "redis" decides windows of algorithm "log", "buckets" or '
+                .. '"counter"; window "%s" is "%s"', w.name, w.algorithm)
+        end
+    end
+    return true
+end
+
 local function new(conf)
-    local opts, err = redis_options(conf.redis)
+    local opts, err = check_algorithms(conf.windows)
+    if not opts then
+        return nil, err
+    end
+    opts, err = redis_options(conf.redis)
     if not opts then
         return nil, err
     end
