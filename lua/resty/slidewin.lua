@@ -47,13 +47,14 @@
 --   allowed, remaining, retry_after_ms (nil: never), reset_after_ms, decided_locally, window
 --   (1-based: the refusing window with the longest wait, else the one with the least
 --   remaining) | nil, err, and takes answer.answering(decide) as its store:answer.
---   store:refund(key, cost) -> true | nil, err
 --   store:record(key, text) -> true | nil, err: optional, units admitted elsewhere ("AGE_MS:UNITS
 --   ...", AGE_MS before now) recorded in every window of `key` (redis: the on_store_error =
 --   "local" fallback's journal, replayed before the store decides again)
 --   store:set_limits(limits), store:poll_limits(now_ms) -> limits | nil: optional, for stores
 --   that share live limits between nodes (redis)
--- Either kind: store:keys() -> number | nil (nil: the store cannot tell);
+-- Either kind: store:refund(key, cost) -> true | nil, err (store.refunds_at_once: true when
+-- it needs no I/O, so the log phase gives back at once rather than in a timer);
+-- store:keys() -> number | nil (nil: the store cannot tell);
 -- store.counts_decisions: true when the store counts allowed/rejected itself (shm), and
 -- store:stats() -> { keys, capacity, evictions, ... } then gives them.
 --
@@ -397,11 +398,7 @@ end
 -- was not done): true, or nil, err.
 function _M.refund(self, key, cost)
     check_self(self, "refund")
-    local store = self.store
-    if store.lim then
-        return store.lim:uncommit(key, cost)
-    end
-    return store:refund(key, cost)
+    return self.store:refund(key, cost)
 end
 
 -- sw:limits(): the live limits, one per window.

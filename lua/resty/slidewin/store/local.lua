@@ -31,6 +31,14 @@ function _M.new(conf)
     }, { keys_per_worker = true })
 end
 
+-- Gives `cost` back in every window of `key`, in this node's memory: no I/O, so a refund
+-- runs in any phase, the log phase included (refunds_at_once).
+_M.refunds_at_once = true
+
+function _M.refund(self, key, cost)
+    return self.lim:uncommit(key, cost)
+end
+
 function _M.keys(self)
     return self.lim:stats().keys
 end

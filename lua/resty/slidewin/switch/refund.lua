@@ -72,7 +72,7 @@ function _M.log()
     for _, admitted in ipairs(list) do
         if admitted.refunds(status) then
             local sw = admitted.sw
-            if sw.store.lim then
+            if sw.store.refunds_at_once then
                 give_back(false, sw, admitted.key, admitted.cost)
             else
                 local ok, err = ngx.timer.at(0, give_back, sw, admitted.key, admitted.cost)
