@@ -32,7 +32,8 @@ THREADS=${THREADS:-1}
 
 source scripts/bench-lib.sh
 if [ -n "${BEFORE:-}" ]; then
-  (cd "$BEFORE" && cargo build -q --release -p slidewin-lua -p slidewin-tests --bin slidewin-nginx)
+  (cd "$BEFORE" && cargo build -q --release -p slidewin-lua -p slidewin-tests --bin slidewin-nginx \
+    && scripts/build-nginx-module.sh >/dev/null)
   PORT=$((PORT + 1)) start_nginx_in "$BEFORE" bench.conf /plain/
   before_workers=$(workers)
 fi
