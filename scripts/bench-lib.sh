@@ -8,8 +8,10 @@ started_nginx=()
 stop_started_nginx() {
   local entry
   for entry in "${started_nginx[@]}"; do
-    kill -TERM "${entry%%:*}" 2>/dev/null
-    wait "${entry%%:*}" 2>/dev/null
+    # An nginx already stopped (the script quit it) is no error: under set -e a failing
+    # command in the EXIT trap would become the script's exit status.
+    kill -TERM "${entry%%:*}" 2>/dev/null || true
+    wait "${entry%%:*}" 2>/dev/null || true
     rm -rf "${entry#*:}"
   done
 }

@@ -25,7 +25,7 @@ wait "$nginx_pid" 2>/dev/null || true
 while curl -sf "127.0.0.1:$PORT/plain/" >/dev/null; do sleep 0.1; done
 out=$(mktemp -d /tmp/slidewin-callgrind-XXXXXX)
 vg=
-trap 'kill $vg 2>/dev/null; wait $vg 2>/dev/null; rm -rf "$out"; stop_started_nginx' EXIT
+trap 'kill $vg 2>/dev/null || true; wait $vg 2>/dev/null || true; rm -rf "$out"; stop_started_nginx' EXIT
 
 # count SERVER [CALLGRIND-OPTION]: instructions per request of SERVER, in a fresh nginx under
 # callgrind.
