@@ -590,10 +590,13 @@ fn a_zone_too_small_warns_and_with_full_refuse_admits_no_key_past_its_limit() {
         assert!(most_in(times, 1_000) <= 10, "k{key}: {times:?}");
         assert!(times.len() <= 50, "k{key}: {}", times.len());
     }
+    // 24 ways in 3 sets of 8: a key is refused only while its set is full. The zone's random
+    // seed spreads the 50 keys over the sets, so a set draws fewer than 8 of them in 0.5% of
+    // runs and its free ways stay unused; 4 or more ways unused: 8 runs in 100,000.
     let admitted = tight.iter().filter(|t| !t.is_empty()).count();
     assert!(
-        admitted >= 24,
-        "every way is used: {admitted} keys admitted"
+        (21..=24).contains(&admitted),
+        "every way of a set the keys fill is used: {admitted} keys admitted"
     );
     let metrics = nginx.get("/metrics").body;
     let evicted = "slidewin_evictions_total{limiter=\"tight\"} 0\n";
