@@ -8,7 +8,7 @@
 use core::cell::{Cell, RefCell};
 use core::sync::atomic::AtomicU64;
 
-use slidewin::headers::{write_values, Field, Policy, PolicyWindow, Style};
+use slidewin::headers::{write_values, Field, Policy, Style};
 use slidewin::shared::{Attached, EvictionWatch, WindowShape, Zone, ZoneExport};
 use slidewin::{Call, Decision};
 
@@ -156,20 +156,8 @@ impl ZoneState {
         let mut cached = self.policy.borrow_mut();
         let version = zone.limits_version();
         if cached.0 != version {
-            let limits = zone.limits();
-            let windows: Vec<PolicyWindow> = self
-                .spec
-                .window_names
-                .iter()
-                .zip(self.spec.rule.windows())
-                .zip(limits.iter())
-                .map(|((name, w), &limit)| PolicyWindow {
-                    name,
-                    limit,
-                    window_ms: w.window_ms() as u64,
-                })
-                .collect();
-            *cached = (version, Policy::new(&windows));
+            let policy = Policy::of_named(&self.spec.rule, &zone.limits(), &self.spec.window_names);
+            *cached = (version, policy);
         }
         let policy = &cached.1;
         let sends_policy = answer.style.sends_policy();

@@ -178,7 +178,13 @@ impl Policy {
         let named: Vec<String> = (rule.windows().iter().enumerate())
             .map(|(i, w)| names.name(i, w.window_ms()))
             .collect();
-        let windows: Vec<PolicyWindow<'_>> = (rule.windows().iter().zip(&named).zip(limits))
+        Policy::of_named(rule, limits, &named)
+    }
+
+    /// The policy of `rule` under `limits`, window `i` called `named[i]` (names completed
+    /// already, as [`WindowNames::name`] gives them).
+    pub fn of_named(rule: &Rule, limits: &[u64], named: &[String]) -> Policy {
+        let windows: Vec<PolicyWindow<'_>> = (rule.windows().iter().zip(named).zip(limits))
             .map(|((w, name), &limit)| PolicyWindow {
                 name,
                 limit,
