@@ -72,12 +72,14 @@ fn bad_configs_are_refused_naming_the_field_and_value() {
     let raw = nginx.eval(
         "local ok, err = pcall(require('slidewin').concurrency, { name = 'x', limit = -5, max_hold_ms = 1 }) \
          local ok2, err2 = pcall(require('slidewin').concurrency, { name = 'x', limit = 3, max_limit = 2, max_hold_ms = 1 }) \
-         return err .. '|' .. err2",
+         local ok3, err3 = pcall(require('slidewin').concurrency, { name = 'x', limit = 1, max_hold_ms = 1, max_key_bytes = 1e12 }) \
+         return err .. '|' .. err2 .. '|' .. err3",
     );
     assert_eq!(
         raw.body,
         "slidewin.concurrency: limit must be a positive integer, got -5|\
-         slidewin.concurrency: limit must be a positive integer at most max_limit, got 3"
+         slidewin.concurrency: limit must be a positive integer at most max_limit, got 3|\
+         slidewin.concurrency: max_key_bytes must be from 16 to 65536, got 1000000000000"
     );
 }
 

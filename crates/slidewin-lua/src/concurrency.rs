@@ -40,14 +40,12 @@ pub fn new(_: &Lua, opts: Table) -> LuaResult<LuaConcurrency> {
     let max_key_bytes = positive("max_key_bytes")?.unwrap_or(DEFAULT_MAX_KEY_BYTES);
     let config = InflightConfig::new(limit, max_limit, max_hold_ms).map_err(args::core(NEW))?;
     let max_key_bytes = usize::try_from(max_key_bytes).unwrap_or(usize::MAX);
-    let size = args::region_bytes(NEW, &opts, DEFAULT_KEYS, |keys| {
-        Ok(Inflight::<Region, WorkerOwner>::bytes_for(
-            &config,
-            max_key_bytes,
-            keys,
-        ))
-    })?;
-    let one_key = Inflight::<Region, WorkerOwner>::bytes_for(&config, max_key_bytes, 1);
+    let bytes_for = |keys| {
+        Inflight::<Region, WorkerOwner>::bytes_for(&config, max_key_bytes, keys)
+            .map_err(args::core(NEW))
+    };
+    let one_key = bytes_for(1)?;
+    let size = args::region_bytes(NEW, &opts, DEFAULT_KEYS, bytes_for)?;
     if size < one_key {
         return Err(error(
             NEW,

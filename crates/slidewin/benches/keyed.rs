@@ -210,7 +210,7 @@ fn concurrency(c: &mut Criterion) {
     let mut group = c.benchmark_group("concurrency enter + leave");
     group.throughput(Throughput::Elements(1));
     let config = InflightConfig::new(100, 100, 60_000).unwrap();
-    let bytes = Inflight::<&[AtomicU64], OneProcess>::bytes_for(&config, 16, 15_000);
+    let bytes = Inflight::<&[AtomicU64], OneProcess>::bytes_for(&config, 16, 15_000).unwrap();
     let region: Vec<AtomicU64> = (0..bytes / 8).map(|_| AtomicU64::new(0)).collect();
     let (slots, _) = Inflight::attach(&region[..], config, 16, OneProcess, [1, 2]).unwrap();
     for (name, keys) in [("one key", 1u64), ("10,000 keys", 10_000)] {

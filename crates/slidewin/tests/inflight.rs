@@ -38,7 +38,7 @@ impl Owner for Procs {
 }
 
 fn region(config: &InflightConfig, keys: usize) -> Vec<AtomicU64> {
-    let bytes = Inflight::<&[AtomicU64], Procs>::bytes_for(config, 64, keys);
+    let bytes = Inflight::<&[AtomicU64], Procs>::bytes_for(config, 64, keys).unwrap();
     (0..bytes / 8).map(|_| AtomicU64::new(0)).collect()
 }
 

@@ -391,7 +391,7 @@ fn inflight_case(
 #[test]
 fn inflight_enter_leave_sweep_and_new_keys() {
     let config = InflightConfig::new(3, 4, 60_000).unwrap();
-    let bytes = Inflight::<Region, Worker>::bytes_for(&config, INFLIGHT_KEY_BYTES, 8);
+    let bytes = Inflight::<Region, Worker>::bytes_for(&config, INFLIGHT_KEY_BYTES, 8).unwrap();
     let words = zeroed(bytes / 8);
     let (setup, workers) = (
         inflight(&words, Worker::new()),

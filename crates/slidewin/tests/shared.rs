@@ -362,7 +362,8 @@ fn processes_killed_at_any_instant_leave_no_lock_held() {
     let config = BucketQuota::new(1_000_000, 1_000, 10).unwrap();
     let slots_config = InflightConfig::new(4, 8, 3_600_000).unwrap();
     let lease_config = LeaseConfig::new(1_000, None, 1_000).unwrap();
-    let slots_bytes = Inflight::<&[AtomicU64], ProcessOwner>::bytes_for(&slots_config, 64, 64);
+    let slots_bytes =
+        Inflight::<&[AtomicU64], ProcessOwner>::bytes_for(&slots_config, 64, 64).unwrap();
     let lease_bytes = Leases::<&[AtomicU64], ProcessOwner>::bytes_for(64, 64).unwrap();
     let mapping = Mapping::new((8 << 20) + slots_bytes + lease_bytes);
     let (zones, rest) = mapping.words().split_at((8 << 20) / 8);

@@ -6,7 +6,7 @@ use super::answers::{Entry, InflightStats};
 use super::inflight_way::{payload_words, Slots};
 use super::lock::Owner;
 use super::region::Attached;
-use super::table::{Cut, Payload, Set, Table, WAYS};
+use super::table::{check_key_bytes, Cut, Payload, Set, Table, WAYS};
 use crate::clock::check_time;
 use crate::{Error, Value};
 
@@ -158,10 +158,21 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Inflight<R, O> {
         Ok((Self { table, config }, attached))
     }
 
-    /// Bytes a region needs for `config` to hold at least `keys` keys at once.
-    pub fn bytes_for(config: &InflightConfig, max_key_bytes: usize, keys: usize) -> usize {
+    /// Bytes a region needs for `config` to hold at least `keys` keys at once; an error names
+    /// a `max_key_bytes` out of range (a region for it could never be attached).
+    pub fn bytes_for(
+        config: &InflightConfig,
+        max_key_bytes: usize,
+        keys: usize,
+    ) -> Result<usize, Error> {
+        check_key_bytes(max_key_bytes)?;
         let payload_words = payload_words(config.max_limit);
-        Cut::bytes_for(HEADER_WORDS, max_key_bytes, payload_words, keys)
+        Ok(Cut::bytes_for(
+            HEADER_WORDS,
+            max_key_bytes,
+            payload_words,
+            keys,
+        ))
     }
 
     /// Keys the region holds at once.

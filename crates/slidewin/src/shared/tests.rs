@@ -148,7 +148,7 @@ fn open_finds_a_zone_attached_for_the_same_layout_and_never_writes_another() {
 #[test]
 fn a_lock_left_by_a_dead_owner_is_taken_over_and_records_past_the_count_recounted() {
     let config = InflightConfig::new(3, 4, 60_000).unwrap();
-    let bytes = Inflight::<&[AtomicU64], Survivor>::bytes_for(&config, 16, 8);
+    let bytes = Inflight::<&[AtomicU64], Survivor>::bytes_for(&config, 16, 8).unwrap();
     let words = region(bytes / 8);
     let (slots, _) = Inflight::attach(&words[..], config, 16, Survivor, [1, 2]).unwrap();
     assert_eq!(slots.capacity(), 8, "one set");
