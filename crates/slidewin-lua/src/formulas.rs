@@ -286,7 +286,8 @@ fn peek_used(
 /// `check_rule(conf)` -> the windows of a config (its `windows`, or its top-level algorithm,
 /// limit, window_ms, bucket_ms, max_limit), checked as `slidewin.limiter` checks them and
 /// completed (`{ algorithm, limit, window_ms, bucket_ms, max_limit, name }` each, named as every
-/// door names them), or nil, err naming the field and the value.
+/// door names them), or nil, err naming the field and the value. A config with a `lease` table
+/// must have windows a lease can be counted in ([`slidewin::lease::check_windows`]).
 fn check_rule(lua: &Lua, conf: Value) -> LuaResult<(Option<Table>, Option<String>)> {
     const F: &str = "slidewin.check_rule";
     let Value::Table(conf) = conf else {
@@ -315,6 +316,11 @@ fn check_rule(lua: &Lua, conf: Value) -> LuaResult<(Option<Table>, Option<String
         Ok(names) => names,
         Err(message) => return Ok((None, Some(message))),
     };
+    if let Value::Table(_) = conf.raw_get::<Value>("lease")? {
+        if let Err(message) = slidewin::lease::check_windows(&rule, &names) {
+            return Ok((None, Some(message)));
+        }
+    }
     let windows = rules::windows_table(lua, &rule, &rule.limits(), Some(&names))?;
     Ok((Some(windows), None))
 }

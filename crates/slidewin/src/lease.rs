@@ -63,9 +63,56 @@
 //! # Ok::<(), slidewin::Error>(())
 //! ```
 
+use alloc::string::String;
+use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
+use crate::rule::Rule;
+use crate::window_name::WindowNames;
+use crate::window_spec::Algorithm;
 use crate::{Error, Value};
+
+/// Whether `rule`'s decisions can be leased: a lease's units are counted where they were
+/// spent, which only an exact window ([`Algorithm::exact`]) does. The error names the first
+/// window (as `names` names it) that cannot be.
+///
+/// ```
+/// use slidewin::rule::{Rule, RuleWindow};
+/// use slidewin::window_name::WindowNames;
+/// use slidewin::Quota;
+///
+/// let rule = Rule::new(vec![RuleWindow::counter(Quota::new(10, 1_000)?)])?;
+/// let names = WindowNames::new("api", [(Some("l".to_string()), 1_000)]).unwrap();
+/// assert_eq!(
+///     slidewin::lease::check_windows(&rule, &names).unwrap_err(),
+///     "lease needs windows of algorithm \"log\" or \"buckets\"; window \"l\" is \"counter\" \
+///      (an estimate, decided per request)"
+/// );
+/// let exact = Rule::new(vec![RuleWindow::log(Quota::new(10, 1_000)?)])?;
+/// assert_eq!(slidewin::lease::check_windows(&exact, &names), Ok(()));
+/// # Ok::<(), slidewin::Error>(())
+/// ```
+pub fn check_windows(rule: &Rule, names: &WindowNames) -> Result<(), String> {
+    let Some((i, window)) =
+        (rule.windows().iter().enumerate()).find(|(_, w)| !w.algorithm().exact())
+    else {
+        return Ok(());
+    };
+    let exact: Vec<String> = (Algorithm::ALL.iter().filter(|a| a.exact()))
+        .map(|a| alloc::format!("\"{}\"", a.name()))
+        .collect();
+    let (last, first) = exact.split_last().expect("an exact algorithm");
+    let expected = match first {
+        [] => last.clone(),
+        _ => alloc::format!("{} or {last}", first.join(", ")),
+    };
+    Err(alloc::format!(
+        "lease needs windows of algorithm {expected}; window \"{}\" is \"{}\" (an estimate, \
+         decided per request)",
+        names.name(i, window.window_ms()),
+        window.algorithm().name()
+    ))
+}
 
 /// The longest validity a lease can have (about 12 days), so node times never overflow.
 pub const MAX_VALIDITY_MS: u64 = 1 << 30;

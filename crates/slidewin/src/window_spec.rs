@@ -68,6 +68,15 @@ impl Algorithm {
         }
     }
 
+    /// Whether it counts every unit where it was spent (a counter estimates from two counts):
+    /// only an exact window can be leased ([`crate::lease::check_windows`]).
+    pub const fn exact(self) -> bool {
+        match self {
+            Self::Log | Self::Buckets => true,
+            Self::Counter => false,
+        }
+    }
+
     /// The algorithm numbered `code`.
     pub fn from_code(code: u64) -> Option<Self> {
         Self::ALL.into_iter().find(|a| a.code() == code)

@@ -73,8 +73,9 @@ _M.check_limits = slidewin.check_limits
 local LEASE_FIELDS = { validity_ms = true, max_validity_ms = true, margin_ms = true,
     max_units = true, keys = true, replicas = true, wait_timeout_ms = true }
 
--- conf.lease (store "redis", log or buckets windows): true, or nil, err naming the field. The
--- numbers' bounds are the core's (slidewin.lease_table checks them when the store is made).
+-- conf.lease (store "redis"): true, or nil, err naming the field. Which windows can be leased
+-- is the core's (slidewin.check_rule), and so are the numbers' bounds (slidewin.lease_table
+-- checks them when the store is made).
 local function check_lease(conf)
     local lease = conf.lease
     if lease == nil then
@@ -90,12 +91,6 @@ local function check_lease(conf)
         if not LEASE_FIELDS[k] then
             return nil, "lease." .. tostring(k) .. " is not an option (validity_ms, max_validity_ms, "
                 .. "margin_ms, max_units, keys, replicas, wait_timeout_ms)"
-        end
-    end
-    for _, w in ipairs(conf.windows) do
-        if w.algorithm == "counter" then
-            return nil, 'lease needs windows of algorithm "log" or "buckets"; window ' .. show(w.name)
-                .. ' is "counter" (an estimate, decided per request)'
         end
     end
     if lease.validity_ms == nil then
