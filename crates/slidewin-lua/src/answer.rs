@@ -18,7 +18,8 @@ use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use mlua::{Lua, Result as LuaResult, Table, UserData, UserDataMethods, Value};
-use slidewin::headers::{write_values, Field, Policy, PolicyWindow, Style};
+use slidewin::headers::{Field, Policy, PolicyWindow, Style};
+use slidewin::held_policy::HeldPolicy;
 use slidewin::rule::MAX_WINDOWS;
 use slidewin::window_name::MAX_NAME_BYTES;
 use slidewin::{arg, Call, Decision};
@@ -64,8 +65,17 @@ c_struct!(
 /// A limiter's header style and its policy for one version of the limits.
 pub struct Headers {
     style: Style,
-    policy: Policy,
-    version: f64,
+    held: HeldPolicy,
+}
+
+/// The held policy's version for a version as the FFI carries it: a double, negative for an answer
+/// of a store that keeps no versions (one deciding elsewhere).
+fn version_word(version: f64) -> u64 {
+    if version >= 0.0 {
+        version as u64
+    } else {
+        HeldPolicy::UNVERSIONED
+    }
 }
 
 opaque!(Headers);
@@ -157,16 +167,15 @@ fn new(_: &Lua, style: Value) -> LuaResult<(Option<LuaHeaders>, Option<String>)>
     };
     let headers = Headers {
         style,
-        policy: Policy::default(),
-        version: f64::NAN,
+        held: HeldPolicy::new(),
     };
     Ok((Some(LuaHeaders(Box::into_raw(Box::new(headers)))), None))
 }
 
 impl UserData for LuaHeaders {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        // `set(version, windows[, limits])`: the policy decisions of `version` are answered
-        // with; its RateLimit-Policy value.
+        // `set(version, windows[, limits])`: the policy decisions of `version` (-1: of a store
+        // that keeps no versions) are answered with; its RateLimit-Policy value.
         methods.add_method(
             "set",
             |_, this, (version, windows, limits): (Value, Table, Option<Table>)| {
@@ -176,8 +185,7 @@ impl UserData for LuaHeaders {
                 // SAFETY: the block lives as long as `this`; one Lua thread uses it, and no FFI call
                 // runs during this method.
                 let headers = unsafe { &mut *this.0 };
-                headers.policy = policy;
-                headers.version = version;
+                headers.held.hold(version_word(version), policy);
                 Ok(value)
             },
         );
@@ -270,12 +278,7 @@ c_function!(
                 }
             };
             let decided = decide_versioned(this, key, cost, call, limits, FUNCTION)?;
-            let version = decided.1 as f64;
-            if headers.version != version {
-                if let Some(policy) = this.policy() {
-                    (headers.policy, headers.version) = (policy, version);
-                }
-            }
+            headers.held.follow(decided.1, || this.policy());
             Ok(decided)
         });
         match decided {
@@ -375,7 +378,7 @@ c_function!(
 /// Writes the header values of the decision `out` holds when `headers` holds the policy of its
 /// version; else marks it not rendered (the caller holds the rule, then `slidewin_render`).
 pub(crate) fn render_into(out: &mut Answer, headers: &Headers) {
-    if headers.version != out.version {
+    if !headers.held.holds(version_word(out.version)) {
         out.rendered = 0;
         return;
     }
@@ -415,9 +418,8 @@ fn fill_values(out: &mut Answer, headers: &Headers, d: &Decision) {
     } = out;
     let mut at = 0;
     let written = catch_unwind(AssertUnwindSafe(|| {
-        write_values(
+        headers.held.write(
             headers.style,
-            &headers.policy,
             d,
             now_ms(),
             &mut text[..],

@@ -8,7 +8,8 @@
 use core::cell::{Cell, RefCell};
 use core::sync::atomic::AtomicU64;
 
-use slidewin::headers::{write_values, Field, Policy, Style};
+use slidewin::headers::{Field, Policy, Style};
+use slidewin::held_policy::HeldPolicy;
 use slidewin::shared::{Attached, EvictionWatch, WindowShape, Zone, ZoneExport};
 use slidewin::{Call, Decision};
 
@@ -29,7 +30,7 @@ pub struct ZoneState {
     /// (the core answers it as refused for good) and stays far from overflowing a count.
     max_cost: u64,
     /// This worker's policy for the live limits' version it was made for.
-    policy: RefCell<(u64, Policy)>,
+    policy: RefCell<HeldPolicy>,
     /// Whether some `slidewin_limit` of the configuration only dry-runs the zone (its
     /// `/metrics` then tells would-be refusals).
     pub dry_runs: bool,
@@ -53,7 +54,7 @@ impl ZoneState {
             max_cost: most.unwrap_or(0).saturating_add(1),
             spec,
             zone: None,
-            policy: RefCell::new((u64::MAX, Policy::default())),
+            policy: RefCell::new(HeldPolicy::new()),
             dry_runs: false,
             evictions: Cell::new(EvictionWatch::new()),
         }
@@ -153,13 +154,12 @@ impl ZoneState {
         if !answer.style.sends_headers() && !answer.refused {
             return true;
         }
-        let mut cached = self.policy.borrow_mut();
-        let version = zone.limits_version();
-        if cached.0 != version {
-            let policy = Policy::of_named(&self.spec.rule, &zone.limits(), &self.spec.window_names);
-            *cached = (version, policy);
-        }
-        let policy = &cached.1;
+        let mut held = self.policy.borrow_mut();
+        held.follow(zone.limits_version(), || {
+            let limits = zone.limits();
+            Some(Policy::of_named(&self.spec.rule, &limits, &self.spec.window_names))
+        });
+        let policy = held.policy();
         let sends_policy = answer.style.sends_policy();
         let policy_bytes = if sends_policy {
             policy.value().len()
@@ -176,9 +176,8 @@ impl ZoneState {
             return false;
         }
         let mut pushed = true;
-        let fit = write_values(
+        let fit = held.write(
             answer.style,
-            policy,
             &answer.decision,
             answer.now_ms,
             free,

@@ -48,8 +48,10 @@ pub mod buckets;
 pub mod clock;
 pub mod counter;
 pub mod decision;
+
 pub mod error;
 pub mod headers;
+pub mod held_policy;
 pub mod keyed;
 pub mod lease;
 pub mod limiter;
