@@ -29,11 +29,14 @@
 --   whose rule is declared elsewhere (nginx), which a config does not repeat
 --   store_module.in_worker: true for a store that exists only in the workers (nginx); a
 --   registry made in init_by_lua* makes its limiters in resty.slidewin.init_worker()
--- A store in this node's memory (local, shm, zone) holds a slidewin.limiter object, `store.lim`,
--- over one of the core's stores (slidewin::store::Store): the layer decides through it in one
--- FFI call that also renders the headers (resty.slidewin.answer); lim:set_limit / lim:limits
--- hold the live limits, lim:rule() the windows and limits a version stands for (a zone's rule
--- put again with other windows is a new version), lim:follow() moves to the rule in force.
+-- A store in this node's memory (local, shm, zone, nginx) is over a slidewin.limiter object (one
+-- of the core's stores, slidewin::store::Store) and declares so with its methods (from
+-- resty.slidewin.store.local): store:ffi_handle(), the block the layer decides through in one
+-- FFI call that also renders the headers (resty.slidewin.answer); store:limits() and
+-- store:set_limit(limit, window) the live limits; store:follow() -> the version of the rule in
+-- force; store:rule() the windows and limits that version stands for (a zone's rule put again
+-- with other windows is a new version); store:window(key), store:walk(n) / store:step(walk,
+-- budget_us) a key's windows and the top keys; store:evictions_to_tell(interval_ms).
 -- A store elsewhere (redis, shdict) answers into the same buffer:
 --   store:answer(headers_block, key, cost, commit, limits, in_hand_only) -> out, decided_locally
 --                                      | nil, err    (a store failure: the layer counts it in
@@ -165,7 +168,7 @@ function _M.new(opts)
     end
     local local_fallback
     if conf.on_store_error == "local" then
-        if store.lim then
+        if store.ffi_handle then
             return nil, 'on_store_error = "local" is for stores elsewhere (redis); store '
                 .. show(conf.store) .. " decides in this node already"
         end
@@ -205,17 +208,17 @@ function _M.new(opts)
         error_logged_at = -huge,
         polled_at = -huge,
     }, mt)
-    if store.counts_decisions and store.lim then
-        evictions.watch(conf.name, store.lim, conf.error_log_interval_ms)
+    if store.counts_decisions and store.evictions_to_tell then
+        evictions.watch(conf.name, store, conf.error_log_interval_ms)
     end
     -- The limiter's block and the headers' for the FFI, compiled into the caller's trace.
-    self.lim_block, self.headers_block = answer.handles(store.lim, headers)
+    self.lim_block, self.headers_block = answer.handles(store, headers)
     -- The configured rule (the store's, until a decision answers a version to hold).
     local configured = {}
     for i, w in ipairs(conf.windows) do
         configured[i] = w.limit
     end
-    held.windows(self, conf.windows, store.lim and store.lim:limits() or configured)
+    held.windows(self, conf.windows, store.limits and store:limits() or configured)
     return self
 end
 
@@ -373,9 +376,8 @@ function _M.set_limit(self, limit, window)
         return nil, format("limit must be a positive integer at most max_limit (%d), got %s", w.max_limit, show(limit))
     end
     local store = self.store
-    if store.lim then
-        store.lim:set_limit(limit, i)
-        return true
+    if store.set_limit then
+        return store:set_limit(limit, i)
     end
     if not store.set_limits then
         return nil, "store " .. show(self.conf.store) .. " keeps no live limits (use shm, local or redis)"

@@ -42,10 +42,13 @@ local RETRY_AFTER = 1
 
 local _M = { out = out, lib = lib, DRY_RUN = 2 }
 
--- The FFI handles of limiter object `lim` and headers object `headers` (cdata pointers: the
--- JIT cannot pass a light userdata as a C argument). The caller keeps both objects alive.
-function _M.handles(lim, headers)
-    return lim and ffi.cast("void *", lim:ffi_handle()), ffi.cast("void *", headers:ffi_handle())
+-- The FFI handles of `decider`, what decides in this node (a slidewin.limiter object, or a
+-- store over one; nil for none, or a store elsewhere), and of headers object `headers` (cdata
+-- pointers: the JIT cannot pass a light userdata as a C argument). The caller keeps both
+-- objects alive.
+function _M.handles(decider, headers)
+    return decider and decider.ffi_handle and ffi.cast("void *", decider:ffi_handle()),
+        ffi.cast("void *", headers:ffi_handle())
 end
 
 -- Decides through the limiter's block under `limits` (nil: the live ones) and renders the

@@ -1,7 +1,7 @@
 -- resty.slidewin.evictions: one timer per worker tells error.log when a region of store shm
 -- (or nginx) is full, i.e. evicts keys with units in their windows and so forgets windows.
 --
---   evictions.watch(name, lim, interval_ms)   -- in new(), for a store that counts decisions
+--   evictions.watch(name, store, interval_ms) -- in new(), for a store that counts decisions
 --   evictions.start()                         -- from init_worker(), else a first decision
 
 local phases = require "resty.slidewin.phases"
@@ -12,7 +12,7 @@ local _M = {}
 
 -- Limiters of store shm whose evictions are watched (keys evicted with units in their
 -- windows: a region too small for its keys), on one timer per worker for all of them; each
--- limiter object keeps what this worker told (lim:evictions_to_tell).
+-- limiter object keeps what this worker told (store:evictions_to_tell).
 local watched, watching = {}, false
 local WATCH_EVERY_S = 1
 
@@ -24,7 +24,7 @@ local function tell_evictions(premature)
     end
     for i = 1, #watched do
         local w = watched[i]
-        local told = w.lim:evictions_to_tell(w.interval_ms)
+        local told = w.store:evictions_to_tell(w.interval_ms)
         if told then
             ngx.log(ngx.WARN, "slidewin ", w.name, " is full: ", told,
                 ': raise size or set full = "refuse"')
@@ -52,9 +52,9 @@ end
 
 _M.start = start
 
--- Watches limiter object `lim` (of limiter `name`), told at most every `interval_ms`.
-function _M.watch(name, lim, interval_ms)
-    watched[#watched + 1] = { name = name, lim = lim, interval_ms = interval_ms }
+-- Watches the store of limiter `name`, told at most every `interval_ms`.
+function _M.watch(name, store, interval_ms)
+    watched[#watched + 1] = { name = name, store = store, interval_ms = interval_ms }
     phases.on_init_worker("evictions", start)
 end
 

@@ -50,7 +50,7 @@ local function hold(self, version)
     if version == nil or version == self.rule_version then
         return
     end
-    local rule = self.store.lim:rule()
+    local rule = self.store:rule()
     local limits = {}
     for i, w in ipairs(rule.windows) do
         limits[i] = w.limit
@@ -62,9 +62,9 @@ end
 -- Holds the rule in force (which a decision follows by itself) before reading the windows for
 -- a check made ahead of the decision.
 local function follow(self)
-    local lim = self.store.lim
-    if lim then
-        hold(self, lim:follow())
+    local store = self.store
+    if store.follow then
+        hold(self, store:follow())
     end
 end
 

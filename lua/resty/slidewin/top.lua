@@ -5,7 +5,7 @@
 --        "refused": [{"key", "count", "limit", "window", "refused"}, ...], "admitted": [...]}}}
 --     the n (default 10) most refused keys and the n nearest their limit, node-wide, each by
 --     its window nearest the limit (count / limit of that window, 1-based window), from the
---     shared region (stores shm and zone: lim:top walks it a set at a time). A store that
+--     shared region (stores shm, zone and nginx: store:walk walks it a set at a time). A store that
 --     cannot list its keys gets {"unsupported": "<why>"}.
 --   top.window_json(limiters, key, now_ms)
 --     {"now_ms": N, "key": "...", "limiters": {"<name>": {"allowed", "count", "limit", "window",
@@ -13,8 +13,8 @@
 --     a peek (nothing recorded) of what the next request of cost 1 gets, for every store;
 --     count and limit are the decision's window's (the one the RateLimit header describes);
 --     refused and windows only where the store keeps them per key (shm, zone).
---   top.scan(sw, n): lim:top(n) of a limiter whose store can list its keys (with `stats`, its
---     lim:stats()), else nil, why; top.counters(store): store:stats().
+--   top.scan(sw, n): the top n keys of a limiter whose store can list them (store:walk; with
+--     `stats`, the store's counters), else nil, why; top.counters(store): store:stats().
 --   Both walk the shared region a step of about STEP_US at a time and, in a phase that can
 --   yield (content, access, rewrite, timer), let the worker's other requests run between
 --   steps: a scrape of a region of a million keys keeps none of them waiting for its whole
@@ -40,13 +40,13 @@ local ONE_STEP_US = 2 ^ 52
 local PAUSE_S = 0.001
 local YIELDING = { rewrite = true, access = true, content = true, timer = true }
 
--- lim:walk(n) walked to its end (lim:step's answer), yielding between steps where it can.
-local function walk(lim, n)
-    local w = lim:walk(n)
+-- store:walk(n) walked to its end (store:step's answer), yielding between steps where it can.
+local function walk(store, n)
+    local w = store:walk(n)
     local yielding = ngx and ngx.get_phase and YIELDING[ngx.get_phase()]
     local budget = yielding and STEP_US or ONE_STEP_US
     while true do
-        local over, why = lim:step(w, budget)
+        local over, why = store:step(w, budget)
         if over ~= false then
             return over, why
         end
@@ -77,16 +77,16 @@ function _M.scan(sw, n)
     if store.keys_per_worker then
         return nil, PER_WORKER
     end
-    if not store.lim then
+    if not store.walk then
         return nil, UNLISTED
     end
-    return walk(store.lim, n)
+    return walk(store, n)
 end
 
 -- store:stats(), a step at a time for a store over a region (shm, zone).
 function _M.counters(store)
     if store.counts_decisions then
-        return walk(store.lim).stats
+        return walk(store).stats
     end
     return store:stats()
 end
@@ -133,12 +133,12 @@ local function windows(list)
     return json.array(out)
 end
 
--- One limiter's windows for key: lim:window where the store has one, else a peek through
+-- One limiter's windows for key: store:window where the store has one, else a peek through
 -- sw:decide, the path enforce takes (its count: what the peek found counted, slidewin.peek_used).
 local function window(sw, key)
-    local lim = sw.store.lim
-    if lim then
-        return lim:window(key, 1)
+    local store = sw.store
+    if store.window then
+        return store:window(key)
     end
     local allowed, remaining, retry_after_ms, reset_after_ms, _, w = sw:decide(key, 1, false)
     if allowed == nil then

@@ -31,6 +31,28 @@ function _M.new(conf)
     }, { keys_per_worker = true })
 end
 
+-- What a store in this node's memory declares (stores local, shm, zone and nginx take it from
+-- here): the layer decides through its limiter's block in one FFI call (ffi_handle,
+-- resty.slidewin.answer), follows the rule in force (follow -> its version; rule -> the
+-- windows and limits a version stands for), keeps the live limits (limits, set_limit), and
+-- reads a key's windows (window) and the region's top keys a step at a time (walk, step). Each
+-- is the limiter object's method of the same name.
+for _, method in ipairs { "ffi_handle", "limits", "follow", "rule", "walk", "step", "evictions_to_tell" } do
+    _M[method] = function(self, ...)
+        local lim = self.lim
+        return lim[method](lim, ...)
+    end
+end
+
+function _M.set_limit(self, limit, window)
+    self.lim:set_limit(limit, window)
+    return true
+end
+
+function _M.window(self, key)
+    return self.lim:window(key, 1)
+end
+
 -- Gives `cost` back in every window of `key`, in this node's memory: no I/O, so a refund
 -- runs in any phase, the log phase included (refunds_at_once).
 _M.refunds_at_once = true
