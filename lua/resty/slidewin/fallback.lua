@@ -8,9 +8,10 @@
 -- conf.fallback: `limit` (a rule of one window) or `limits` (one per window), each at most the
 -- window's max_limit; `retry_ms` (1000): how long a worker decides locally after a store error
 -- before it asks the store again (one request then tries it); `size` ("1m"): the region's
--- bytes. The fallback limits hold for every call, whatever its limits or tier. The region is a
--- shared limiter like store "shm" (made in init_by_lua*), kept across reloads: a node that
--- falls back twice in a minute counts both spells in the same windows.
+-- bytes. The fallback limits hold for every call, whatever its limits or tier. The fallback
+-- decides on a store "shm" of its own (made in init_by_lua*, named "<name>.fallback"), kept
+-- across reloads (a node that falls back twice in a minute counts both spells in the same
+-- windows), and holds its rule as a limiter does (resty.slidewin.held).
 -- Each way is one error.log line per worker ("deciding locally", "answers again") and the
 -- fallback's decisions are counted (slidewin_fallback_decisions_total).
 -- What the fallback admits is journaled per worker (resty.slidewin.journal; `journal_keys`
@@ -22,7 +23,9 @@
 local slidewin = require "slidewin"
 local answer = require "resty.slidewin.answer"
 local config = require "resty.slidewin.config"
+local held = require "resty.slidewin.held"
 local journal_of = require("resty.slidewin.journal").new
+local shm = require "resty.slidewin.store.shm"
 
 local ngx = ngx
 local format = string.format
@@ -66,10 +69,10 @@ local function limits_of(conf)
     return limits
 end
 
--- The fallback of limiter config `conf` (on_store_error = "local") for `store`, or nil, err.
--- Made in init_by_lua*, as every shared region. A store with store:record is told what the
--- fallback admitted; others are not (nothing is journaled).
-function _M.new(conf, store)
+-- The fallback of limiter config `conf` (on_store_error = "local") for store `remote`, or
+-- nil, err. Made in init_by_lua*, as every shared region. A store with store:record is told
+-- what the fallback admitted; others are not (nothing is journaled).
+function _M.new(conf, remote)
     local limits, err = limits_of(conf)
     if not limits then
         return nil, err
@@ -96,26 +99,22 @@ function _M.new(conf, store)
         windows[i] = { algorithm = w.algorithm, limit = limits[i], window_ms = w.window_ms,
             bucket_ms = w.bucket_ms, max_limit = w.max_limit, name = w.name }
     end
-    local ok, lim, note = pcall(slidewin.limiter, { windows = windows, shared = conf.name .. ".fallback",
-        size = size, max_key_bytes = conf.max_key_bytes })
-    if not ok then
-        return nil, "fallback: " .. tostring(lim)
-    end
-    if note then
-        ngx.log(ngx.WARN, "slidewin: ", note)
+    local store
+    store, err = shm.new { name = conf.name .. ".fallback", windows = windows, size = size,
+        max_key_bytes = conf.max_key_bytes }
+    if not store then
+        return nil, "fallback: " .. tostring(err)
     end
     local headers
     headers, err = slidewin.headers(conf.headers or "draft")
     if not headers then
         return nil, err
     end
-    local self = setmetatable({ name = conf.name, lim = lim, headers = headers, windows = windows,
-        limits = limits, retry_ms = retry_ms, until_ms = 0, engaged = false, store = store,
-        journal = store.record and journal_of(journal_keys), replaying = false, told_full = false }, mt)
-    self.block, self.headers_block = answer.handles(lim, headers)
-    -- Held for the version the first decision answers.
-    self.policy_header = headers:set(-1, windows)
-    self.version = -1
+    local self = setmetatable({ name = conf.name, store = store, headers = headers, limits = limits,
+        retry_ms = retry_ms, until_ms = 0, engaged = false, remote = remote,
+        journal = remote.record and journal_of(journal_keys), replaying = false, told_full = false }, mt)
+    self.block, self.headers_block = answer.handles(store, headers)
+    held.windows(self, windows, limits)
     return self
 end
 
@@ -132,12 +131,12 @@ end
 -- joined it (a timer: also when the worker exits, its last chance). A call that fails puts the
 -- keys not recorded back and the fallback decides retry_ms more.
 local function replay(_, self)
-    local journal, store = self.journal, self.store
+    local journal, remote = self.journal, self.remote
     local keys, units = 0, 0
     local batch = journal:take()
     while batch do
         for key, list in pairs(batch) do
-            local ok, err = store:record(key, ages(list, now_ms()))
+            local ok, err = remote:record(key, ages(list, now_ms()))
             if not ok then
                 for rest, entries in pairs(batch) do
                     journal:put_back(rest, entries)
@@ -216,9 +215,7 @@ function _M.decide(self, key, cost, commit)
     local journal = commit and cost > 0 and self.journal
     local takes = not journal or journal:takes(key)
     local out = answer.decide(self.block, self.headers_block, key, cost, commit and takes, nil)
-    if out.version ~= self.version then -- rendered with the new version's policy already
-        self.policy_header, self.version = self.headers:set(out.version, self.windows), out.version
-    end
+    held.hold(self, out.version)
     if journal and out.allowed ~= 0 then
         if takes then
             journal:add(key, now_ms(), cost)
