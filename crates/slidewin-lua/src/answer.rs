@@ -8,6 +8,7 @@
 //! ```lua
 //! local headers = slidewin.headers("draft")       -- the style of a limiter's answers
 //! local policy = headers:set(version, { { name = "api", limit = 10, window_ms = 1000 } })
+//! local same = headers:held(version)              -- nil unless it holds that version's
 //! -- slidewin_decide(lim:ffi_handle(), headers:ffi_handle(), key, ..., out)
 //! ```
 //!
@@ -94,6 +95,7 @@ impl Drop for LuaHeaders {
 
 const SET: &str = "headers:set";
 const POLICY: &str = "headers:policy";
+const HELD: &str = "headers:held";
 
 /// `windows` (a list of `{ name, limit, window_ms }`) as the core's policy; `limits[i]`, when
 /// given, stands for window `i`'s `limit` (a rule's windows under other limits, without a
@@ -189,6 +191,16 @@ impl UserData for LuaHeaders {
                 Ok(value)
             },
         );
+        // `held(version)`: the RateLimit-Policy value held for `version` (a decision of a named
+        // limiter through the FFI took it from the limiter), or nil.
+        methods.add_method("held", |_, this, version: Value| {
+            let version = version_word(args::number(HELD, "version", &version)?);
+            // SAFETY: the block lives as long as `this`; only read here.
+            let held = &unsafe { &*this.0 }.held;
+            Ok(held
+                .holds(version)
+                .then(|| held.policy().value().to_string()))
+        });
         // `policy(windows[, limits])`: the RateLimit-Policy value of other limits (a tier's,
         // a call's).
         methods.add_method(

@@ -81,7 +81,7 @@ module.adaptive = class("ctl", "adaptive controller", {
     "update", "limit", "base_ms", "reason", "rate_per_second", "state", "restore",
 })(raw.adaptive)
 -- The header values of a limiter's answers (resty.slidewin.answer).
-module.headers = class("headers", "headers object", { "set", "policy", "ffi_handle", "sends" })(raw.headers)
+module.headers = class("headers", "headers object", { "set", "held", "policy", "ffi_handle", "sends" })(raw.headers)
 module.queue_limit = class("q", "queue limit", { "update", "rate" })(raw.queue_limit)
 
 return module

@@ -26,10 +26,13 @@ local POLL_LIMITS_MS = 1000
 
 local _M = {}
 
--- The live limits and the RateLimit-Policy they make, for decisions of `version`.
+-- The live limits and the RateLimit-Policy they make, for decisions of `version`: the value
+-- the headers hold for it already (a decision through the FFI took it from the limiter), else
+-- made from the windows held here (a store elsewhere, or a version no decision answered yet).
 local function hold_limits(self, limits, version)
     self.live = limits
-    self.policy_header = self.headers:set(version or -1, self.windows, limits)
+    local headers = self.headers
+    self.policy_header = version and headers:held(version) or headers:set(version or -1, self.windows, limits)
 end
 
 -- The rule's windows (named), their limits and what is derived from them: the largest cost

@@ -112,7 +112,13 @@ test("a named limiter's answer is rendered with the policy of its decision's ver
     assert(out.version ~= version, "a live limit moved the version")
     eq(out.rendered, 1, "rendered at once with the new limits")
     eq(rate(out), '"fast";r=0;t=1')
-    -- What the layer holds of that version: the same policy, names from the limiter.
+    -- What the layer holds of that version: the value the decision took, made once.
+    eq(headers:held(out.version), '"fast";q=2;w=1, "named-ffi-1h";q=100;w=3600')
+    eq(headers:held(version), nil, "the version before is no longer held")
+    eq(headers:held(-1), nil, "nor the version of a store elsewhere")
+    local ok, err = pcall(headers.held, headers, "v")
+    assert(not ok and tostring(err):find("headers:held: version must be a number, got \"v\"", 1, true), err)
+    -- And the same policy when the layer makes it from the rule, names from the limiter.
     local rule = lim:rule()
     eq(headers:set(rule.version, rule.windows), '"fast";q=2;w=1, "named-ffi-1h";q=100;w=3600')
     -- An unnamed limiter's answer waits for its caller's policy.
