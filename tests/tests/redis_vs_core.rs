@@ -125,7 +125,7 @@ impl Call {
         let limits = rule.check_limits(&self.limits).unwrap();
         let decision = match self.action {
             "refund" => {
-                RuleLimiter::refund(rule, state, self.now, self.cost).unwrap();
+                RuleLimiter::refund(rule, state, self.now, None, self.cost).unwrap();
                 rule.decide_with(state, self.now, 0, false, &limits)
             }
             action => rule.decide_with(state, self.now, self.cost, action == "check", &limits),

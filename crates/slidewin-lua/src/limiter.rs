@@ -81,7 +81,7 @@ impl LuaLimiter {
     }
 
     pub fn uncommit(&mut self, key: &[u8], cost: u64) -> Result<(), Error> {
-        self.store.refund(key, now_ms(), cost)
+        self.store.refund(key, now_ms(), None, cost)
     }
 
     pub fn reset(&mut self, key: &[u8]) {

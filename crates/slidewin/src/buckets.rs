@@ -257,9 +257,19 @@ impl<C: Cells> Window for BucketState<C> {
         self.newest_used = self.head;
     }
 
+    /// From the stamp's bucket, then older ones: a bucket cannot tell when in it cost came.
     #[inline]
-    fn unrecord(&mut self, config: &BucketQuota, mut cost: u64) {
-        for age in 0..=self.oldest_age(config) {
+    fn unrecord_at(&mut self, config: &BucketQuota, stamp_ms: i64, mut cost: u64) {
+        if self.total == 0 {
+            return; // the head may not be placed: nothing to give back anyway
+        }
+        let stamp_start = stamp_ms - stamp_ms.rem_euclid(config.bucket_ms);
+        let stamp_age = (self.head_start_ms - stamp_start) / config.bucket_ms;
+        let oldest = self.oldest_age(config);
+        if stamp_age > oldest as i64 {
+            return; // the stamp's bucket left the window
+        }
+        for age in stamp_age as usize..=oldest {
             let slot = self.slot(age);
             let count = self.counts.get(slot);
             let taken = cost.min(count);

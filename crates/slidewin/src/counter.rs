@@ -202,9 +202,16 @@ impl Window for CounterState {
         self.current = self.current.saturating_add(cost);
     }
 
+    /// From the fixed window the stamp fell in, then the one before (the counts cannot tell
+    /// when in a window cost came).
     #[inline]
-    fn unrecord(&mut self, _: &Quota, cost: u64) {
-        let from_current = cost.min(self.current);
+    fn unrecord_at(&mut self, quota: &Quota, stamp_ms: i64, cost: u64) {
+        let window = quota.window_ms();
+        let from_current = match self.newest_ms.div_euclid(window) - stamp_ms.div_euclid(window) {
+            0 => cost.min(self.current),
+            1 => 0,
+            _ => return, // its window is no longer counted
+        };
         self.current -= from_current;
         self.previous = self.previous.saturating_sub(cost - from_current);
     }

@@ -151,13 +151,35 @@ impl<L: Limiter, K: Hash + Eq, S: BuildHasher> Keyed<L, K, S> {
         self.peek_hashed(self.hasher.hash_one(key), key, now_ms, cost)
     }
 
-    /// Give back `cost` recorded earlier for `key`; an unknown key has nothing to refund.
+    /// Give back `cost` recorded earlier for `key`, the newest first; an unknown key has
+    /// nothing to refund.
     pub fn uncommit_at<Q>(&mut self, key: &Q, now_ms: i64, cost: u64) -> Result<(), Error>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        self.uncommit_hashed(self.hasher.hash_one(key), key, now_ms, cost)
+        self.refund_hashed(self.hasher.hash_one(key), key, (now_ms, None), cost)
+    }
+
+    /// At `now_ms`, give back `cost` of what a call recorded for `key` at `stamp_ms`
+    /// ([`Limiter::refund`]); an unknown key has nothing to give back.
+    pub fn give_back_at<Q>(
+        &mut self,
+        key: &Q,
+        now_ms: i64,
+        stamp_ms: i64,
+        cost: u64,
+    ) -> Result<(), Error>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.refund_hashed(
+            self.hasher.hash_one(key),
+            key,
+            (now_ms, Some(stamp_ms)),
+            cost,
+        )
     }
 
     /// Forget `key` entirely.
@@ -295,23 +317,24 @@ impl<L: Limiter, K: Hash + Eq, S: BuildHasher> Keyed<L, K, S> {
         }
     }
 
-    pub(crate) fn uncommit_hashed<Q>(
+    pub(crate) fn refund_hashed<Q>(
         &mut self,
         hash: u64,
         key: &Q,
-        now_ms: i64,
+        (now_ms, stamp_ms): (i64, Option<i64>),
         cost: u64,
     ) -> Result<(), Error>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
+        let refund = |config: &L::Config, state: &mut L::State| {
+            L::refund(config, state, now_ms, stamp_ms, cost)
+        };
         match self.slots.find(hash, key) {
-            Some(position) => self.update_state(position, |config, state| {
-                L::refund(config, state, now_ms, cost)
-            }),
+            Some(position) => self.update_state(position, refund),
             // Still judge the arguments, so a bad call fails the same for every key.
-            None => L::refund(&self.config, &mut L::new_state(&self.config), now_ms, cost),
+            None => refund(&self.config, &mut L::new_state(&self.config)),
         }
     }
 

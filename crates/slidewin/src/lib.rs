@@ -60,6 +60,7 @@ pub mod log;
 pub mod prometheus;
 pub mod queue;
 pub mod quota;
+pub mod reservation;
 pub mod rule;
 pub mod shared;
 pub mod status;

@@ -26,12 +26,16 @@ pub trait Limiter {
         commit: bool,
     ) -> Result<Decision, Error>;
 
-    /// Give back `cost` recorded earlier (a request that was admitted but not served): the
-    /// newest recorded cost goes first, and no more than the window still holds.
+    /// Give back `cost` recorded at `stamp_ms` or before it (`None`: the newest recorded; a
+    /// request that was admitted but not served), at `now_ms`: the newest such cost goes
+    /// first, and no more than the window still holds. What a call recorded at `stamp_ms`
+    /// leaves the window as if never recorded, so later calls are counted as they were
+    /// ([`crate::reservation`]).
     fn refund(
         config: &Self::Config,
         state: &mut Self::State,
         now_ms: i64,
+        stamp_ms: Option<i64>,
         cost: u64,
     ) -> Result<(), Error>;
 
@@ -64,10 +68,17 @@ pub trait Limiter {
         Self::decide(config, state, now_ms, cost, false)
     }
 
-    /// Refund `cost` recorded earlier.
+    /// Refund `cost` recorded earlier, the newest first.
     fn uncommit_at(&mut self, now_ms: i64, cost: u64) -> Result<(), Error> {
         let (config, state) = self.parts_mut();
-        Self::refund(config, state, now_ms, cost)
+        Self::refund(config, state, now_ms, None, cost)
+    }
+
+    /// At `now_ms`, give back `cost` of what a call recorded at `stamp_ms` (a reservation
+    /// settled for less than it reserved, [`crate::reservation`]).
+    fn give_back_at(&mut self, now_ms: i64, stamp_ms: i64, cost: u64) -> Result<(), Error> {
+        let (config, state) = self.parts_mut();
+        Self::refund(config, state, now_ms, Some(stamp_ms), cost)
     }
 
     /// Forget everything recorded.

@@ -67,10 +67,9 @@ impl<E: Entries> LogState<E> {
         through.wrapping_sub(self.expired)
     }
 
-    /// The running sum just before the newest entry.
-    fn before_back(&self) -> u64 {
-        let len = self.entries.len();
-        len.checked_sub(2)
+    /// The running sum just before entry `i`.
+    fn through_before(&self, i: usize) -> u64 {
+        i.checked_sub(1)
             .map_or(self.expired, |i| self.entries.get(i).through)
     }
 
@@ -145,15 +144,47 @@ impl<E: Entries> Window for LogState<E> {
         }
     }
 
+    /// Entries at or before the stamp are capped at what they keep; entries that keep
+    /// nothing are dropped and the later ones move down over them, each written after the
+    /// one before it and the length last, so a process that dies on the way leaves only
+    /// entries that repeat one already counted or count more than the truth (a repair skips
+    /// the former: `shared::state`).
     #[inline]
-    fn unrecord(&mut self, quota: &Quota, cost: u64) {
-        let keep = self.used(quota).saturating_sub(cost);
-        while !Entries::is_empty(&self.entries) && self.since_front(self.before_back()) >= keep {
-            self.entries.pop_back();
+    fn unrecord_at(&mut self, _: &Quota, stamp_ms: i64, cost: u64) {
+        let len = self.entries.len();
+        let mut end = len;
+        while end > 0 && self.entries.get(end - 1).ms > stamp_ms {
+            end -= 1;
         }
-        if self.entries.len() > 0 {
-            self.entries
-                .set_back_through(self.expired.wrapping_add(keep));
+        let Some(stamped) = end.checked_sub(1).map(|i| self.entries.get(i)) else {
+            return;
+        };
+        let given = cost.min(self.since_front(stamped.through));
+        if given == 0 {
+            return;
+        }
+        // What entries up to the stamp hold after it, counted from the front.
+        let kept = self.since_front(stamped.through) - given;
+        // The first entry that ends above `kept`: it keeps what is left, those after it none.
+        let mut first = end - 1;
+        while first > 0 && self.since_front(self.entries.get(first - 1).through) > kept {
+            first -= 1;
+        }
+        let mut dropped = first..end;
+        if self.since_front(self.through_before(first)) < kept {
+            let entry = self.entries.get(first);
+            let through = self.expired.wrapping_add(kept);
+            self.entries.set(first, Entry { through, ..entry });
+            dropped.start += 1;
+        }
+        let gone = dropped.len();
+        for i in end..len {
+            let entry = self.entries.get(i);
+            let through = entry.through.wrapping_sub(given);
+            self.entries.set(i - gone, Entry { through, ..entry });
+        }
+        for _ in 0..gone {
+            self.entries.pop_back();
         }
     }
 

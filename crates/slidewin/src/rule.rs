@@ -341,9 +341,17 @@ impl Limiter for RuleLimiter {
         rule.decide_with(state, now_ms, cost, commit, &rule.limits())
     }
 
-    fn refund(rule: &Rule, state: &mut RuleState, now_ms: i64, cost: u64) -> Result<(), Error> {
+    fn refund(
+        rule: &Rule,
+        state: &mut RuleState,
+        now_ms: i64,
+        stamp_ms: Option<i64>,
+        cost: u64,
+    ) -> Result<(), Error> {
         for (w, s) in state.windows.iter_mut().enumerate() {
-            on_window!(rule, s, w, |c, s| window::refund(c, s, now_ms, cost))?;
+            on_window!(rule, s, w, |c, s| window::refund(
+                c, s, now_ms, stamp_ms, cost
+            ))?;
         }
         Ok(())
     }

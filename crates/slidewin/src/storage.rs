@@ -95,6 +95,8 @@ pub trait Entries {
     fn get(&self, i: usize) -> Entry;
     /// Sets the running sum of the newest entry (there is one).
     fn set_back_through(&mut self, through: u64);
+    /// Sets entry `i` (`i < len`).
+    fn set(&mut self, i: usize, entry: Entry);
     /// Appends a newest entry.
     fn push_back(&mut self, entry: Entry);
     /// Drops the oldest entry (there is one).
@@ -119,6 +121,9 @@ impl Entries for VecDeque<Entry> {
         if let Some(back) = self.back_mut() {
             back.through = through;
         }
+    }
+    fn set(&mut self, i: usize, entry: Entry) {
+        self[i] = entry;
     }
     #[inline]
     fn push_back(&mut self, entry: Entry) {
@@ -177,6 +182,11 @@ impl<C: Cells> Entries for Ring<C> {
     fn set_back_through(&mut self, through: u64) {
         let at = self.cell(self.len - 1);
         self.cells.set(at + 1, through);
+    }
+    fn set(&mut self, i: usize, entry: Entry) {
+        let at = self.cell(i);
+        self.cells.set(at, entry.ms as u64);
+        self.cells.set(at + 1, entry.through);
     }
     #[inline]
     fn push_back(&mut self, entry: Entry) {

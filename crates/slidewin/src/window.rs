@@ -25,8 +25,11 @@ pub(crate) trait Window: Sized {
     fn used(&self, config: &Self::Config) -> u64;
     /// Record `cost` (positive, fitting the limit) now.
     fn record(&mut self, config: &Self::Config, cost: u64);
-    /// Give back up to `cost`, newest first.
-    fn unrecord(&mut self, config: &Self::Config, cost: u64);
+    /// Give back up to `cost` recorded at `stamp_ms` or before it (at most `newest_ms`),
+    /// newest first: the units a call recorded at `stamp_ms` leave as if never recorded, and
+    /// when they are gone already, older ones go (the window then counts more than the
+    /// truth until they would have left: never less).
+    fn unrecord_at(&mut self, config: &Self::Config, stamp_ms: i64, cost: u64);
     /// Milliseconds until the window counts at most `at_most` (less than it counts now),
     /// if nothing else arrives.
     fn wait_ms(&self, config: &Self::Config, at_most: u64) -> u64;
@@ -144,15 +147,24 @@ pub(crate) fn decide_alone<W: Window>(
     found.decision(cost, limit, state.reset_after_ms(config), 0)
 }
 
-/// [`crate::Limiter::refund`] for every limiter.
+/// [`crate::Limiter::refund`] for every limiter: moves to `now_ms`, then gives back `cost`
+/// recorded at `stamp_ms` or before (`None`: the newest time seen, which a clock that stepped
+/// back leaves after `now_ms`).
 pub(crate) fn refund<W: Window>(
     config: &W::Config,
     state: &mut W,
     now_ms: i64,
+    stamp_ms: Option<i64>,
     cost: u64,
 ) -> Result<(), Error> {
+    let stamp_ms = stamp_ms.map(|ms| check_time("stamp_ms", ms)).transpose()?;
     advance(config, state, now_ms)?;
-    state.unrecord(config, cost);
+    let newest_ms = state.newest_ms();
+    state.unrecord_at(
+        config,
+        stamp_ms.map_or(newest_ms, |ms| ms.min(newest_ms)),
+        cost,
+    );
     Ok(())
 }
 
@@ -215,9 +227,10 @@ macro_rules! single_key_limiter {
                 config: &$config,
                 state: &mut $state,
                 now_ms: i64,
+                stamp_ms: Option<i64>,
                 cost: u64,
             ) -> Result<(), $crate::Error> {
-                $crate::window::refund(config, state, now_ms, cost)
+                $crate::window::refund(config, state, now_ms, stamp_ms, cost)
             }
 
             #[inline]

@@ -1,6 +1,6 @@
 //! Rules of 1 to 4 windows of mixed algorithms against a naive model (one `common::Model` per
-//! window, combined the obvious way), on random traces of checks, peeks, uncommits, clock
-//! steps and limit changes (live `set_limit` and per-call limits up to `max_limit`): the
+//! window, combined the obvious way), on random traces of checks, peeks, uncommits,
+//! give-backs at an earlier stamp, clock steps and limit changes (live `set_limit` and per-call limits up to `max_limit`): the
 //! in-process `RuleLimiter`, a `shared::Zone` over a region of words and `Keyed` per-key rules
 //! give the model's every `Decision` field.
 
@@ -63,11 +63,30 @@ enum Op {
         key: usize,
         cost: u64,
     },
+    /// Gives back cost recorded `back_ms` before now or earlier (sometimes out of the
+    /// clock's range: an error that changes nothing).
+    GiveBack {
+        key: usize,
+        back_ms: i64,
+        cost: u64,
+    },
     /// A live limit change (sometimes out of range: an error that changes nothing).
     SetLimit {
         window: usize,
         limit: u64,
     },
+}
+
+/// How long before now a give-back's stamp is: the same millisecond, a few back, past a
+/// window, a stamp ahead of now (the clock stepped back since), or out of the clock's range.
+fn back_ms() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        3 => Just(0i64),
+        6 => 1..=8i64,
+        3 => 1..=60i64,
+        1 => -5..0i64,
+        1 => Just(1i64 << 60),
+    ]
 }
 
 /// A limit for a window of `max_limit`: mostly in `1..=max_limit`, now and then 0 or above.
@@ -104,7 +123,8 @@ fn trace(windows: &[Drawn]) -> impl Strategy<Value = Vec<(i64, Op)>> {
         8 => (key.clone(), cost.clone(), any::<bool>(), limits).prop_map(|(key, cost, commit, limits)| {
             Op::Decide { key, cost, commit, limits }
         }),
-        2 => (key, cost).prop_map(|(key, cost)| Op::Uncommit { key, cost }),
+        2 => (key.clone(), cost.clone()).prop_map(|(key, cost)| Op::Uncommit { key, cost }),
+        3 => (key, back_ms(), cost).prop_map(|(key, back_ms, cost)| Op::GiveBack { key, back_ms, cost }),
         2 => set_limit,
     ];
     // Same-millisecond bursts, steps, far jumps, the clock stepping back (near or far).
@@ -184,8 +204,8 @@ impl RuleModel {
         }
     }
 
-    fn refund(&mut self, now_ms: i64, cost: u64) {
-        self.windows.iter_mut().for_each(|m| m.refund(now_ms, cost));
+    fn give_back(&mut self, now_ms: i64, stamp_ms: Option<i64>, cost: u64) {
+        (self.windows.iter_mut()).for_each(|m| m.give_back(now_ms, stamp_ms, cost));
     }
 
     /// Whether every window counts nothing at the newest time.
@@ -317,7 +337,34 @@ impl<'r> Subjects<'r> {
         prop_assert_eq!(self.zone.uncommit_at(KEYS[key], now, cost), Ok(()));
         prop_assert_eq!(self.keyed.uncommit_bytes_at(KEYS[key], now, cost), Ok(()));
         for models in &mut self.models {
-            models[key].model(&self.windows).refund(now, cost);
+            models[key].model(&self.windows).give_back(now, None, cost);
+        }
+        Ok(())
+    }
+
+    fn give_back(
+        &mut self,
+        key: usize,
+        now: i64,
+        stamp: i64,
+        cost: u64,
+    ) -> Result<(), TestCaseError> {
+        let got = [
+            self.limiters[key].give_back_at(now, stamp, cost),
+            self.zone.give_back_at(KEYS[key], now, stamp, cost),
+            self.keyed.give_back_bytes_at(KEYS[key], now, stamp, cost),
+        ];
+        let in_range = (-(1i64 << 53)..=1i64 << 53).contains(&stamp);
+        for (subject, got) in got.into_iter().enumerate() {
+            if !in_range {
+                let err = got.map_err(|e| e.to_string()).unwrap_err();
+                prop_assert!(err.contains("stamp_ms"), "subject {}: {}", subject, err);
+                continue;
+            }
+            prop_assert_eq!(got, Ok(()), "subject {}", subject);
+            self.models[subject][key]
+                .model(&self.windows)
+                .give_back(now, Some(stamp), cost);
         }
         Ok(())
     }
@@ -366,6 +413,9 @@ fn replay(windows: Vec<Drawn>, start: i64, trace: &[(i64, Op)]) -> Result<(), Te
                 limits,
             } => subjects.decide(*key, now, *cost, *commit, limits.as_deref())?,
             Op::Uncommit { key, cost } => subjects.uncommit(*key, now, *cost)?,
+            Op::GiveBack { key, back_ms, cost } => {
+                subjects.give_back(*key, now, now - back_ms, *cost)?
+            }
             Op::SetLimit { window, limit } => subjects.set_limit(*window, *limit)?,
         }
     }
@@ -374,7 +424,7 @@ fn replay(windows: Vec<Drawn>, start: i64, trace: &[(i64, Op)]) -> Result<(), Te
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(200))]
+    #![proptest_config(ProptestConfig::with_cases(500))]
 
     #[test]
     fn limiter_zone_and_keyed_rules_agree_with_the_model(

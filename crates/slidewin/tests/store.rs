@@ -57,17 +57,31 @@ fn rule(limit: u64) -> Rule {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Decide { key: u8, cost: u64, call: Call },
-    Refund { key: u8, cost: u64 },
-    Reset { key: u8 },
-    SetLimit { limit: u64 },
+    Decide {
+        key: u8,
+        cost: u64,
+        call: Call,
+    },
+    /// Gives back cost recorded `back_ms` before now or earlier.
+    Refund {
+        key: u8,
+        cost: u64,
+        back_ms: i64,
+    },
+    Reset {
+        key: u8,
+    },
+    SetLimit {
+        limit: u64,
+    },
 }
 
 fn ops() -> impl Strategy<Value = Vec<(Op, i64)>> {
     let op = prop_oneof![
         6 => (0..4_u8, 0..4_u64, prop_oneof![Just(Call::Peek), Just(Call::Check), Just(Call::DryRun)])
             .prop_map(|(key, cost, call)| Op::Decide { key, cost, call }),
-        1 => (0..4_u8, 1..3_u64).prop_map(|(key, cost)| Op::Refund { key, cost }),
+        1 => (0..4_u8, 1..3_u64, prop_oneof![Just(0_i64), 0..2_000_i64])
+            .prop_map(|(key, cost, back_ms)| Op::Refund { key, cost, back_ms }),
         1 => (0..4_u8).prop_map(|key| Op::Reset { key }),
         1 => (1..=20_u64).prop_map(|limit| Op::SetLimit { limit }),
     ];
@@ -80,7 +94,17 @@ fn apply(store: &mut dyn Store, op: &Op, now_ms: i64) -> String {
         Op::Decide { key, cost, call } => {
             format!("{:?}", store.decide(&[key], now_ms, cost, call, None))
         }
-        Op::Refund { key, cost } => format!("{:?}", store.refund(&[key], now_ms, cost)),
+        Op::Refund { key, cost, back_ms } => {
+            format!(
+                "{:?}",
+                store.refund(
+                    &[key],
+                    now_ms,
+                    (back_ms > 0).then_some(now_ms - back_ms),
+                    cost
+                )
+            )
+        }
         Op::Reset { key } => {
             store.reset(&[key]);
             String::new()

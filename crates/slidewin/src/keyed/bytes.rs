@@ -85,9 +85,31 @@ impl<L: Limiter, S: BuildHasher> Keyed<L, Vec<u8>, S> {
 
     /// [`Keyed::uncommit_at`] with the key bound applied.
     pub fn uncommit_bytes_at(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
+        self.refund_bytes_at(key, now_ms, None, cost)
+    }
+
+    /// [`Keyed::give_back_at`] with the key bound applied.
+    pub fn give_back_bytes_at(
+        &mut self,
+        key: &[u8],
+        now_ms: i64,
+        stamp_ms: i64,
+        cost: u64,
+    ) -> Result<(), Error> {
+        self.refund_bytes_at(key, now_ms, Some(stamp_ms), cost)
+    }
+
+    /// [`Limiter::refund`] of a key with the key bound applied.
+    pub fn refund_bytes_at(
+        &mut self,
+        key: &[u8],
+        now_ms: i64,
+        stamp_ms: Option<i64>,
+        cost: u64,
+    ) -> Result<(), Error> {
         let mut digest = [0; DIGEST_BYTES];
         let key = self.bounded(key, &mut digest);
-        self.uncommit_at(key, now_ms, cost)
+        self.refund_hashed(self.hasher.hash_one(key), key, (now_ms, stamp_ms), cost)
     }
 
     /// [`Keyed::reset`] with the key bound applied.

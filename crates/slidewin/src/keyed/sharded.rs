@@ -103,7 +103,7 @@ impl<L: Limiter, K: Hash + Eq, S: BuildHasher + Clone> ShardedKeyed<L, K, S> {
         Q: Hash + Eq + ?Sized,
     {
         let (hash, mut shard) = self.shard(key);
-        shard.uncommit_hashed(hash, key, now_ms, cost)
+        shard.refund_hashed(hash, key, (now_ms, None), cost)
     }
 
     /// [`Keyed::reset`].

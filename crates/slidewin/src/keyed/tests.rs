@@ -58,7 +58,13 @@ impl Limiter for Tally {
         })
     }
 
-    fn refund(_: &Quota, state: &mut TallyState, _: i64, cost: u64) -> Result<(), Error> {
+    fn refund(
+        _: &Quota,
+        state: &mut TallyState,
+        _: i64,
+        _: Option<i64>,
+        cost: u64,
+    ) -> Result<(), Error> {
         state.used = state.used.saturating_sub(cost);
         Ok(())
     }

@@ -109,12 +109,12 @@ fn reset_after_of<'a, V: View<'a>>(config: &V::Config, words: &'a [AtomicU64]) -
 fn refund_of<'a, V: View<'a>>(
     config: &V::Config,
     words: &'a [AtomicU64],
-    now_ms: i64,
+    (now_ms, stamp_ms): (i64, Option<i64>),
     cost: u64,
 ) -> Result<(), Error> {
     // A refused time changes nothing, so storing the state back then is harmless.
     updated(config, words, |view: &mut V| {
-        window::refund(config, view, now_ms, cost)
+        window::refund(config, view, now_ms, stamp_ms, cost)
     })
 }
 
@@ -174,10 +174,16 @@ impl<'a> Way<'a> {
         sound
     }
 
-    /// Gives `cost` back in every window.
-    pub(crate) fn refund(&self, now_ms: i64, cost: u64) -> Result<(), Error> {
+    /// Gives `cost` recorded at `stamp_ms` or before (`None`: the newest) back in every
+    /// window, at `now_ms`.
+    pub(crate) fn refund(
+        &self,
+        now_ms: i64,
+        stamp_ms: Option<i64>,
+        cost: u64,
+    ) -> Result<(), Error> {
         for (w, window) in self.windows.iter().enumerate() {
-            on_view!(window, refund_of(self.of(w), now_ms, cost))?;
+            on_view!(window, refund_of(self.of(w), (now_ms, stamp_ms), cost))?;
         }
         Ok(())
     }
@@ -311,7 +317,9 @@ impl<'a> View<'a> for SharedLog<'a> {
         }
     }
     /// A log whose header a killed call stored in part is made whole: the entries it popped
-    /// are dropped from the front, the slots past its entries cut from the back. A log the
+    /// are dropped from the front, the slots past its entries cut from the back, and copies
+    /// a give-back that moved entries down left behind are dropped, the entries after them
+    /// moved down (ascending, so a repair that dies too leaves copies again). A log the
     /// algorithm made is left as it is.
     fn repair(quota: &Quota, max_limit: u64, words: &'a [AtomicU64]) -> bool {
         let cap = (words.len() - LOG_HEADER) / 2;
@@ -335,22 +343,27 @@ impl<'a> View<'a> for SharedLog<'a> {
             popped += 1;
         }
         // Then entries in order, each adding cost, all of them within `max_limit` (a limit
-        // lowered at run time leaves what the higher one admitted); the first that is not
-        // is a slot past the end.
+        // lowered at run time leaves what the higher one admitted). One that is not is a
+        // slot past the end, or a copy of an entry kept already (with the count it had
+        // before or after a give-back, never more than the entries after it): skipped.
+        let mut entries = log.entries;
         let (mut kept, mut after_ms, mut before) = (0, i64::MIN, expired);
-        while popped + kept < log.entries.len() {
-            let entry = log.entries.get(popped + kept);
-            let cost = entry.through.wrapping_sub(before);
+        for i in popped..entries.len() {
+            let entry = entries.get(i);
+            let cost = entry.through.wrapping_sub(before) as i64;
             let in_order = entry.ms > after_ms && entry.ms <= log.newest_ms && cost > 0;
             if !in_order || entry.through.wrapping_sub(expired) > max_limit {
-                break;
+                continue;
+            }
+            if i != popped + kept {
+                entries.set(popped + kept, entry);
             }
             (after_ms, before) = (entry.ms, entry.through);
             kept += 1;
         }
-        if popped > 0 || popped + kept < log.entries.len() {
+        if popped > 0 || popped + kept < entries.len() {
             set(words, 1, expired);
-            set(words, 2, ((log.entries.head + popped) % cap) as u64);
+            set(words, 2, ((entries.head + popped) % cap) as u64);
             set(words, 3, kept as u64);
         }
         true

@@ -216,24 +216,52 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         self.decide_checked(key, now_ms, cost, call, &self.limits())
     }
 
-    /// Give back `cost` recorded for `key` (nothing for an unknown key).
+    /// Give back `cost` recorded for `key`, the newest first (nothing for an unknown key).
     pub fn uncommit_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
+        self.refund_at(key, now_ms, None, cost)
+    }
+
+    /// At `now_ms`, give back `cost` of what a call recorded for `key` at `stamp_ms` (a
+    /// reservation settled for less, [`crate::reservation`]; nothing for an unknown key).
+    pub fn give_back_at(
+        &self,
+        key: &[u8],
+        now_ms: i64,
+        stamp_ms: i64,
+        cost: u64,
+    ) -> Result<(), Error> {
+        self.refund_at(key, now_ms, Some(stamp_ms), cost)
+    }
+
+    /// [`crate::store::Store::refund`]: `cost` recorded for `key` at `stamp_ms` or before (`None`: the
+    /// newest) given back at `now_ms`.
+    pub fn refund_at(
+        &self,
+        key: &[u8],
+        now_ms: i64,
+        stamp_ms: Option<i64>,
+        cost: u64,
+    ) -> Result<(), Error> {
         check_time("now_ms", now_ms)?;
+        if let Some(stamp_ms) = stamp_ms {
+            check_time("stamp_ms", stamp_ms)?;
+        }
         let at = self.table.seek(key, self);
         match at.way {
-            Some(way) => self.state(&at.set, way).refund(now_ms, cost),
+            Some(way) => self.state(&at.set, way).refund(now_ms, stamp_ms, cost),
             None => Ok(()),
         }
     }
 
-    /// Take back a call [`Zone::check_at`] admitted at `now_ms` that another limit then
+    /// Take back a call [`Zone::check_at`] admitted at `stamp_ms` that another limit then
     /// refused (nginx's `limit_req` charges no zone for a request another one refuses): its
-    /// `cost` given back and its admission no longer counted.
-    pub fn withdraw_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
-        check_time("now_ms", now_ms)?;
+    /// `cost` given back where it was recorded, and its admission no longer counted.
+    pub fn withdraw_at(&self, key: &[u8], stamp_ms: i64, cost: u64) -> Result<(), Error> {
+        check_time("stamp_ms", stamp_ms)?;
         let at = self.table.seek(key, self);
         if let Some(way) = at.way {
-            self.state(&at.set, way).refund(now_ms, cost)?;
+            self.state(&at.set, way)
+                .refund(stamp_ms, Some(stamp_ms), cost)?;
             at.set.add(S_ALLOWED, u64::MAX);
         }
         Ok(())

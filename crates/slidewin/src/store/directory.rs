@@ -71,8 +71,14 @@ impl<R: AsRef<[AtomicU64]> + Clone, O: Owner + Clone> Store for DirectoryRule<R,
     ) -> Result<Decision, Error> {
         self.current()?.decide(key, now_ms, cost, call, limits)
     }
-    fn refund(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
-        Store::refund(self.current()?, key, now_ms, cost)
+    fn refund(
+        &mut self,
+        key: &[u8],
+        now_ms: i64,
+        stamp_ms: Option<i64>,
+        cost: u64,
+    ) -> Result<(), Error> {
+        Store::refund(self.current()?, key, now_ms, stamp_ms, cost)
     }
     fn reset(&mut self, key: &[u8]) {
         if let Ok(zone) = self.current() {

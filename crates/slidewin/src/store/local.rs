@@ -55,8 +55,14 @@ impl<R: AsRef<[AtomicU64]>, S: BuildHasher> Store for LocalRule<R, S> {
         }
         Ok(decision)
     }
-    fn refund(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
-        self.keyed.uncommit_bytes_at(key, now_ms, cost)
+    fn refund(
+        &mut self,
+        key: &[u8],
+        now_ms: i64,
+        stamp_ms: Option<i64>,
+        cost: u64,
+    ) -> Result<(), Error> {
+        self.keyed.refund_bytes_at(key, now_ms, stamp_ms, cost)
     }
     fn reset(&mut self, key: &[u8]) {
         self.keyed.reset_bytes(key);

@@ -124,21 +124,35 @@ impl Model {
     }
 
     /// Give back up to `cost` from the newest admitted cost that still counts.
-    pub fn refund(&mut self, now_ms: i64, mut cost: u64) {
+    pub fn refund(&mut self, now_ms: i64, cost: u64) {
+        self.give_back(now_ms, None, cost);
+    }
+
+    /// Give back up to `cost` admitted at `stamp_ms` or before (`None`: the newest time),
+    /// newest first, among what still counts. Buckets and two windows cannot
+    /// tell times within a bucket or a fixed window apart: there, cost admitted after the
+    /// stamp in its bucket or window is the stamp's.
+    pub fn give_back(&mut self, now_ms: i64, stamp_ms: Option<i64>, mut cost: u64) {
+        let stamp = stamp_ms.unwrap_or(i64::MAX);
         let now = self.clamp(now_ms);
-        while cost > 0 {
-            match self.admitted.last() {
-                Some(&(ms, _)) if self.counts(ms, now) => {}
-                _ => break,
+        let granule = |ms: i64| match self.counting {
+            Counting::Exact => ms,
+            Counting::Buckets(bucket_ms) => ms.div_euclid(bucket_ms),
+            Counting::TwoWindows => ms.div_euclid(self.window_ms),
+        };
+        let last = granule(stamp.min(now));
+        for i in (0..self.admitted.len()).rev() {
+            let (ms, units) = self.admitted[i];
+            if cost == 0 || !self.counts(ms, now) {
+                break;
             }
-            let last = self.admitted.last_mut().unwrap();
-            let taken = cost.min(last.1);
-            last.1 -= taken;
-            cost -= taken;
-            if last.1 == 0 {
-                self.admitted.pop();
+            if granule(ms) <= last {
+                let taken = cost.min(units);
+                self.admitted[i].1 -= taken;
+                cost -= taken;
             }
         }
+        self.admitted.retain(|&(_, units)| units > 0);
     }
 }
 
