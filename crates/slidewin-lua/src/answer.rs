@@ -58,6 +58,9 @@ c_struct!(
         reset_after_ms: f64,
         limit: f64,
         version: f64,
+        /// When the decision was made (where a check recorded its cost: a reservation's
+        /// stamp, for `lim:uncommit`); NaN for a store that decides elsewhere.
+        stamp_ms: f64,
         text: [u8; TEXT_BYTES],
         message: [u8; MESSAGE_BYTES],
     }
@@ -290,12 +293,13 @@ c_function!(
                 }
             };
             let decided = decide_versioned(this, key, cost, call, limits, FUNCTION)?;
-            headers.held.follow(decided.1, || this.policy());
+            headers.held.follow(decided.version, || this.policy());
             Ok(decided)
         });
         match decided {
-            Ok((d, version)) => {
-                fill(out, &d, version as f64);
+            Ok(decided) => {
+                fill(out, &decided.decision, decided.version as f64);
+                out.stamp_ms = decided.stamp_ms as f64;
                 render_into(out, headers);
                 0
             }
@@ -419,6 +423,7 @@ pub(crate) fn fill(out: &mut Answer, d: &Decision, version: f64) {
     out.reset_after_ms = d.reset_after_ms as f64;
     out.limit = d.limit as f64;
     out.version = version;
+    out.stamp_ms = f64::NAN;
 }
 
 /// The values of `d` in `headers`' style, into `out.text`. They always fit: names are bounded

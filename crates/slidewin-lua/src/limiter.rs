@@ -70,18 +70,22 @@ impl LuaLimiter {
 
     /// Decide at the module's clock under `limits` (a caller's, unchecked) or the live ones;
     /// record `cost` when it fits and `call` commits.
+    /// The decision and its time (where a check recorded `cost`).
     pub fn decide(
         &mut self,
         key: &[u8],
         cost: u64,
         call: Call,
         limits: Option<&[u64]>,
-    ) -> Result<Decision, Error> {
-        self.store.decide(key, now_ms(), cost, call, limits)
+    ) -> Result<(Decision, i64), Error> {
+        let now = now_ms();
+        let decision = self.store.decide(key, now, cost, call, limits)?;
+        Ok((decision, now))
     }
 
-    pub fn uncommit(&mut self, key: &[u8], cost: u64) -> Result<(), Error> {
-        self.store.refund(key, now_ms(), None, cost)
+    /// Gives back `cost` recorded at `stamp_ms` or before (`None`: the newest).
+    pub fn uncommit(&mut self, key: &[u8], cost: u64, stamp_ms: Option<i64>) -> Result<(), Error> {
+        self.store.refund(key, now_ms(), stamp_ms, cost)
     }
 
     pub fn reset(&mut self, key: &[u8]) {
@@ -213,7 +217,15 @@ pub fn on_block<T>(
     }
 }
 
-/// `this`'s decision, and the version of the rule it was made under; errors name `function`.
+/// A decision, the version of the rule it was made under, and its time (where a check
+/// recorded its cost: a reservation's stamp).
+pub struct Decided {
+    pub decision: Decision,
+    pub version: u64,
+    pub stamp_ms: i64,
+}
+
+/// `this`'s decision ([`Decided`]); errors name `function`.
 pub fn decide_versioned(
     this: &mut LuaLimiter,
     key: &[u8],
@@ -221,10 +233,15 @@ pub fn decide_versioned(
     call: Call,
     limits: Option<&[u64]>,
     function: &str,
-) -> Result<(Decision, u64), String> {
-    let d = this.decide(key, cost, call, limits);
-    d.map(|d| (d, this.version()))
-        .map_err(|e| format!("{function}: {e}"))
+) -> Result<Decided, String> {
+    let (decision, stamp_ms) =
+        (this.decide(key, cost, call, limits)).map_err(|e| format!("{function}: {e}"))?;
+    let version = this.version();
+    Ok(Decided {
+        decision,
+        version,
+        stamp_ms,
+    })
 }
 
 const NEW: &str = "slidewin.limiter";

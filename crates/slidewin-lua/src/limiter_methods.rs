@@ -138,7 +138,9 @@ unsafe fn decide_at(
             None => None,
         };
         with_key(state, 2, function, |key| {
-            decide_versioned(this, key, cost, call, given.map(|n| &limits[..n]), function)
+            let decided =
+                decide_versioned(this, key, cost, call, given.map(|n| &limits[..n]), function)?;
+            Ok((decided.decision, decided.version))
         })
     })
 }
@@ -201,13 +203,26 @@ unsafe extern "C-unwind" fn check(state: *mut lua_State) -> c_int {
     1
 }
 
-/// `lim:uncommit(key, cost)`: gives back cost recorded earlier; returns true.
+/// `lim:uncommit(key, cost[, stamp_ms])`: gives back cost recorded earlier, the newest
+/// first, or recorded at `stamp_ms` or before (a reservation's stamp: the decision's
+/// `stamp_ms`); returns true.
 unsafe extern "C-unwind" fn uncommit(state: *mut lua_State) -> c_int {
     let function = "lim:uncommit";
     with_self(state, function, |this| {
         let cost = cost(state, 3, function)?;
+        let stamp_ms = match ffi::lua_type(state, 4) {
+            ffi::LUA_TNIL | ffi::LUA_TNONE => None,
+            ffi::LUA_TNUMBER => Some(
+                arg::int("stamp_ms", ffi::lua_tonumber(state, 4))
+                    .map_err(|e| format!("{function}: {e}"))?,
+            ),
+            _ => {
+                let got = describe(state, 4);
+                return Err(format!("{function}: stamp_ms must be a number, got {got}"));
+            }
+        };
         with_key(state, 2, function, |key| {
-            this.uncommit(key, cost)
+            this.uncommit(key, cost, stamp_ms)
                 .map_err(|e| format!("{function}: {e}"))
         })
     });
