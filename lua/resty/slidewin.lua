@@ -56,7 +56,9 @@
 --   store:set_limits(limits), store:poll_limits(now_ms) -> limits | nil: optional, for stores
 --   that share live limits between nodes (redis)
 -- Either kind: store:refund(key, cost) -> true | nil, err (store.refunds_at_once: true when
--- it needs no I/O, so the log phase gives back at once rather than in a timer);
+-- it needs no I/O, so the log phase gives back at once rather than in a timer;
+-- store.refunds_at_stamp: true when store:refund(key, cost, stamp_ms) gives back cost recorded
+-- at a reservation's stamp, which sw:reserve needs);
 -- store:keys() -> number | nil (nil: the store cannot tell);
 -- store.counts_decisions: true when the store counts allowed/rejected itself (shm), and
 -- store:stats() -> { keys, capacity, evictions, ... } then gives them.
@@ -394,6 +396,53 @@ function _M.set_limit(self, limit, window)
     end
     held.limits(self, limits)
     return true
+end
+
+-- sw:reserve(key, cost, opts): enforce for a cost known only after the answer (tokens,
+-- bytes): admits (headers set) and returns a ticket for sw:settle, or refuses as enforce
+-- does (the request ends). The ticket is { key, cost, stamp_ms }: stamp_ms is when the cost
+-- was recorded (nil when nothing was: a store failure let the request through). Stores in
+-- this node's memory (local, shm, zone, nginx) and limiters without switches.
+function _M.reserve(self, key, cost, opts)
+    check_self(self, "reserve")
+    if not self.store.refunds_at_stamp then
+        error(format("sw:reserve: store %s cannot give cost back at a reservation's stamp "
+            .. "(stores local, shm, zone and nginx can)", show(self.conf.store)), 2)
+    end
+    if self.hooks then
+        error("sw:reserve: a limiter with switches (mode, exempt, headers, delay, ...) cannot reserve", 2)
+    end
+    key = key_of(self, key, "reserve", 3)
+    local out, policy_header, decided_locally = decide(self, key, cost, true, opts, "reserve")
+    -- Read before respond, which may reuse the buffer.
+    local stamp_ms = out and out.allowed ~= 0 and out.stamp_ms or nil
+    respond(self, key, cost, opts, out, policy_header, decided_locally)
+    return { key = key, cost = stamp_ms and (cost or 1) or 0, stamp_ms = stamp_ms }
+end
+
+-- sw:settle(ticket, actual): the reserved call used `actual`: what it did not use goes back
+-- at the reservation's stamp, so the windows hold `actual` where the call was admitted (a
+-- refund now would take later calls' cost and let a window go over). A ticket settled twice
+-- counts once. true, or nil, err (the store failed); raises on a bad ticket, or on an actual
+-- above the cost reserved (clamp the work to it: an output cap).
+function _M.settle(self, ticket, actual)
+    check_self(self, "settle")
+    if type(ticket) ~= "table" or type(ticket.cost) ~= "number" then
+        error(format("sw:settle: ticket must be what sw:reserve returned, got %s", show(ticket)), 2)
+    end
+    if not (type(actual) == "number" and actual >= 0 and actual % 1 == 0 and actual <= ticket.cost) then
+        error(format("sw:settle: actual must be an integer from 0 to the cost reserved (%d), got %s",
+            ticket.cost, show(actual)), 2)
+    end
+    if ticket.settled then
+        return true
+    end
+    ticket.settled = true
+    local unused = ticket.cost - actual
+    if unused == 0 then
+        return true
+    end
+    return self.store:refund(ticket.key, unused, ticket.stamp_ms)
 end
 
 -- sw:refund(key, cost): gives `cost` back in every window of `key` (an admission whose work

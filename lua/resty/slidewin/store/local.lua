@@ -54,11 +54,12 @@ function _M.window(self, key)
 end
 
 -- Gives `cost` back in every window of `key`, in this node's memory: no I/O, so a refund
--- runs in any phase, the log phase included (refunds_at_once).
-_M.refunds_at_once = true
+-- runs in any phase, the log phase included (refunds_at_once). With `stamp_ms` (a
+-- reservation's: refunds_at_stamp), cost recorded at that time or before goes back.
+_M.refunds_at_once, _M.refunds_at_stamp = true, true
 
-function _M.refund(self, key, cost)
-    return self.lim:uncommit(key, cost)
+function _M.refund(self, key, cost, stamp_ms)
+    return self.lim:uncommit(key, cost, stamp_ms)
 end
 
 function _M.keys(self)

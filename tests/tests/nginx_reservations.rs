@@ -1,0 +1,105 @@
+//! Reservations inside real nginx (nginx/shm.conf's `/reserve/`): `sw:reserve` in the access
+//! phase, `sw:settle` in the log phase, on store `shm` shared by two workers.
+
+use std::thread;
+use std::time::Duration;
+
+use slidewin_tests::http::Response;
+use slidewin_tests::nginx::Nginx;
+
+/// `n` requests of `user`, one at a time, each reserving `cost` and settling `actual`.
+fn reserve(nginx: &Nginx, user: &str, cost: u64, actual: u64, n: usize) -> Vec<Response> {
+    (0..n)
+        .map(|_| {
+            let response = nginx.get(&format!(
+                "/reserve/tokens?user={user}&cost={cost}&actual={actual}"
+            ));
+            // The log phase settles after the response is sent: let it run.
+            thread::sleep(Duration::from_millis(50));
+            response
+        })
+        .collect()
+}
+
+fn statuses(responses: &[Response]) -> Vec<u16> {
+    responses.iter().map(|r| r.status).collect()
+}
+
+#[test]
+fn a_settled_reservation_keeps_only_what_the_call_used() {
+    let nginx = Nginx::start("shm.conf", 2);
+    // 20 a minute: each call reserves 10 and uses 2. Before the k-th call the window holds
+    // 2 (k - 1), so it fits while 2 (k - 1) + 10 <= 20: six calls, then refusals.
+    let settled = reserve(&nginx, "a", 10, 2, 8);
+    assert_eq!(statuses(&settled), [200, 200, 200, 200, 200, 200, 429, 429]);
+    let sixth = &settled[5];
+    let rate = sixth.header("RateLimit").unwrap();
+    assert!(rate.starts_with(r#""tokens";r=0;t="#), "{rate}");
+    // The seventh waits for the first call's 2 units to leave, a minute after they came.
+    let wait: u64 = settled[6].header("Retry-After").unwrap().parse().unwrap();
+    assert!((59..=60).contains(&wait), "{wait}");
+    // Calls that use all they reserve: two fit.
+    assert_eq!(statuses(&reserve(&nginx, "b", 10, 10, 3)), [200, 200, 429]);
+    // A cost above the rule's second window (30 by buckets) never fits.
+    assert_eq!(statuses(&reserve(&nginx, "c", 31, 0, 1)), [429]);
+}
+
+#[test]
+fn a_ticket_settles_once_and_bad_settlements_are_errors() {
+    let nginx = Nginx::start("shm.conf", 1);
+    let eval = |lua: &str| nginx.eval(lua).body;
+    let body = eval(
+        "local sw = require('limits'):get('tokens') \
+         local t = sw:reserve('e', 5) \
+         local ok1 = sw:settle(t, 1) \
+         local ok2 = sw:settle(t, 0) \
+         local lim = sw.store.lim \
+         return table.concat({ tostring(ok1), tostring(ok2), t.cost, \
+             lim:window('e', 1).windows[1].count }, ' ')",
+    );
+    // Settled for 1 of 5; the second settlement changes nothing.
+    assert_eq!(body, "true true 5 1");
+    let err = |lua: &str| {
+        eval(&format!(
+            "local sw = require('limits'):get('tokens') \
+             local ok, err = pcall(function() {lua} end) return tostring(err)"
+        ))
+    };
+    assert!(
+        err("sw:settle(sw:reserve('f', 3), 4)").ends_with(
+            "sw:settle: actual must be an integer from 0 to the cost reserved (3), got 4"
+        ),
+        "{}",
+        err("sw:settle(sw:reserve('f', 3), 4)")
+    );
+    assert!(err("sw:settle({}, 1)")
+        .contains("sw:settle: ticket must be what sw:reserve returned, got table: "));
+    assert!(err("sw:settle(sw:reserve('g', 3), -1)").ends_with("got -1"));
+}
+
+#[test]
+fn stores_elsewhere_and_limiters_with_switches_cannot_reserve() {
+    let nginx = Nginx::start("test.conf", 1);
+    let err = |lua: &str| {
+        let chunk = format!("local ok, err = pcall(function() {lua} end) return tostring(err)");
+        nginx.eval(&chunk).body
+    };
+    let shdict = err("require('limits'):get('shared'):reserve('k', 1)");
+    assert!(
+        shdict.ends_with(
+            "sw:reserve: store \"shdict\" cannot give cost back at a reservation's stamp \
+             (stores local, shm, zone and nginx can)"
+        ),
+        "{shdict}"
+    );
+    let dry_run = err(
+        "local sw = assert(require('resty.slidewin').new{ name = 'dry', limit = 5, \
+         window_ms = 1000, store = 'local', mode = 'dry_run' }) sw:reserve('k', 1)",
+    );
+    assert!(
+        dry_run.ends_with(
+            "sw:reserve: a limiter with switches (mode, exempt, headers, delay, ...) cannot reserve"
+        ),
+        "{dry_run}"
+    );
+}
