@@ -275,6 +275,66 @@ fn start_with(name: &str, http: &str, locations: &str) -> Nginx {
     Nginx::start_in(prefix, name, &[])
 }
 
+/// Calls of `user` one at a time, each reserving 10 of zone `tokens` (20 a minute) through
+/// `location`, whose upstream reports `used`: the statuses.
+fn reservations(nginx: &Nginx, location: &str, user: &str, used: &str, n: usize) -> Vec<u16> {
+    (0..n)
+        .map(|_| {
+            let status = nginx
+                .get(&format!("{location}?user={user}&cost=10&used={used}"))
+                .status;
+            // The log phase settles after the response is sent: let it run.
+            thread::sleep(Duration::from_millis(50));
+            status
+        })
+        .collect()
+}
+
+#[test]
+fn a_reservation_settles_in_the_log_phase_for_what_the_upstream_reported() {
+    let zone = "slidewin_zone tokens size=1m log 20/60s;";
+    let locations = r#"location = /usage {
+            add_header X-Usage $arg_used;
+            return 200 "ok
+";
+        }
+        location = /reserve {
+            slidewin_limit tokens key=$arg_user cost=$arg_cost settle=$upstream_http_x_usage;
+            proxy_pass http://127.0.0.1:$server_port/usage?used=$arg_used;
+        }"#;
+    let nginx = start_with("settle.conf", zone, locations);
+    // Each uses 2 of 10: before the k-th the window holds 2 (k - 1); 2 (k - 1) + 10 <= 20.
+    let settled = reservations(&nginx, "/reserve", "a", "2", 8);
+    assert_eq!(settled, [200, 200, 200, 200, 200, 200, 429, 429]);
+    // Nothing reported (an empty header): each reservation stays whole.
+    assert_eq!(
+        reservations(&nginx, "/reserve", "b", "", 3),
+        [200, 200, 429]
+    );
+    // More than reserved, or not a number: said in error.log, the reservation stays.
+    assert_eq!(
+        reservations(&nginx, "/reserve", "c", "12", 3),
+        [200, 200, 429]
+    );
+    assert_eq!(
+        reservations(&nginx, "/reserve", "d", "lots", 3),
+        [200, 200, 429]
+    );
+    let log = nginx.error_log();
+    assert!(
+        log.contains(
+            "slidewin_limit: settle 12 is above the cost reserved (10); the reservation stays"
+        ),
+        "{log}"
+    );
+    assert!(
+        log.contains(
+            "slidewin_limit: settle must be a non-negative integer, got \"lots\"; the reservation of 10 stays"
+        ),
+        "{log}"
+    );
+}
+
 #[test]
 fn every_option_answers_as_documented() {
     let zone = "slidewin_zone all size=1m max_key_bytes=32 log 2/1s name=per-second \
@@ -861,15 +921,18 @@ fn malformed(random: &mut Random) -> (&'static str, String) {
         "log 99999999999999999999/1s",
         "log 10/1s name=x log 10/2s name=x",
     ];
-    const LIMIT_GOOD: [&str; 5] = [
+    const LIMIT_GOOD: [&str; 6] = [
         "key=$arg_user",
         "cost=2",
+        "settle=$arg_used",
         "status=503",
         "dry_run",
         "headers=x-ratelimit",
     ];
-    const LIMIT_BAD: [&str; 19] = [
+    const LIMIT_BAD: [&str; 21] = [
         "key=",
+        "settle=5",
+        "settle=",
         "cost=-1",
         "cost=abc",
         "cost=1.5",

@@ -5,6 +5,7 @@
 //! slidewin_zone  api size=10m log 10/1s log 50/10s max_limit=100;
 //! slidewin_zone  hourly size=1m buckets 1000/1h bucket=1m max_key_bytes=32;
 //! slidewin_limit api key=$binary_remote_addr cost=$arg_cost status=429 dry_run headers=draft;
+//! slidewin_limit tokens key=$http_x_user cost=$arg_max settle=$upstream_http_x_usage;
 //! slidewin_limit_log_level warn;
 //! ```
 //!
@@ -46,6 +47,9 @@ pub struct LimitSpec<'a> {
     pub zone: &'a str,
     pub key: &'a [u8],
     pub cost: Cost<'a>,
+    /// `settle=`: the cost the call used, read in the log phase; what it did not use of
+    /// `cost` (a reservation) goes back at the decision's stamp.
+    pub settle: Option<&'a [u8]>,
     pub status: usize,
     pub dry_run: bool,
     pub style: Style,
@@ -376,7 +380,8 @@ fn window_option(w: &mut WindowArgs, s: &str, arg: &[u8]) -> Result<(), String> 
     Ok(())
 }
 
-/// `slidewin_limit ZONE key=VALUE [cost=VALUE] [status=CODE] [dry_run] [headers=STYLE]`.
+/// `slidewin_limit ZONE key=VALUE [cost=VALUE] [settle=VALUE] [status=CODE] [dry_run]
+/// [headers=STYLE]`.
 pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
     const D: &str = "slidewin_limit";
     let zone = args.first().copied().unwrap_or_default();
@@ -392,6 +397,7 @@ pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
         zone: text(zone),
         key: b"",
         cost: Cost::Fixed(1),
+        settle: None,
         status: 429,
         dry_run: false,
         style: Style::Draft,
@@ -412,6 +418,12 @@ pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
                 true => Cost::Variable(v),
                 false => Cost::Fixed(crate::limit::cost(v)?),
             };
+        } else if let Some(v) = arg.strip_prefix(b"settle=") {
+            if !v.contains(&b'$') {
+                let expected = "a value with a variable ($upstream_http_x_usage)";
+                return Err(invalid(D, "settle", expected, arg));
+            }
+            spec.settle = Some(v);
         } else if let Some(v) = s.strip_prefix("status=") {
             spec.status = digits_only(v)
                 .filter(|n| (400..=599).contains(n))
@@ -425,7 +437,7 @@ pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
             return Err(invalid(
                 D,
                 "an argument",
-                "key=, cost=, status=, dry_run or headers=",
+                "key=, cost=, settle=, status=, dry_run or headers=",
                 arg,
             ));
         }

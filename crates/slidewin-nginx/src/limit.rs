@@ -1,6 +1,7 @@
 //! One request through a location's `slidewin_limit`s: each decides in its zone, in order;
 //! the first refusal answers (a `dry_run` one is only noted), and the headers describe the
-//! last decision made.
+//! last decision made. A request that goes on leaves the reservations of the limits with
+//! `settle=`, settled in the log phase ([`settle`]).
 
 use core::fmt;
 
@@ -80,13 +81,17 @@ impl fmt::Display for Refusal<'_> {
 /// handing `on_refusal` each refusal, a dry run's too. A refusal, or an error, takes back
 /// what the calls before it admitted, as `limit_req` does: a zone is charged only for
 /// requests that go on. `limits` is how many calls there may be (one: nothing to take back).
+/// With `kept` (a location with `settle=`), a request that goes on leaves there the calls
+/// it admitted, with the times their cost was recorded at.
 pub fn decide<'a>(
     calls: impl Iterator<Item = Result<Call<'a>, String>>,
     limits: usize,
     mut on_refusal: impl FnMut(Refusal<'a>),
+    kept: Option<&mut Vec<(Call<'a>, i64)>>,
 ) -> Result<Option<Outcome<'a>>, String> {
     let mut outcome: Option<Outcome> = None;
     let mut admitted: Vec<(Call<'a>, i64)> = Vec::new();
+    let keep = limits > 1 || kept.is_some();
     for call in calls {
         let call = match call {
             Ok(call) => call,
@@ -130,13 +135,44 @@ pub fn decide<'a>(
         });
         if refused {
             withdraw(&admitted)?;
-            break;
+            return Ok(outcome);
         }
-        if limits > 1 && d.allowed {
+        if keep && d.allowed {
             admitted.push((call, now_ms));
         }
     }
+    if let Some(kept) = kept {
+        *kept = admitted;
+    }
     Ok(outcome)
+}
+
+/// The log phase's settlement of a call that reserved `cost` at `stamp_ms`: `used` is what
+/// `settle=` read (`None`: nothing was reported, and the reservation stays whole); what the
+/// call did not use goes back at the stamp. An error names what was wrong for error.log.
+pub fn settle(
+    zone: &ZoneState,
+    key: &[u8],
+    (cost, stamp_ms): (u64, i64),
+    used: Option<&[u8]>,
+) -> Result<(), String> {
+    let Some(used) = used.filter(|u| !u.is_empty()) else {
+        return Ok(());
+    };
+    let actual = self::cost(used).map_err(|_| {
+        format!(
+            "slidewin_limit: settle must be a non-negative integer, got \"{}\"; the \
+             reservation of {cost} stays",
+            String::from_utf8_lossy(used)
+        )
+    })?;
+    if actual > cost {
+        return Err(format!(
+            "slidewin_limit: settle {actual} is above the cost reserved ({cost}); the \
+             reservation stays"
+        ));
+    }
+    zone.give_back(key, cost - actual, stamp_ms)
 }
 
 /// Takes back every call of `admitted` (a dry run recorded as a check does, so it too).

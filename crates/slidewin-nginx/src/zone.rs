@@ -11,7 +11,7 @@ use core::sync::atomic::AtomicU64;
 use slidewin::headers::{Field, Policy, Style};
 use slidewin::held_policy::HeldPolicy;
 use slidewin::shared::{Attached, EvictionWatch, WindowShape, Zone, ZoneExport};
-use slidewin::{Call, Decision};
+use slidewin::{Call, Clock, Decision};
 
 use crate::config::ZoneSpec;
 use crate::nginx::process::{WallClock, WorkerOwner};
@@ -135,6 +135,14 @@ impl ZoneState {
         let (zone, _) = self.zone.as_ref().ok_or("the zone is not mapped")?;
         let cost = cost.min(self.max_cost);
         zone.withdraw_at(key, now_ms, cost)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Gives back `cost` of what a call recorded for `key` at `stamp_ms` (a reservation
+    /// settled for less): the zone then holds what the call used where it was admitted.
+    pub fn give_back(&self, key: &[u8], cost: u64, stamp_ms: i64) -> Result<(), String> {
+        let (zone, _) = self.zone.as_ref().ok_or("the zone is not mapped")?;
+        zone.give_back_at(key, WallClock.now_ms(), stamp_ms, cost)
             .map_err(|e| e.to_string())
     }
 

@@ -18,7 +18,7 @@ use ngx::ffi::{
     ngx_array_push, ngx_command_t, ngx_conf_t, ngx_hash_key_t, ngx_http_add_variable,
     ngx_http_compile_complex_value, ngx_http_compile_complex_value_t, ngx_http_complex_value_t,
     ngx_http_get_variable_index, ngx_http_handler_pt, ngx_http_module_t,
-    ngx_http_phases_NGX_HTTP_PREACCESS_PHASE, ngx_http_request_t, ngx_http_variable_t,
+    ngx_http_phases_NGX_HTTP_LOG_PHASE, ngx_http_phases_NGX_HTTP_PREACCESS_PHASE, ngx_http_request_t, ngx_http_variable_t,
     ngx_http_variable_value_t, ngx_int_t, ngx_module_t, ngx_pnalloc, ngx_shared_memory_add,
     ngx_shm_zone_t, ngx_slab_pool_t, ngx_str_t, ngx_uint_t, NGX_CONF_2MORE, NGX_CONF_NOARGS,
     NGX_CONF_TAKE1, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF,
@@ -35,7 +35,7 @@ use slidewin::shared::Attached;
 
 use crate::config::{self, Cost, LogLevel};
 use crate::zone::ZoneState;
-use request::{msec_variable, no_value, preaccess, status_variable};
+use request::{log_phase, msec_variable, no_value, preaccess, status_variable};
 
 /// A variable's get handler.
 type VariableHandler =
@@ -58,6 +58,7 @@ impl HttpModule for Module {
             // module contexts.
             let hidden = (NGX_HTTP_VAR_NOCACHEABLE | NGX_HTTP_VAR_NOHASH) as ngx_uint_t;
             let Some(index) = add_variable(cf, DECISION, hidden, no_value, 0)
+                .and_then(|_| add_variable(cf, RESERVED, hidden, no_value, 0))
                 .and_then(|_| variable_index(cf, DECISION.as_bytes()).ok())
             else {
                 return NgxStatus::NGX_ERROR.into();
@@ -82,18 +83,29 @@ impl HttpModule for Module {
             let Some(cmcf) = NgxHttpCoreModule::main_conf_mut(unsafe { &*cf }) else {
                 return NgxStatus::NGX_ERROR.into();
             };
-            let phase = &mut cmcf.phases[ngx_http_phases_NGX_HTTP_PREACCESS_PHASE as usize];
-            // SAFETY: the handlers array belongs to the core module's main conf.
-            let h = unsafe { ngx_array_push(&mut phase.handlers) } as *mut ngx_http_handler_pt;
-            if h.is_null() {
-                return NgxStatus::NGX_ERROR.into();
-            }
-            // SAFETY: ngx_array_push returned room for one handler.
-            unsafe { *h = Some(preaccess) };
             // SAFETY: cf is valid, and this module's main conf was made for the http block.
             let Some(main) = Module::main_conf(unsafe { &*cf }) else {
                 return NgxStatus::NGX_ERROR.into();
             };
+            // The log phase's handler only where a slidewin_limit has settle=: every request
+            // of the http block would run it.
+            let preaccess_phase = ngx_http_phases_NGX_HTTP_PREACCESS_PHASE as usize;
+            let log = ngx_http_phases_NGX_HTTP_LOG_PHASE as usize;
+            let settles = main.reserved.is_some();
+            let handlers: [(usize, ngx_http_handler_pt, bool); 2] = [
+                (preaccess_phase, Some(preaccess), true),
+                (log, Some(log_phase), settles),
+            ];
+            for (phase, handler, _) in handlers.into_iter().filter(|h| h.2) {
+                let phase = &mut cmcf.phases[phase];
+                // SAFETY: the handlers array belongs to the core module's main conf.
+                let h = unsafe { ngx_array_push(&mut phase.handlers) } as *mut ngx_http_handler_pt;
+                if h.is_null() {
+                    return NgxStatus::NGX_ERROR.into();
+                }
+                // SAFETY: ngx_array_push returned room for one handler.
+                unsafe { *h = handler };
+            }
             // SAFETY: before ngx_http_variables_init_vars, the core's declared variables and
             // prefix variables are arrays of ngx_hash_key_t and ngx_http_variable_t.
             let (declared, prefixes) = unsafe {
@@ -131,6 +143,9 @@ struct MainConf {
     #[allow(clippy::vec_box)] // the boxes stay put as the Vec grows: shm zones point at them
     zones: Vec<Box<ZoneState>>,
     references: Vec<(String, String)>,
+    /// The index of the hidden variable that holds a request's reservations, once a
+    /// `slidewin_limit` has `settle=` (the log phase has nothing to do before).
+    reserved: Option<ngx_uint_t>,
 }
 
 /// A `slidewin_limit`'s cost as compiled: a constant, or a value read for each request.
@@ -142,6 +157,8 @@ enum LimitCost {
 
 /// The name of the hidden variable that holds a request's decision.
 const DECISION: ngx_str_t = ngx_string!("slidewin_decision");
+/// The name of the hidden variable that holds a request's reservations (`settle=`).
+const RESERVED: ngx_str_t = ngx_string!("slidewin_reserved");
 
 /// Adds variable `name` with `flags`, read by `handler` with `data`; `None` when nginx could
 /// not.
@@ -173,6 +190,8 @@ struct Limit {
     /// The index of the key's one variable, when it is one alone (`$binary_remote_addr`).
     key_index: Option<ngx_uint_t>,
     cost: LimitCost,
+    /// `settle=`: what the call used, read in the log phase.
+    settle: Option<*mut ngx_http_complex_value_t>,
     status: usize,
     dry_run: bool,
     style: Style,
@@ -185,6 +204,8 @@ struct LocConf {
     decision: ngx_uint_t,
     /// `slidewin_limit_log_level`, when this level or one above sets it.
     log_level: Option<LogLevel>,
+    /// Whether a limit has `settle=`: the request's admitted calls are kept for the log phase.
+    settles: bool,
 }
 
 impl LocConf {
@@ -206,6 +227,7 @@ impl Merge for LocConf {
         if self.limits.is_empty() {
             self.limits = prev.limits.clone();
             self.decision = prev.decision;
+            self.settles = prev.settles;
         }
         self.log_level = self.log_level.or(prev.log_level);
         Ok(())
@@ -492,7 +514,15 @@ extern "C" fn set_limit(
             )
         };
         let file = String::from_utf8_lossy(file);
-        for (argument, value) in [("key", spec.key), ("cost", cost_text)] {
+        let settle = match spec.settle {
+            Some(text) => {
+                main.reserved = Some(variable_index(cf, RESERVED.as_bytes())?);
+                Some(compile(cf, text)?)
+            }
+            None => None,
+        };
+        let settle_text = spec.settle.unwrap_or_default();
+        for (argument, value) in [("key", spec.key), ("cost", cost_text), ("settle", settle_text)] {
             for name in config::variables(value) {
                 let value = String::from_utf8_lossy(value);
                 let at = format!("slidewin_limit: {argument} \"{value}\" in {file}:{line}");
@@ -508,11 +538,13 @@ extern "C" fn set_limit(
                 spec.zone
             ));
         }
+        loc.settles |= settle.is_some();
         loc.limits.push(Limit {
             zone,
             key,
             key_index,
             cost,
+            settle,
             status: spec.status,
             dry_run: spec.dry_run,
             style: spec.style,

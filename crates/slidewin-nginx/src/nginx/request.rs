@@ -1,5 +1,5 @@
-//! The request's side: the preaccess handler, `$slidewin_status` and the export of a zone to
-//! the Lua module.
+//! The request's side: the preaccess handler, the log phase's settlements, `$slidewin_status`
+//! and the export of a zone to the Lua module.
 
 use core::ffi::c_int;
 use core::ptr;
@@ -7,8 +7,8 @@ use core::ptr;
 use ngx::core::Status as NgxStatus;
 use ngx::ffi::{
     ngx_http_complex_value, ngx_http_complex_value_t, ngx_http_get_flushed_variable,
-    ngx_http_request_t, ngx_http_variable_value_t, ngx_int_t, ngx_list_push, ngx_pnalloc,
-    ngx_str_t, ngx_table_elt_t, ngx_uint_t, NGX_LOG_ERR, NGX_LOG_WARN,
+    ngx_http_request_t, ngx_http_variable_value_t, ngx_int_t, ngx_list_push, ngx_palloc,
+    ngx_pnalloc, ngx_str_t, ngx_table_elt_t, ngx_uint_t, NGX_LOG_ERR, NGX_LOG_WARN,
 };
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::ngx_log_error;
@@ -166,7 +166,9 @@ pub(super) extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
         let logged = |refusal: Refusal| {
             ngx_log_error!(loc.refusal_log_level(), log, "{refusal}");
         };
-        match limit::decide(calls, loc.limits.len(), logged) {
+        let mut admitted = Vec::new();
+        let kept = loc.settles.then_some(&mut admitted);
+        match limit::decide(calls, loc.limits.len(), logged, kept) {
             Ok(None) => NgxStatus::NGX_DECLINED.into(),
             Ok(Some(outcome)) => {
                 let (zone, answer) = outcome.answer;
@@ -183,6 +185,10 @@ pub(super) extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
                 };
                 // SAFETY: r is live, and the index is its configuration's.
                 unsafe { set_decided(r, loc.decision, decision) };
+                // SAFETY: r is live; the limits are its location's.
+                if loc.settles && !unsafe { keep_reserved(r, &loc.limits, &admitted) } {
+                    return 500;
+                }
                 // SAFETY: r is live; the values are written into its pool.
                 let headers = zone.headers(
                     answer,
@@ -202,6 +208,119 @@ pub(super) extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
                 500
             }
         }
+    })
+}
+
+/// A call that reserved its cost, kept in the main request's pool until the log phase.
+#[derive(Clone, Copy)]
+struct Reserved {
+    zone: *const ZoneState,
+    /// The limit's `settle=`.
+    settle: *mut ngx_http_complex_value_t,
+    key: *const u8,
+    key_len: usize,
+    cost: u64,
+    stamp_ms: i64,
+}
+
+/// Keeps the calls of `admitted` whose limit has `settle=` in `r`'s main request for the log
+/// phase: in its pool, named by the hidden variable's slot (as the decision is). False when
+/// the pool had no room.
+///
+/// # Safety
+/// `r` is a live request whose location has `limits`.
+#[cold]
+#[inline(never)]
+unsafe fn keep_reserved(r: *mut ngx_http_request_t, limits: &[Limit], admitted: &[(Call, i64)]) -> bool {
+    let settle_of = |call: &Call| {
+        let limit = limits.iter().find(|l| ptr::eq(l.zone, call.zone));
+        limit.and_then(|l| l.settle)
+    };
+    let reserved: Vec<_> = (admitted.iter())
+        .filter_map(|(call, stamp_ms)| Some((call, *stamp_ms, settle_of(call)?)))
+        .collect();
+    if reserved.is_empty() {
+        return true;
+    }
+    // SAFETY: the caller's contract: the main conf is the request's configuration's.
+    let Some(index) = Module::main_conf(unsafe { &*r }).and_then(|m| m.reserved) else {
+        return true;
+    };
+    // SAFETY: r is live; ngx_palloc gives aligned room for the records or null.
+    let items = unsafe {
+        let main = (*r).main;
+        ngx_palloc((*main).pool, reserved.len() * core::mem::size_of::<Reserved>())
+    } as *mut Reserved;
+    if items.is_null() {
+        return false;
+    }
+    for (i, &(call, stamp_ms, settle)) in reserved.iter().enumerate() {
+        // SAFETY: r is live; the key's copy lives as long as the main request's pool.
+        let Some(key) = (unsafe { pool_bytes((*r).main, call.key.len()) }) else {
+            return false;
+        };
+        key.copy_from_slice(call.key);
+        let item = Reserved {
+            zone: call.zone,
+            settle,
+            key: key.as_ptr(),
+            key_len: key.len(),
+            cost: call.cost,
+            stamp_ms,
+        };
+        // SAFETY: `items` has room for every record of `reserved`.
+        unsafe { items.add(i).write(item) };
+    }
+    // SAFETY: r is live and `index` names a variable of its configuration; only this module
+    // writes the slot (no config can name it).
+    unsafe {
+        let slot = &mut *(*(*r).main).variables.add(index);
+        slot.data = items.cast();
+        slot.set_len(reserved.len() as _);
+        slot.set_valid(1);
+    }
+    true
+}
+
+/// The log phase: a main request's reservations settled for what each call used (its
+/// `settle=` value), once; one whose value is missing or empty stays whole.
+pub(super) extern "C" fn log_phase(r: *mut ngx_http_request_t) -> ngx_int_t {
+    guarded(NgxStatus::NGX_DECLINED.into(), || {
+        // SAFETY: nginx passes a live request; the main conf is its configuration's.
+        let Some(index) = Module::main_conf(unsafe { &*r }).and_then(|m| m.reserved) else {
+            return NgxStatus::NGX_DECLINED.into();
+        };
+        // SAFETY: r is live; a subrequest's log phase leaves the main request's to it.
+        if unsafe { (*r).main } != r {
+            return NgxStatus::NGX_DECLINED.into();
+        }
+        // SAFETY: r is live and `index` names a variable of its configuration.
+        let slot = unsafe { &mut *(*r).variables.add(index) };
+        if slot.valid() == 0 {
+            return NgxStatus::NGX_DECLINED.into();
+        }
+        slot.set_valid(0);
+        // SAFETY: keep_reserved wrote `len` records at `data`, in this request's pool.
+        let items = unsafe {
+            core::slice::from_raw_parts(slot.data as *const Reserved, slot.len() as usize)
+        };
+        // SAFETY: the connection's log, valid while the request lives.
+        let log = unsafe { (*(*r).connection).log };
+        for item in items {
+            // SAFETY: the zone and the value live as long as the configuration, the key as
+            // the request's pool.
+            let (zone, used, key) = unsafe {
+                (
+                    &*item.zone,
+                    value(r, item.settle),
+                    core::slice::from_raw_parts(item.key, item.key_len),
+                )
+            };
+            if let Err(message) = limit::settle(zone, key, (item.cost, item.stamp_ms), used) {
+                ngx_log_error!(NGX_LOG_ERR, log, "{}", message);
+            }
+        }
+        NgxStatus::NGX_DECLINED.into()
     })
 }
 
