@@ -416,7 +416,7 @@ pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
             }
             spec.cost = match v.contains(&b'$') {
                 true => Cost::Variable(v),
-                false => Cost::Fixed(crate::limit::cost(v)?),
+                false => Cost::Fixed(cost(v)?),
             };
         } else if let Some(v) = arg.strip_prefix(b"settle=") {
             if !v.contains(&b'$') {
@@ -446,6 +446,20 @@ pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
         return Err(invalid(D, "key", "given (key=$binary_remote_addr)", b""));
     }
     Ok(spec)
+}
+
+/// A cost as `cost=` gives it: a non-negative integer.
+pub fn cost(text: &[u8]) -> Result<u64, String> {
+    let parsed = core::str::from_utf8(text).ok().and_then(|s| {
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse::<u64>().unwrap_or(u64::MAX))
+    });
+    parsed.ok_or_else(|| {
+        format!(
+            "slidewin_limit: cost must be a non-negative integer, got \"{}\"",
+            String::from_utf8_lossy(text)
+        )
+    })
 }
 
 /// The error.log level of a refusal (`slidewin_limit_log_level`, as `limit_req_log_level`).

@@ -159,7 +159,7 @@ pub fn settle(
     let Some(used) = used.filter(|u| !u.is_empty()) else {
         return Ok(());
     };
-    let actual = self::cost(used).map_err(|_| {
+    let actual = crate::config::cost(used).map_err(|_| {
         format!(
             "slidewin_limit: settle must be a non-negative integer, got \"{}\"; the \
              reservation of {cost} stays",
@@ -189,18 +189,4 @@ fn withdrawn(admitted: &[(Call, i64)], message: String) -> String {
         Ok(()) => message,
         Err(also) => format!("{message}; and taking back an admission: {also}"),
     }
-}
-
-/// A cost as `cost=` gives it: a non-negative integer.
-pub fn cost(text: &[u8]) -> Result<u64, String> {
-    let parsed = core::str::from_utf8(text).ok().and_then(|s| {
-        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| s.parse::<u64>().unwrap_or(u64::MAX))
-    });
-    parsed.ok_or_else(|| {
-        format!(
-            "slidewin_limit: cost must be a non-negative integer, got \"{}\"",
-            String::from_utf8_lossy(text)
-        )
-    })
 }

@@ -15,6 +15,7 @@ use ngx::ngx_log_error;
 use slidewin::shared::ZoneExport;
 
 use super::{guarded, Limit, LimitCost, Module};
+use crate::config;
 use crate::limit::{self, Call, Refusal, Status};
 use crate::zone::ZoneState;
 
@@ -149,7 +150,7 @@ pub(super) extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
                 // SAFETY: as above.
                 LimitCost::Variable(cv) => unsafe { value(r, cv) }
                     .ok_or_else(String::new)
-                    .and_then(limit::cost),
+                    .and_then(config::cost),
             };
             Some(cost.map(|cost| Call {
                 // SAFETY: the zone is boxed in the main conf, which outlives the request.
