@@ -301,11 +301,22 @@ fn a_reservation_settles_in_the_log_phase_for_what_the_upstream_reported() {
         location = /reserve {
             slidewin_limit tokens key=$arg_user cost=$arg_cost settle=$upstream_http_x_usage;
             proxy_pass http://127.0.0.1:$server_port/usage?used=$arg_used;
+        }
+        location = /redirected {
+            slidewin_limit tokens key=$arg_user cost=$arg_cost settle=$upstream_http_x_usage;
+            try_files /nothing-here @upstream;
+        }
+        location @upstream {
+            proxy_pass http://127.0.0.1:$server_port/usage?used=$arg_used;
         }"#;
     let nginx = start_with("settle.conf", zone, locations);
     // Each uses 2 of 10: before the k-th the window holds 2 (k - 1); 2 (k - 1) + 10 <= 20.
     let settled = reservations(&nginx, "/reserve", "a", "2", 8);
     assert_eq!(settled, [200, 200, 200, 200, 200, 200, 429, 429]);
+    // Decided before an internal redirect, settled after it: the reservation rides in the
+    // main request.
+    let redirected = reservations(&nginx, "/redirected", "r", "2", 8);
+    assert_eq!(redirected, [200, 200, 200, 200, 200, 200, 429, 429]);
     // Nothing reported (an empty header): each reservation stays whole.
     assert_eq!(
         reservations(&nginx, "/reserve", "b", "", 3),
