@@ -417,32 +417,43 @@ function _M.reserve(self, key, cost, opts)
     -- Read before respond, which may reuse the buffer.
     local stamp_ms = out and out.allowed ~= 0 and out.stamp_ms or nil
     respond(self, key, cost, opts, out, policy_header, decided_locally)
-    return { key = key, cost = stamp_ms and (cost or 1) or 0, stamp_ms = stamp_ms }
+    cost = stamp_ms and (cost or 1) or 0
+    if cost > 0 then
+        self.counters:add("reserved_units", cost)
+    end
+    return { key = key, cost = cost, stamp_ms = stamp_ms }
 end
 
 -- sw:settle(ticket, actual): the reserved call used `actual`: what it did not use goes back
 -- at the reservation's stamp, so the windows hold `actual` where the call was admitted (a
 -- refund now would take later calls' cost and let a window go over). A ticket settled twice
--- counts once. true, or nil, err (the store failed); raises on a bad ticket, or on an actual
--- above the cost reserved (clamp the work to it: an output cap).
+-- counts once, and one of a call a store failure let through (no stamp: nothing recorded)
+-- changes nothing. true, or nil, err (the store failed); raises on a bad ticket, or on an
+-- actual above the cost reserved (clamp the work to it: an output cap).
 function _M.settle(self, ticket, actual)
     check_self(self, "settle")
     if type(ticket) ~= "table" or type(ticket.cost) ~= "number" then
         error(format("sw:settle: ticket must be what sw:reserve returned, got %s", show(ticket)), 2)
     end
-    if not (type(actual) == "number" and actual >= 0 and actual % 1 == 0 and actual <= ticket.cost) then
+    local most = ticket.stamp_ms and ticket.cost or huge
+    if not (type(actual) == "number" and actual >= 0 and actual % 1 == 0 and actual <= most) then
         error(format("sw:settle: actual must be an integer from 0 to the cost reserved (%d), got %s",
             ticket.cost, show(actual)), 2)
     end
-    if ticket.settled then
+    if ticket.settled or not ticket.stamp_ms then
         return true
     end
     ticket.settled = true
-    local unused = ticket.cost - actual
+    local counters, unused = self.counters, ticket.cost - actual
+    counters:add("used_units", actual)
     if unused == 0 then
         return true
     end
-    return self.store:refund(ticket.key, unused, ticket.stamp_ms)
+    local ok, err = self.store:refund(ticket.key, unused, ticket.stamp_ms)
+    if ok then
+        counters:add("given_back_units", unused)
+    end
+    return ok, err
 end
 
 -- sw:refund(key, cost): gives `cost` back in every window of `key` (an admission whose work

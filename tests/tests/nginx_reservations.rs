@@ -65,16 +65,26 @@ fn a_ticket_settles_once_and_bad_settlements_are_errors() {
              local ok, err = pcall(function() {lua} end) return tostring(err)"
         ))
     };
+    let above = err("sw:settle(sw:reserve('f', 3), 4)");
     assert!(
-        err("sw:settle(sw:reserve('f', 3), 4)").ends_with(
+        above.ends_with(
             "sw:settle: actual must be an integer from 0 to the cost reserved (3), got 4"
         ),
-        "{}",
-        err("sw:settle(sw:reserve('f', 3), 4)")
+        "{above}"
     );
     assert!(err("sw:settle({}, 1)")
         .contains("sw:settle: ticket must be what sw:reserve returned, got table: "));
     assert!(err("sw:settle(sw:reserve('g', 3), -1)").ends_with("got -1"));
+    // Reserved 5 + 3 + 3; of the one settled, 1 used and 4 given back. Limiters that never
+    // reserved show no such family.
+    let metrics = nginx.get("/metrics").body;
+    for (kind, units) in [("reserved", 11), ("used", 1), ("given_back", 4)] {
+        let line = format!(
+            "slidewin_reservation_units_total{{limiter=\"tokens\",kind=\"{kind}\"}} {units}\n"
+        );
+        assert!(metrics.contains(&line), "{line}{metrics}");
+    }
+    assert!(!metrics.contains("slidewin_reservation_units_total{limiter=\"log\""));
 }
 
 #[test]

@@ -19,7 +19,9 @@ local mt = { __index = _M }
 local KINDS = { "allowed", "rejected", "store_errors", "local_refusals", "fallback_decisions",
     -- counted by the gateway switches (resty.slidewin.switch): outcomes beside allowed and
     -- rejected, and the waits of `delay`
-    "exempt", "would_reject", "waits" }
+    "exempt", "would_reject", "waits",
+    -- units of reservations (sw:reserve, sw:settle): reserved, used when settled, given back
+    "reserved_units", "used_units", "given_back_units" }
 -- A per-worker store publishes its key count after this many decisions (and at each render).
 local PUBLISH_EVERY = 64
 
@@ -90,6 +92,11 @@ function _M.incr(self, kind)
     end
 end
 
+-- Adds `n` to counter `kind` (units, not decisions).
+function _M.add(self, kind, n)
+    self.dict:incr(self[kind], n, 0)
+end
+
 function _M.publish_keys(self)
     self.dict:set(self.keys_prefix .. (ngx.worker.id() or 0), self.store:keys() or 0)
 end
@@ -143,6 +150,11 @@ local EVICTIONS = prometheus.family("slidewin_evictions_total", "counter",
     "Live keys dropped to make room (store shm).")
 local DELAY_WAITS = prometheus.family("slidewin_delay_waits_total", "counter",
     "Waits before deciding again (option delay).")
+local RESERVATION_UNITS = prometheus.family("slidewin_reservation_units_total", "counter",
+    "Units of reservations (sw:reserve) by what became of them: reserved, used (settled), "
+        .. "given_back at the reservation's stamp; reserved less both is still unsettled.")
+local RESERVATION_KINDS = { "reserved", "reserved_units", "used", "used_units",
+    "given_back", "given_back_units" }
 
 local LEASE_CALLS = prometheus.family("slidewin_lease_calls_total", "counter",
     "Lease calls to Redis (store redis with lease), in the foreground and ahead of time.")
@@ -196,6 +208,13 @@ function _M.render(list)
         end
         if m.delays then
             out:sample(DELAY_WAITS, limiter, v.waits)
+        end
+        -- Once a limiter reserved: the others' text stays as it was.
+        if v.reserved_units > 0 then
+            for k = 1, #RESERVATION_KINDS, 2 do
+                out:sample(RESERVATION_UNITS, { "limiter", m.name, "kind", RESERVATION_KINDS[k] },
+                    v[RESERVATION_KINDS[k + 1]])
+            end
         end
         local lease = lease_stats(m)
         if lease then
