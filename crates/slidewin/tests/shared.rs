@@ -353,9 +353,10 @@ const GRANT: Grant = Grant {
 };
 const LIMITS: [u64; 1] = [50];
 
-/// Processes SIGKILLed at random instants while hammering a few keys of a zone of each kind,
-/// concurrency slots and a lease table, all in one mapping: no survivor ever waits forever,
-/// and each table still answers within its limits afterwards.
+/// Processes SIGKILLed at random instants while hammering a few keys of a zone of each kind
+/// (checks, and give-backs at an earlier stamp), concurrency slots and a lease table, all in
+/// one mapping: no survivor ever waits forever, and each table still answers within its
+/// limits afterwards.
 #[test]
 fn processes_killed_at_any_instant_leave_no_lock_held() {
     let quota = Quota::new(1_000_000, 1_000).unwrap();
@@ -390,6 +391,12 @@ fn processes_killed_at_any_instant_leave_no_lock_held() {
                     for i in 0.. {
                         log.check_at(&key, now_ms, 1).unwrap();
                         buckets.check_at(&key, now_ms, 1).unwrap();
+                        // A give-back at the round before's stamp: the log moves its newer
+                        // entries down over an emptied one.
+                        if i % 3 == 0 {
+                            log.give_back_at(&key, now_ms, now_ms - 1, 1).unwrap();
+                            buckets.give_back_at(&key, now_ms, now_ms - 10, 1).unwrap();
+                        }
                         let entry = slots.enter_at(&key, now_ms).unwrap();
                         if entry.admitted {
                             slots.leave_at(&key, entry.token).unwrap();
