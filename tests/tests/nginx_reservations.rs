@@ -85,6 +85,11 @@ fn a_ticket_settles_once_and_bad_settlements_are_errors() {
         assert!(metrics.contains(&line), "{line}{metrics}");
     }
     assert!(!metrics.contains("slidewin_reservation_units_total{limiter=\"log\""));
+    let stats = eval("return require('limits'):stats_json()");
+    assert!(
+        stats.contains(r#""tokens":{"allowed":3,"rejected":0,"store_errors":0,"keys":3,"reservation_units":{"reserved":11,"used":1,"given_back":4}}"#),
+        "{stats}"
+    );
 }
 
 #[test]

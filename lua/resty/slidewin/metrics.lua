@@ -252,6 +252,11 @@ function _M.json(list, now_ms, members)
         if m.falls_back then
             members[#members + 1], members[#members + 2] = "fallback_decisions", v.fallback_decisions
         end
+        if v.reserved_units > 0 then
+            members[#members + 1] = "reservation_units"
+            members[#members + 1] = json.object { "reserved", v.reserved_units, "used", v.used_units,
+                "given_back", v.given_back_units }
+        end
         limiters[#limiters + 1] = json.object(members)
     end
     local doc = { "now_ms", now_ms, "limiters", json.object(limiters) }
