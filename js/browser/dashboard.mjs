@@ -157,6 +157,10 @@ try {
   assert.ok(!panel.hidden && panel.canvas, "the adaptive panel and its chart");
   assert.ok(panel.pageWidth <= VIEWPORT.width, `page is ${panel.pageWidth} px wide`);
   await adaptive.screenshot({ path: screenshotPath.replace(/\.png$/, "-adaptive.png") });
+  // Its polls go on every 200 ms: a handler still fetching when the browser closes would
+  // reject ("Response has been disposed") after every check passed. Let them end first.
+  await adaptive.unrouteAll({ behavior: "wait" });
+  await adaptive.close();
 
   // A limiter reporting leases and a fallback (store "redis"; a fixture whose totals grow by
   // the same amounts each poll) fills the store panel with rates.
@@ -179,6 +183,8 @@ try {
   }));
   assert.equal(storePanel.hidden, false, "the store panel");
   assert.deepEqual(storePanel.rows, [["api-redis", "2.0", "100.0", "80.0", "15.0", "5.0", "98.0 %", "5.0"]]);
+  await store.unrouteAll({ behavior: "wait" });
+  await store.close();
 
   // Without its endpoint the page charts a synthetic feed, and says so.
   const offline = await context.newPage();
