@@ -298,8 +298,8 @@ c_function!(
         });
         match decided {
             Ok(decided) => {
-                fill(out, &decided.decision, decided.version as f64);
-                out.stamp_ms = decided.stamp_ms as f64;
+                let (version, stamp_ms) = (decided.version as f64, decided.stamp_ms as f64);
+                fill(out, &decided.decision, version, stamp_ms);
                 render_into(out, headers);
                 0
             }
@@ -382,7 +382,7 @@ c_function!(
         let numbers = [limit, window_ms, previous, current, now_ms, cost];
         match catch_unwind(|| decide_counts(numbers, commit != 0)) {
             Ok(Ok(d)) => {
-                fill(out, &d, out.version);
+                fill(out, &d, out.version, f64::NAN);
                 0
             }
             Ok(Err(message)) => fail(out, &message),
@@ -414,7 +414,9 @@ fn decision_of(out: &Answer) -> Decision {
     }
 }
 
-pub(crate) fn fill(out: &mut Answer, d: &Decision, version: f64) {
+/// `d` into `out`'s decision fields, made under `version` at `stamp_ms` (NaN: a decision with
+/// no time of this node).
+pub(crate) fn fill(out: &mut Answer, d: &Decision, version: f64, stamp_ms: f64) {
     out.allowed = d.allowed as c_int;
     out.window = d.window as c_int + 1;
     out.has_retry = d.retry_after_ms.is_some() as c_int;
@@ -423,7 +425,7 @@ pub(crate) fn fill(out: &mut Answer, d: &Decision, version: f64) {
     out.reset_after_ms = d.reset_after_ms as f64;
     out.limit = d.limit as f64;
     out.version = version;
-    out.stamp_ms = f64::NAN;
+    out.stamp_ms = stamp_ms;
 }
 
 /// The values of `d` in `headers`' style, into `out.text`. They always fit: names are bounded

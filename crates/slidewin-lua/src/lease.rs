@@ -364,7 +364,7 @@ c_function!(
         if let Some(fetch) = prefetch {
             call.set(1, &fetch);
         }
-        fill(out, &d, REMOTE_VERSION);
+        fill(out, &d, REMOTE_VERSION, f64::NAN);
         if !headers.is_null() {
             // SAFETY: the caller's contract above; only read here.
             render_into(out, unsafe { &*headers });

@@ -142,7 +142,7 @@ impl ZoneState {
     /// settled for less): the zone then holds what the call used where it was admitted.
     pub fn give_back(&self, key: &[u8], cost: u64, stamp_ms: i64) -> Result<(), String> {
         let (zone, _) = self.zone.as_ref().ok_or("the zone is not mapped")?;
-        zone.give_back_at(key, WallClock.now_ms(), stamp_ms, cost)
+        zone.refund_at(key, WallClock.now_ms(), Some(stamp_ms), cost)
             .map_err(|e| e.to_string())
     }
 

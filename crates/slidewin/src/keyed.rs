@@ -161,27 +161,6 @@ impl<L: Limiter, K: Hash + Eq, S: BuildHasher> Keyed<L, K, S> {
         self.refund_hashed(self.hasher.hash_one(key), key, (now_ms, None), cost)
     }
 
-    /// At `now_ms`, give back `cost` of what a call recorded for `key` at `stamp_ms`
-    /// ([`Limiter::refund`]); an unknown key has nothing to give back.
-    pub fn give_back_at<Q>(
-        &mut self,
-        key: &Q,
-        now_ms: i64,
-        stamp_ms: i64,
-        cost: u64,
-    ) -> Result<(), Error>
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
-    {
-        self.refund_hashed(
-            self.hasher.hash_one(key),
-            key,
-            (now_ms, Some(stamp_ms)),
-            cost,
-        )
-    }
-
     /// Forget `key` entirely.
     pub fn reset<Q>(&mut self, key: &Q)
     where

@@ -131,7 +131,7 @@ impl ZoneCase {
         let zone = self.zone(words, owner);
         match self.stamp_ms {
             None => drop(zone.check_at(key, *now_ms, *cost).unwrap()),
-            Some(stamp_ms) => zone.give_back_at(key, *now_ms, stamp_ms, *cost).unwrap(),
+            Some(stamp_ms) => zone.refund_at(key, *now_ms, Some(stamp_ms), *cost).unwrap(),
         }
     }
 

@@ -351,8 +351,9 @@ impl<'r> Subjects<'r> {
     ) -> Result<(), TestCaseError> {
         let got = [
             self.limiters[key].give_back_at(now, stamp, cost),
-            self.zone.give_back_at(KEYS[key], now, stamp, cost),
-            self.keyed.give_back_bytes_at(KEYS[key], now, stamp, cost),
+            self.zone.refund_at(KEYS[key], now, Some(stamp), cost),
+            self.keyed
+                .refund_bytes_at(KEYS[key], now, Some(stamp), cost),
         ];
         let in_range = (-(1i64 << 53)..=1i64 << 53).contains(&stamp);
         for (subject, got) in got.into_iter().enumerate() {

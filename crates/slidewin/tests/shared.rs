@@ -394,8 +394,10 @@ fn processes_killed_at_any_instant_leave_no_lock_held() {
                         // A give-back at the round before's stamp: the log moves its newer
                         // entries down over an emptied one.
                         if i % 3 == 0 {
-                            log.give_back_at(&key, now_ms, now_ms - 1, 1).unwrap();
-                            buckets.give_back_at(&key, now_ms, now_ms - 10, 1).unwrap();
+                            log.refund_at(&key, now_ms, Some(now_ms - 1), 1).unwrap();
+                            buckets
+                                .refund_at(&key, now_ms, Some(now_ms - 10), 1)
+                                .unwrap();
                         }
                         let entry = slots.enter_at(&key, now_ms).unwrap();
                         if entry.admitted {

@@ -233,14 +233,16 @@ struct Reserved {
 #[cold]
 #[inline(never)]
 unsafe fn keep_reserved(r: *mut ngx_http_request_t, limits: &[Limit], admitted: &[(Call, i64)]) -> bool {
-    let settle_of = |call: &Call| {
-        let limit = limits.iter().find(|l| ptr::eq(l.zone, call.zone));
-        limit.and_then(|l| l.settle)
+    // The admitted calls whose limit has settle=, with it (read twice: a count, then the
+    // records, with no list on the heap between).
+    let reserved = || {
+        admitted.iter().filter_map(|&(call, stamp_ms)| {
+            let limit = limits.iter().find(|l| ptr::eq(l.zone, call.zone))?;
+            Some((call, stamp_ms, limit.settle?))
+        })
     };
-    let reserved: Vec<_> = (admitted.iter())
-        .filter_map(|(call, stamp_ms)| Some((call, *stamp_ms, settle_of(call)?)))
-        .collect();
-    if reserved.is_empty() {
+    let n = reserved().count();
+    if n == 0 {
         return true;
     }
     // SAFETY: the caller's contract: the main conf is the request's configuration's.
@@ -250,12 +252,12 @@ unsafe fn keep_reserved(r: *mut ngx_http_request_t, limits: &[Limit], admitted: 
     // SAFETY: r is live; ngx_palloc gives aligned room for the records or null.
     let items = unsafe {
         let main = (*r).main;
-        ngx_palloc((*main).pool, reserved.len() * core::mem::size_of::<Reserved>())
+        ngx_palloc((*main).pool, n * core::mem::size_of::<Reserved>())
     } as *mut Reserved;
     if items.is_null() {
         return false;
     }
-    for (i, &(call, stamp_ms, settle)) in reserved.iter().enumerate() {
+    for (i, (call, stamp_ms, settle)) in reserved().enumerate() {
         // SAFETY: r is live; the key's copy lives as long as the main request's pool.
         let Some(key) = (unsafe { pool_bytes((*r).main, call.key.len()) }) else {
             return false;
@@ -269,7 +271,7 @@ unsafe fn keep_reserved(r: *mut ngx_http_request_t, limits: &[Limit], admitted: 
             cost: call.cost,
             stamp_ms,
         };
-        // SAFETY: `items` has room for every record of `reserved`.
+        // SAFETY: `items` has room for the `n` records `reserved` gives.
         unsafe { items.add(i).write(item) };
     }
     // SAFETY: r is live and `index` names a variable of its configuration; only this module
@@ -277,7 +279,7 @@ unsafe fn keep_reserved(r: *mut ngx_http_request_t, limits: &[Limit], admitted: 
     unsafe {
         let slot = &mut *(*(*r).main).variables.add(index);
         slot.data = items.cast();
-        slot.set_len(reserved.len() as _);
+        slot.set_len(n as _);
         slot.set_valid(1);
     }
     true

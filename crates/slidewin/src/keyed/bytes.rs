@@ -88,18 +88,8 @@ impl<L: Limiter, S: BuildHasher> Keyed<L, Vec<u8>, S> {
         self.refund_bytes_at(key, now_ms, None, cost)
     }
 
-    /// [`Keyed::give_back_at`] with the key bound applied.
-    pub fn give_back_bytes_at(
-        &mut self,
-        key: &[u8],
-        now_ms: i64,
-        stamp_ms: i64,
-        cost: u64,
-    ) -> Result<(), Error> {
-        self.refund_bytes_at(key, now_ms, Some(stamp_ms), cost)
-    }
-
-    /// [`Limiter::refund`] of a key with the key bound applied.
+    /// [`Limiter::refund`] of a key with the key bound applied: `cost` recorded at `stamp_ms`
+    /// or before (`None`: the newest) given back at `now_ms`.
     pub fn refund_bytes_at(
         &mut self,
         key: &[u8],

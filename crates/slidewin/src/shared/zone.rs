@@ -221,20 +221,9 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         self.refund_at(key, now_ms, None, cost)
     }
 
-    /// At `now_ms`, give back `cost` of what a call recorded for `key` at `stamp_ms` (a
-    /// reservation settled for less, [`crate::reservation`]; nothing for an unknown key).
-    pub fn give_back_at(
-        &self,
-        key: &[u8],
-        now_ms: i64,
-        stamp_ms: i64,
-        cost: u64,
-    ) -> Result<(), Error> {
-        self.refund_at(key, now_ms, Some(stamp_ms), cost)
-    }
-
-    /// [`crate::store::Store::refund`]: `cost` recorded for `key` at `stamp_ms` or before (`None`: the
-    /// newest) given back at `now_ms`.
+    /// At `now_ms`, give back `cost` recorded for `key` at `stamp_ms` or before (`None`: the
+    /// newest; a reservation settled for less: its stamp, [`crate::reservation`]), as
+    /// [`crate::store::Store::refund`]; nothing for an unknown key.
     pub fn refund_at(
         &self,
         key: &[u8],
