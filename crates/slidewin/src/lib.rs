@@ -56,6 +56,8 @@ pub mod keyed;
 pub mod lease;
 pub mod limiter;
 pub mod live;
+#[cfg(feature = "llm")]
+pub mod llm;
 pub mod log;
 pub mod prometheus;
 pub mod queue;

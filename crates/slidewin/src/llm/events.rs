@@ -1,0 +1,151 @@
+//! An answer of `text/event-stream`: its usage read as the events pass, and the usage event
+//! the layer asked for taken out again when the client did not ask for it.
+//!
+//! Chat completions and completions report usage in a last event whose `choices` are empty
+//! (`stream_options.include_usage`), responses in its `response.completed` event. Events pass
+//! whole (a client reads an event at its blank line, so holding its first lines delays
+//! nothing); only events with a `"usage": {` are read as JSON. An event longer than
+//! [`LONGEST`] passes unread.
+
+use alloc::vec::Vec;
+
+use serde_json::Value;
+
+use super::usage::Usage;
+
+/// The longest event kept to be read: longer ones pass as they come.
+pub const LONGEST: usize = 1 << 20;
+
+/// The events of one answer, read as they pass.
+#[derive(Debug, Default)]
+pub struct EventStream {
+    strip_usage: bool,
+    /// Bytes of the event not yet ended.
+    pending: Vec<u8>,
+    /// How much of `pending` has been searched for the event's end.
+    searched: usize,
+    /// Passing an over-long event's bytes until it ends.
+    passing: bool,
+    usage: Option<Usage>,
+}
+
+impl EventStream {
+    /// A stream; with `strip_usage`, the chat usage event (empty `choices`) does not pass.
+    pub fn new(strip_usage: bool) -> EventStream {
+        EventStream {
+            strip_usage,
+            ..EventStream::default()
+        }
+    }
+
+    /// Reads `chunk`; appends to `out` the bytes to pass on now.
+    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<u8>) {
+        self.pending.extend_from_slice(chunk);
+        while let Some(end) = event_end(&self.pending, self.searched) {
+            let event: Vec<u8> = self.pending.drain(..end).collect();
+            self.searched = 0;
+            if core::mem::take(&mut self.passing) {
+                out.extend_from_slice(&event);
+            } else {
+                self.read(event, out);
+            }
+        }
+        self.searched = self.pending.len().saturating_sub(2);
+        if self.passing || self.pending.len() > LONGEST {
+            self.passing = true;
+            out.append(&mut self.pending);
+            self.searched = 0;
+        }
+    }
+
+    /// The answer ended: appends to `out` what is left (an event the stream did not end).
+    pub fn finish(&mut self, out: &mut Vec<u8>) {
+        let rest = core::mem::take(&mut self.pending);
+        if core::mem::take(&mut self.passing) {
+            out.extend_from_slice(&rest);
+        } else if !rest.is_empty() {
+            self.read(rest, out);
+        }
+    }
+
+    /// The usage the stream reported, if it has.
+    pub fn usage(&self) -> Option<Usage> {
+        self.usage
+    }
+
+    fn read(&mut self, event: Vec<u8>, out: &mut Vec<u8>) {
+        if has_usage_object(&event) {
+            if let Some(data) = data_of(&event) {
+                if let Ok(value) = serde_json::from_slice::<Value>(&data) {
+                    let usage = value
+                        .get("usage")
+                        .or_else(|| value.get("response").and_then(|r| r.get("usage")))
+                        .and_then(Usage::of);
+                    if usage.is_some() {
+                        self.usage = usage;
+                        let no_choices = value
+                            .get("choices")
+                            .and_then(Value::as_array)
+                            .is_some_and(|c| c.is_empty());
+                        if self.strip_usage && no_choices {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+        out.extend_from_slice(&event);
+    }
+}
+
+/// Where the event in `bytes` ends (after its blank line), searching from `from`.
+fn event_end(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while let Some(nl) = bytes[i..].iter().position(|&b| b == b'\n') {
+        let at = i + nl;
+        let rest = &bytes[at + 1..];
+        if rest.first() == Some(&b'\n') {
+            return Some(at + 2);
+        }
+        if rest.starts_with(b"\r\n") {
+            return Some(at + 3);
+        }
+        i = at + 1;
+    }
+    None
+}
+
+/// Whether the bytes hold `"usage"` followed by an object (not the `null` of other chunks).
+fn has_usage_object(bytes: &[u8]) -> bool {
+    const KEY: &[u8] = b"\"usage\"";
+    let mut rest = bytes;
+    while let Some(at) = rest.windows(KEY.len()).position(|w| w == KEY) {
+        rest = &rest[at + KEY.len()..];
+        let after = rest
+            .iter()
+            .position(|b| !matches!(b, b' ' | b'\t' | b':' | b'\r' | b'\n'));
+        if after.is_some_and(|i| rest[i] == b'{') {
+            return true;
+        }
+    }
+    false
+}
+
+/// The event's data: its `data:` lines' values joined by newlines.
+fn data_of(event: &[u8]) -> Option<Vec<u8>> {
+    let mut data: Option<Vec<u8>> = None;
+    for line in event.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if let Some(value) = line.strip_prefix(b"data:") {
+            let value = value.strip_prefix(b" ").unwrap_or(value);
+            match data.as_mut() {
+                Some(d) => {
+                    d.push(b'\n');
+                    d.extend_from_slice(value);
+                }
+                None => data = Some(value.to_vec()),
+            }
+        }
+    }
+    data
+}
