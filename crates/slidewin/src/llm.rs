@@ -18,7 +18,7 @@
 //! let tokens = Weights::TOKENS;
 //! let cap = tokens.cap_within(200, req.prompt_bound, req.choices).min(req.cap.unwrap());
 //! assert_eq!(cap, 126);
-//! let rewritten = req.rewrite(cap, false);
+//! let rewritten = req.rewrite(body, cap, false);
 //! assert!(rewritten.ends_with(br#""max_tokens":126}"#));
 //! // The answer reports 9 + 30 tokens: the reservation of 200 is settled for 39.
 //! let used = Usage { input: 9, cached: 0, output: 30 };

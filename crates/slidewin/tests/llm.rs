@@ -28,7 +28,7 @@ fn reads_caps_choices_streams_and_media() {
     assert_eq!(r.prompt_bound, body.len() as u64 + 1_000);
     assert!(r.asks_usage());
     // Both caps written, the stream asked for its usage; other members keep their bytes.
-    let out = String::from_utf8(r.rewrite(40, true)).unwrap();
+    let out = String::from_utf8(r.rewrite(body, 40, true)).unwrap();
     let messages = r#"[{"role":"user","content":[{"type":"text","text":"hi"},
         {"type":"image_url","image_url":{"url":"https://x/y.png"}}]}]"#;
     assert_eq!(
@@ -44,7 +44,7 @@ fn reads_caps_choices_streams_and_media() {
         (r.cap, r.choices, r.wants_usage, r.asks_usage()),
         (None, 5, true, false)
     );
-    let out = String::from_utf8(r.rewrite(7, true)).unwrap();
+    let out = String::from_utf8(r.rewrite(completions, 7, true)).unwrap();
     assert!(
         out.contains(r#""stream_options":{"include_usage":true,"other":1}"#),
         "{out}"
@@ -55,13 +55,13 @@ fn reads_caps_choices_streams_and_media() {
     let r = request::read(responses, Endpoint::Responses, 0).unwrap();
     assert_eq!((r.cap, r.asks_usage()), (Some(50), false));
     assert_eq!(
-        r.rewrite(9, false),
+        r.rewrite(responses, 9, false),
         br#"{"model":"m","input":"hi","max_output_tokens":9,"stream":true}"#
     );
 
     let embeddings = br#"{"model":"e","input":["a","b"]}"#;
     let r = request::read(embeddings, Endpoint::Embeddings, 0).unwrap();
-    assert_eq!(r.rewrite(9, false), embeddings);
+    assert_eq!(r.rewrite(embeddings, 9, false), embeddings);
 }
 
 /// Thirty hostile bodies, each refused with what is wrong in it.
@@ -133,11 +133,11 @@ fn hostile_bodies_are_refused_by_name() {
         ),
         (
             br#"{"model":"m","model":"n"}"#.to_vec(),
-            r#"body has member "model" twice"#,
+            "body has member model twice",
         ),
         (
             br#"{"model":"m","max_tokens":1,"max_tokens":9}"#.to_vec(),
-            r#"body has member "max_tokens" twice"#,
+            "body has member max_tokens twice",
         ),
         (
             br#"{"model":"m","max_tokens":-5}"#.to_vec(),

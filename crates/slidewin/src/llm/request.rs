@@ -17,6 +17,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
+use core::ops::Range;
 
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
@@ -29,7 +30,7 @@ pub const MOST: u64 = 1 << 53;
 
 /// What the limits need of a request, and its members to write it again.
 #[derive(Debug)]
-pub struct Request<'a> {
+pub struct Request {
     /// The model asked for.
     pub model: String,
     /// The output cap the client asked for (the smallest when it gave several); `None`: the
@@ -44,11 +45,12 @@ pub struct Request<'a> {
     /// An upper bound of the prompt's tokens.
     pub prompt_bound: u64,
     endpoint: Endpoint,
-    members: Vec<(String, &'a RawValue)>,
+    /// The top-level members in order: each name and where its value lies in the body.
+    members: Vec<(String, Range<usize>)>,
 }
 
 /// Reads a request to `endpoint`; `media_tokens`: the tokens one media part may cost.
-pub fn read(body: &[u8], endpoint: Endpoint, media_tokens: u64) -> Result<Request<'_>, BadBody> {
+pub fn read(body: &[u8], endpoint: Endpoint, media_tokens: u64) -> Result<Request, BadBody> {
     let text = core::str::from_utf8(body).map_err(|e| {
         BadBody(format!(
             "body must be UTF-8: invalid byte at {}",
@@ -63,7 +65,7 @@ pub fn read(body: &[u8], endpoint: Endpoint, media_tokens: u64) -> Result<Reques
         .map_err(|e| BadBody(format!("body must be a JSON object: {e}")))?;
     for (i, (name, _)) in members.iter().enumerate() {
         if members[..i].iter().any(|(n, _)| n == name) {
-            return Err(BadBody(format!("body has member {name:?} twice")));
+            return Err(BadBody(format!("body has member {name} twice")));
         }
     }
     let find = |name: &str| members.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
@@ -118,6 +120,14 @@ pub fn read(body: &[u8], endpoint: Endpoint, media_tokens: u64) -> Result<Reques
         }
     }
     let prompt_bound = (body.len() as u64).saturating_add(media.saturating_mul(media_tokens));
+    let at = |raw: &RawValue| {
+        let start = raw.get().as_ptr() as usize - text.as_ptr() as usize;
+        start..start + raw.get().len()
+    };
+    let members = members
+        .into_iter()
+        .map(|(name, raw)| (name, at(raw)))
+        .collect();
     Ok(Request {
         model,
         cap,
@@ -130,33 +140,33 @@ pub fn read(body: &[u8], endpoint: Endpoint, media_tokens: u64) -> Result<Reques
     })
 }
 
-impl Request<'_> {
-    /// The body again with every output cap set to `cap` (the endpoint's first cap field when
-    /// the client gave none) and, with `ask_usage`, a stream asked to report its usage.
-    /// Members keep their order and bytes; only those written change.
-    pub fn rewrite(&self, cap: u64, ask_usage: bool) -> Vec<u8> {
+impl Request {
+    /// The body read (`body`) again with every output cap set to `cap` (the endpoint's first
+    /// cap field when the client gave none) and, with `ask_usage`, a stream asked to report
+    /// its usage. Members keep their order and bytes; only those written change.
+    pub fn rewrite(&self, body: &[u8], cap: u64, ask_usage: bool) -> Vec<u8> {
         let fields = self.endpoint.cap_fields();
-        let mut out = Vec::with_capacity(self.prompt_bound as usize + 64);
+        let mut out = Vec::with_capacity(body.len() + 64);
         out.push(b'{');
         let mut wrote_cap = false;
         let mut wrote_usage = false;
-        for (name, raw) in &self.members {
-            let value: String = if fields.contains(&name.as_str()) {
+        for (name, at) in &self.members {
+            let raw = &body[at.clone()];
+            if fields.contains(&name.as_str()) {
                 wrote_cap = true;
-                format!("{cap}")
+                member(&mut out, name, format!("{cap}").as_bytes());
             } else if ask_usage && name == "stream_options" {
                 wrote_usage = true;
-                with_usage(raw)
+                member(&mut out, name, with_usage(raw).as_bytes());
             } else {
-                raw.get().to_owned()
-            };
-            member(&mut out, name, &value);
+                member(&mut out, name, raw);
+            }
         }
         if let (false, Some(first)) = (wrote_cap, fields.first()) {
-            member(&mut out, first, &format!("{cap}"));
+            member(&mut out, first, format!("{cap}").as_bytes());
         }
         if ask_usage && !wrote_usage {
-            member(&mut out, "stream_options", r#"{"include_usage":true}"#);
+            member(&mut out, "stream_options", br#"{"include_usage":true}"#);
         }
         out.push(b'}');
         out
@@ -169,19 +179,20 @@ impl Request<'_> {
     }
 }
 
-fn member(out: &mut Vec<u8>, name: &str, value: &str) {
+fn member(out: &mut Vec<u8>, name: &str, value: &[u8]) {
     if out.len() > 1 {
         out.push(b',');
     }
     let quoted = serde_json::to_string(name).unwrap_or_default();
     out.extend_from_slice(quoted.as_bytes());
     out.push(b':');
-    out.extend_from_slice(value.as_bytes());
+    out.extend_from_slice(value);
 }
 
 /// `stream_options` (an object: read checked it) with `include_usage` set.
-fn with_usage(raw: &RawValue) -> String {
-    let mut options: serde_json::Map<String, Value> = parse(raw).unwrap_or_default();
+fn with_usage(raw: &[u8]) -> String {
+    let mut options: serde_json::Map<String, Value> =
+        serde_json::from_slice(raw).unwrap_or_default();
     options.insert("include_usage".to_owned(), Value::Bool(true));
     serde_json::to_string(&options).unwrap_or_default()
 }
