@@ -17,6 +17,7 @@ mod formulas;
 mod lease;
 mod limiter;
 mod limiter_methods;
+mod llm;
 mod mapping;
 mod nginx_zone;
 mod operator_view;
@@ -64,6 +65,7 @@ fn slidewin(lua: &Lua) -> LuaResult<LuaTable> {
     cdefs::register(lua, &module)?;
     formulas::register(lua, &module)?;
     prometheus::register(lua, &module)?;
+    llm::register(lua, &module)?;
     lua.load(include_str!("prelude.lua"))
         .set_name("=slidewin")
         .call(module)

@@ -83,5 +83,12 @@ module.adaptive = class("ctl", "adaptive controller", {
 -- The header values of a limiter's answers (resty.slidewin.answer).
 module.headers = class("headers", "headers object", { "set", "held", "policy", "ffi_handle", "sends" })(raw.headers)
 module.queue_limit = class("q", "queue limit", { "update", "rate" })(raw.queue_limit)
+-- Readers of language-model requests and answers (resty.slidewin.llm).
+module.llm_request = class("req", "language-model request", {
+    "model", "cap", "choices", "stream", "asks_usage", "prompt_bound", "rewrite",
+})(raw.llm_request)
+module.llm_weights = class("w", "weights", { "cost", "bound", "cap_within" })(raw.llm_weights)
+module.llm_events = class("events", "event stream", { "feed", "finish", "usage" })(raw.llm_events)
+module.llm_usage = plain(raw.llm_usage)
 
 return module
