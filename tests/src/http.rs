@@ -44,12 +44,19 @@ pub fn admin_post(port: u16, path: &str) -> Response {
 }
 
 /// `method path` on 127.0.0.1:`port` with `headers` (a `Host` among them replaces 127.0.0.1).
-pub fn send(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Response {
-    request_with("127.0.0.1", port, method, path, headers, body)
+/// The body may be any bytes (not UTF-8, compressed).
+pub fn send(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: impl AsRef<[u8]>,
+) -> Response {
+    request_with("127.0.0.1", port, method, path, headers, body.as_ref())
 }
 
 fn request(host: &str, port: u16, method: &str, path: &str, body: &str) -> Response {
-    request_with(host, port, method, path, &[], body)
+    request_with(host, port, method, path, &[], body.as_bytes())
 }
 
 fn request_with(
@@ -58,7 +65,7 @@ fn request_with(
     method: &str,
     path: &str,
     headers: &[(&str, &str)],
-    body: &str,
+    body: &[u8],
 ) -> Response {
     let mut stream = TcpStream::connect((host, port)).expect("connect to nginx");
     stream
@@ -73,10 +80,11 @@ fn request_with(
     }
     write!(
         stream,
-        "{head}Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        "{head}Connection: close\r\nContent-Length: {}\r\n\r\n",
         body.len()
     )
     .expect("send request");
+    stream.write_all(body).expect("send request body");
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).expect("read response");
     parse(&String::from_utf8_lossy(&raw))

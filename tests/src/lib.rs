@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod delay;
 pub mod http;
+pub mod llm_upstream;
 pub mod load;
 pub mod metrics;
 pub mod nginx;

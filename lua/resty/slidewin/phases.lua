@@ -4,7 +4,7 @@
 --   init_worker_by_lua_block { assert(require("resty.slidewin").init_worker()) }
 --   log_by_lua_block { require("resty.slidewin").log() }            -- http level
 --
--- log() serves, for the request ending: the refunds of limiters with refund_statuses, the
+-- log() serves, for the request ending: the settlements of language-model calls, the refunds of limiters with refund_statuses, the
 -- counting of adaptive limits (which must come before their slots go back), and the release of
 -- every concurrency slot it holds. init_worker() starts the timers of adaptive limits (every
 -- worker) and queue limits (worker 0), and makes the registries' limiters of store "nginx".
@@ -23,7 +23,7 @@ local _M = {}
 
 -- The log hooks run in this order: the adaptive counts read the request before the slots it
 -- counts go back.
-local LOG_ORDER = { "refund", "adaptive", "concurrency" }
+local LOG_ORDER = { "llm", "refund", "adaptive", "concurrency" }
 
 local log_hooks, log_ordered, worker_hooks = {}, {}, {}
 local started = false

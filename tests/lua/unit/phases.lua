@@ -20,7 +20,7 @@ test("phases: one log and one init_worker serve every kind's hook, once per work
     eq(table.concat(ran, " "), "adaptive concurrency", "in order, each once")
     eq(ngx.ctx.slidewin_refunds, nil, "the refund hook took the request's admissions")
     ngx.ctx, ngx.status = nil, nil
-    eq(raised(phases.on_log, "other", print), "phases.on_log: name must be one of refund, adaptive, concurrency, got other")
+    eq(raised(phases.on_log, "other", print), "phases.on_log: name must be one of llm, refund, adaptive, concurrency, got other")
     local started = 0
     phases.on_init_worker("timers", function() started = started + 1 return true end)
     eq(phases.init_worker(), true)

@@ -1,0 +1,426 @@
+//! Token limits for an OpenAI-compatible upstream in real nginx (nginx/llm.conf):
+//! resty.slidewin.llm in front of the tests' stand-in provider (slidewin_tests::llm_upstream).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use slidewin_tests::http::{self, Response};
+use slidewin_tests::llm_upstream::{LlmUpstream, Produced};
+use slidewin_tests::nginx::Nginx;
+
+fn start(workers: u32, stream_ms: (u64, u64)) -> (Nginx, LlmUpstream) {
+    let upstream = LlmUpstream::start(stream_ms);
+    let env = [("SLIDEWIN_LLM_UPSTREAM", upstream.port.to_string())];
+    (Nginx::start_with_env("llm.conf", workers, &env), upstream)
+}
+
+fn call(nginx: &Nginx, path: &str, user: &str, extra: &[(&str, &str)], body: &[u8]) -> Response {
+    let mut headers = vec![("X-User", user), ("Content-Type", "application/json")];
+    headers.extend_from_slice(extra);
+    http::send(nginx.port(), "POST", path, &headers, body)
+}
+
+/// Room left in `limiter` for `user`, once the log phase has settled.
+fn room(nginx: &Nginx, limiter: &str, user: &str) -> u64 {
+    thread::sleep(Duration::from_millis(150));
+    let lua = format!(
+        "local ok, remaining = require('limits'):get('{limiter}'):decide('{user}', 0, false) \
+         return remaining"
+    );
+    let body = nginx.eval(&lua).body;
+    body.parse().unwrap_or_else(|_| panic!("room: {body}"))
+}
+
+fn chat(content: &str, extra: &str) -> String {
+    format!(r#"{{"model":"cheap","messages":[{{"role":"user","content":"{content}"}}]{extra}}}"#)
+}
+
+#[test]
+fn a_json_call_is_capped_to_the_room_and_settled_at_its_usage() {
+    let (nginx, upstream) = start(2, (0, 0));
+    let body = chat("hello there, how are you", r#","max_tokens":5000"#);
+    let r = call(
+        &nginx,
+        "/tokens/v1/chat/completions",
+        "a",
+        &[],
+        body.as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    // The cap is what 1,000 tokens leave after the prompt's bound (the body's bytes), and the
+    // answer shows the room after the reservation: none.
+    let produced = upstream.wait(1);
+    assert_eq!(produced.len(), 1);
+    assert_eq!(produced[0].cap, Some(1000 - body.len() as u64));
+    assert!(
+        r.header("RateLimit")
+            .unwrap()
+            .starts_with(r#""tokens";r=0;"#),
+        "{:?}",
+        r.headers
+    );
+    // Settled for what the answer reported, at the reservation's stamp.
+    let used = produced[0].prompt + produced[0].output;
+    assert_eq!(room(&nginx, "tokens", "a"), 1000 - used);
+
+    // No cap given: the guard's default (300) is written.
+    let body = chat("x", "");
+    assert_eq!(
+        call(
+            &nginx,
+            "/tokens/v1/chat/completions",
+            "b",
+            &[],
+            body.as_bytes()
+        )
+        .status,
+        200
+    );
+    assert_eq!(upstream.wait(2)[1].cap, Some(300));
+}
+
+#[test]
+fn streams_report_usage_and_lose_the_event_the_client_did_not_ask_for() {
+    let (nginx, upstream) = start(1, (50, 50));
+    let plain = chat("stream me", r#","stream":true,"max_tokens":20"#);
+    let r = call(
+        &nginx,
+        "/tokens/v1/chat/completions",
+        "s",
+        &[],
+        plain.as_bytes(),
+    );
+    assert_eq!(r.status, 200);
+    assert!(r.body.ends_with("data: [DONE]\n\n"), "{}", r.body);
+    assert!(!r.body.contains("completion_tokens"), "{}", r.body);
+    let first = &upstream.wait(1)[0];
+    assert!(first.reported);
+    assert_eq!(
+        room(&nginx, "tokens", "s"),
+        1000 - first.prompt - first.output
+    );
+
+    // A client that asked keeps its usage event.
+    let asked = chat(
+        "stream me",
+        r#","stream":true,"stream_options":{"include_usage":true}"#,
+    );
+    let r = call(
+        &nginx,
+        "/tokens/v1/chat/completions",
+        "t",
+        &[],
+        asked.as_bytes(),
+    );
+    let second = &upstream.wait(2)[1];
+    let usage = format!(r#""completion_tokens":{}"#, second.output);
+    assert!(r.body.contains(&usage), "{}", r.body);
+
+    // Responses report usage in response.completed, unasked.
+    let body = r#"{"model":"cheap","input":"hi","stream":true,"max_output_tokens":10}"#;
+    let r = call(&nginx, "/tokens/v1/responses", "u", &[], body.as_bytes());
+    assert!(r.body.contains("response.completed"), "{}", r.body);
+    let third = &upstream.wait(3)[2];
+    assert_eq!(
+        room(&nginx, "tokens", "u"),
+        1000 - third.prompt - third.output
+    );
+}
+
+#[test]
+fn an_answer_that_reports_nothing_keeps_its_reservation() {
+    let (nginx, upstream) = start(1, (0, 0));
+    let body = chat("cut", r#","stream":true,"max_tokens":100"#);
+    let cut = call(
+        &nginx,
+        "/tokens/v1/chat/completions",
+        "c",
+        &[("X-Cut", "1")],
+        body.as_bytes(),
+    );
+    assert_eq!(cut.status, 200);
+    assert!(!upstream.wait(1)[0].reported);
+    assert_eq!(
+        room(&nginx, "tokens", "c"),
+        1000 - (body.len() as u64 + 100)
+    );
+    // An error that reports usage settles it.
+    let body = chat("err", r#","max_tokens":100"#);
+    let r = call(
+        &nginx,
+        "/tokens/v1/chat/completions",
+        "e",
+        &[("X-Status", "500")],
+        body.as_bytes(),
+    );
+    assert_eq!(r.status, 500);
+    let p = &upstream.wait(2)[1];
+    assert_eq!(room(&nginx, "tokens", "e"), 1000 - p.prompt - p.output);
+}
+
+#[test]
+fn every_limit_reserves_and_a_refusal_gives_the_others_back() {
+    let (nginx, upstream) = start(1, (0, 0));
+    // 500 cents a minute at 1 per input and 4 per output token: the cap is what the cents
+    // leave after the prompt's bound.
+    let body = r#"{"model":"dear","messages":[{"role":"user","content":"hi"}],"max_tokens":900}"#;
+    let r = call(
+        &nginx,
+        "/priced/v1/chat/completions",
+        "p",
+        &[],
+        body.as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let p = upstream.wait(1)[0].clone();
+    assert_eq!(p.cap, Some((500 - body.len() as u64) / 4));
+    assert_eq!(
+        room(&nginx, "priced_tokens", "p"),
+        1000 - p.prompt - p.output
+    );
+    assert_eq!(room(&nginx, "cents", "p"), 500 - (p.prompt + 4 * p.output));
+
+    // Cents full: the tokens reserved first go back when the cents refuse.
+    nginx.eval("return require('limits'):get('cents'):decide('q', 500, true)");
+    let r = call(
+        &nginx,
+        "/priced/v1/chat/completions",
+        "q",
+        &[],
+        body.as_bytes(),
+    );
+    assert_eq!(r.status, 429);
+    assert!(r.header("Retry-After").is_some());
+    assert_eq!(room(&nginx, "priced_tokens", "q"), 1000);
+    assert_eq!(upstream.record().len(), 1);
+
+    // A model with no price is refused: its cost cannot be known.
+    let free = r#"{"model":"free","messages":[]}"#;
+    let r = call(
+        &nginx,
+        "/priced/v1/chat/completions",
+        "f",
+        &[],
+        free.as_bytes(),
+    );
+    assert_eq!(r.status, 400);
+    assert!(
+        r.body.contains("model free has no price in limit cents"),
+        "{}",
+        r.body
+    );
+}
+
+/// Thirty hostile bodies: each a 400 or 413 naming what is wrong, none a 500, none charged,
+/// none sent upstream.
+#[test]
+fn hostile_bodies_are_refused_and_charge_nothing() {
+    let (nginx, upstream) = start(2, (0, 0));
+    let deep = format!(
+        r#"{{"model":"m","messages":{}1{}}}"#,
+        "[".repeat(5000),
+        "]".repeat(5000)
+    );
+    let big = format!(r#"{{"model":"m","messages":"{}"}}"#, "a".repeat(1_100_000));
+    let huge_number = format!(r#"{{"model":"m","max_tokens":1{}}}"#, "0".repeat(400));
+    let bodies: Vec<(&[u8], &str)> = vec![
+        (&b""[..], "body must be a JSON object"),
+        (b"not json", "body must be a JSON object"),
+        (br#"{"model":"m","messages":[{"role":"#, "EOF while parsing"),
+        (b"[1,2]", "invalid type: sequence"),
+        (b"null", "invalid type: null"),
+        (br#"{"model":"m"} {}"#, "trailing characters"),
+        (br#"{"model":"m",}"#, "trailing comma"),
+        (b"{\"model\":\"m\xff\"}", "body must be UTF-8"),
+        (
+            b"\xef\xbb\xbf{\"model\":\"m\"}",
+            "expected value at line 1 column 1",
+        ),
+        (br#"{"messages":[]}"#, "model is missing"),
+        (br#"{"model":5}"#, "model must be a non-empty string, got 5"),
+        (br#"{"model":["m"]}"#, "model must be a non-empty string"),
+        (br#"{"model":"m","model":"n"}"#, "member model twice"),
+        (
+            br#"{"model":"m","max_tokens":1,"max_tokens":1000000}"#,
+            "twice",
+        ),
+        (
+            br#"{"model":"m","max_tokens":-5}"#,
+            "max_tokens must be an integer",
+        ),
+        (br#"{"model":"m","max_tokens":0.5}"#, "got 0.5"),
+        (
+            br#"{"model":"m","max_tokens":"9"}"#,
+            "max_tokens must be an integer",
+        ),
+        (
+            br#"{"model":"m","max_tokens":1e999}"#,
+            "number out of range",
+        ),
+        (huge_number.as_bytes(), "number out of range"),
+        (br#"{"model":"m","max_completion_tokens":true}"#, "got true"),
+        (br#"{"model":"m","n":0}"#, "n must be an integer from 1"),
+        (br#"{"model":"m","n":-1}"#, "n must be an integer from 1"),
+        (br#"{"model":"m","stream":1}"#, "stream must be a boolean"),
+        (
+            br#"{"model":"m","stream_options":[]}"#,
+            "stream_options must be an object",
+        ),
+        (deep.as_bytes(), "recursion limit exceeded"),
+        (
+            br#"{"model":"m","messages":"\ud800"}"#,
+            "messages: unexpected end of hex escape",
+        ),
+        (
+            br#"{"model":"m","messages":"a\u0001b\x"}"#,
+            "invalid escape",
+        ),
+        (
+            b"{\"model\":\"m\",\"messages\":\"a\x00\"}",
+            "control character",
+        ),
+    ];
+    for (body, says) in bodies
+        .iter()
+        .chain([(big.as_bytes(), "body must be at most 1048576 bytes")].iter())
+    {
+        let r = call(&nginx, "/tokens/v1/chat/completions", "h", &[], body);
+        let status = if body.len() > 1 << 20 { 413 } else { 400 };
+        let shown = String::from_utf8_lossy(&body[..body.len().min(80)]);
+        assert_eq!(
+            (r.status, r.body.contains(says)),
+            (status, true),
+            "{shown}: {}",
+            r.body
+        );
+    }
+    // A compressed body is not read.
+    let gzip =
+        b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xab\xae\x05\x00\x43\xbf\xa6\xa3\x02\x00\x00\x00";
+    let r = call(
+        &nginx,
+        "/tokens/v1/chat/completions",
+        "h",
+        &[("Content-Encoding", "gzip")],
+        gzip,
+    );
+    assert_eq!(r.status, 400);
+    assert!(
+        r.body.contains("Content-Encoding gzip is not read"),
+        "{}",
+        r.body
+    );
+    assert_eq!(bodies.len() + 2, 30);
+    assert_eq!(room(&nginx, "tokens", "h"), 1000);
+    assert!(upstream.record().is_empty());
+    assert!(
+        !nginx.error_log().contains("[error]"),
+        "{}",
+        nginx.error_log()
+    );
+}
+
+/// 64 clients on one key of 20,000 tokens per 10 s, streams of 0.2-2 s: replayed from the
+/// upstream's record at the reservations' stamps, no window holds more than the limit of
+/// tokens actually produced.
+#[test]
+fn sixty_four_clients_never_put_a_window_over_its_limit() {
+    const LIMIT: u64 = 20_000;
+    const WINDOW: i64 = 10_000;
+    let (nginx, upstream) = start(4, (200, 2_000));
+    let stop = Arc::new(AtomicBool::new(false));
+    let port = nginx.port();
+    let clients: Vec<_> = (0..64)
+        .map(|i| {
+            let stop = Arc::clone(&stop);
+            thread::spawn(move || {
+                let mut statuses = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    let body = chat(
+                        &format!("client {i} asks a question of some length"),
+                        r#","stream":true"#,
+                    );
+                    let headers = [("X-User", "all"), ("Content-Type", "application/json")];
+                    let r = http::send(
+                        port,
+                        "POST",
+                        "/busy/v1/chat/completions",
+                        &headers,
+                        body.as_bytes(),
+                    );
+                    if r.status == 429 {
+                        thread::sleep(Duration::from_millis(100));
+                    }
+                    statuses.push(r.status);
+                }
+                statuses
+            })
+        })
+        .collect();
+    let began = Instant::now();
+    thread::sleep(Duration::from_secs(30));
+    stop.store(true, Ordering::Relaxed);
+    let statuses: Vec<u16> = clients
+        .into_iter()
+        .flat_map(|c| c.join().unwrap())
+        .collect();
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 429),
+        "{statuses:?}"
+    );
+    let record: Vec<Produced> = upstream.record();
+    assert!(record.iter().all(|p| p.stamp_ms > 0));
+    let over = windows_over(&record, WINDOW, LIMIT);
+    assert_eq!(over, 0, "windows over the limit");
+    let used = utilization(&record, WINDOW, LIMIT);
+    eprintln!(
+        "{} calls admitted, {} refused in {:?}; tokens per window at saturation: {:.1}% of the limit",
+        record.len(),
+        statuses.iter().filter(|s| **s == 429).count(),
+        began.elapsed(),
+        used * 100.0
+    );
+    assert!(used >= 0.75, "utilization {used}");
+}
+
+/// Windows (t - window, t], t at each stamp, holding more than `limit` produced tokens.
+fn windows_over(record: &[Produced], window: i64, limit: u64) -> usize {
+    let mut calls: Vec<(i64, u64)> = record
+        .iter()
+        .map(|p| (p.stamp_ms, p.prompt + p.output))
+        .collect();
+    calls.sort();
+    calls
+        .iter()
+        .filter(|(t, _)| {
+            let held: u64 = calls
+                .iter()
+                .filter(|(s, _)| s > &(t - window) && s <= t)
+                .map(|c| c.1)
+                .sum();
+            held > limit
+        })
+        .count()
+}
+
+/// The mean share of the limit produced in the windows ending every 100 ms from the first
+/// call's window's end to the last call, the last two seconds left out (calls not yet ended).
+fn utilization(record: &[Produced], window: i64, limit: u64) -> f64 {
+    let first = record.iter().map(|p| p.stamp_ms).min().unwrap();
+    let last = record.iter().map(|p| p.stamp_ms).max().unwrap() - 2_000;
+    let ends: Vec<i64> = (first + window..=last).step_by(100).collect();
+    let shares: f64 = ends
+        .iter()
+        .map(|t| {
+            let held: u64 = record
+                .iter()
+                .filter(|p| p.stamp_ms > t - window && p.stamp_ms <= *t)
+                .map(|p| p.prompt + p.output)
+                .sum();
+            held as f64 / limit as f64
+        })
+        .sum();
+    shares / ends.len() as f64
+}
