@@ -424,19 +424,25 @@ function _M.reserve(self, key, cost, opts)
     return { key = key, cost = cost, stamp_ms = stamp_ms }
 end
 
--- sw:settle(ticket, actual): the reserved call used `actual`: what it did not use goes back
--- at the reservation's stamp, so the windows hold `actual` where the call was admitted (a
--- refund now would take later calls' cost and let a window go over). A ticket settled twice
--- counts once, and one of a call a store failure let through (no stamp: nothing recorded)
--- changes nothing. true, or nil, err (the store failed); raises on a bad ticket, or on an
--- actual above the cost reserved (clamp the work to it: an output cap).
-function _M.settle(self, ticket, actual)
+-- sw:settle(ticket, actual [, above]): the reserved call used `actual`: what it did not use
+-- goes back at the reservation's stamp, so the windows hold `actual` where the call was
+-- admitted (a refund now would take later calls' cost and let a window go over). A ticket
+-- settled twice counts once, and one of a call a store failure let through (no stamp:
+-- nothing recorded) changes nothing. `actual` nil: the call's use is unknown (its answer
+-- reported none), the reservation stays whole (counted as kept). An actual above the cost
+-- reserved raises, unless `above` is "clamp": the reservation stays whole and the excess is
+-- counted as over (the work was meant to be clamped to it: an output cap). true, or nil, err
+-- (the store failed); raises on a bad ticket.
+function _M.settle(self, ticket, actual, above)
     check_self(self, "settle")
     if type(ticket) ~= "table" or type(ticket.cost) ~= "number" then
         error(format("sw:settle: ticket must be what sw:reserve returned, got %s", show(ticket)), 2)
     end
-    local most = ticket.stamp_ms and ticket.cost or huge
-    if not (type(actual) == "number" and actual >= 0 and actual % 1 == 0 and actual <= most) then
+    if above ~= nil and above ~= "clamp" then
+        error(format('sw:settle: above must be nil or "clamp", got %s', show(above)), 2)
+    end
+    local most = (ticket.stamp_ms and not above) and ticket.cost or huge
+    if not (actual == nil or type(actual) == "number" and actual >= 0 and actual % 1 == 0 and actual <= most) then
         error(format("sw:settle: actual must be an integer from 0 to the cost reserved (%d), got %s",
             ticket.cost, show(actual)), 2)
     end
@@ -444,7 +450,16 @@ function _M.settle(self, ticket, actual)
         return true
     end
     ticket.settled = true
-    local counters, unused = self.counters, ticket.cost - actual
+    local counters = self.counters
+    if actual == nil then
+        counters:add("kept_units", ticket.cost)
+        return true
+    end
+    if actual > ticket.cost then
+        counters:add("over_units", actual - ticket.cost)
+        actual = ticket.cost
+    end
+    local unused = ticket.cost - actual
     counters:add("used_units", actual)
     if unused == 0 then
         return true

@@ -158,6 +158,32 @@ fn an_answer_that_reports_nothing_keeps_its_reservation() {
     assert_eq!(r.status, 500);
     let p = &upstream.wait(2)[1];
     assert_eq!(room(&nginx, "tokens", "e"), 1000 - p.prompt - p.output);
+    // An upstream that ignores the cap: the window keeps the reservation, the excess is
+    // counted as over (clamp mode assumes the cap holds).
+    let body = chat("ignore", r#","max_tokens":10"#);
+    let ignored = [("X-Ignore-Cap", "500")];
+    let r = call(
+        &nginx,
+        "/tokens/v1/chat/completions",
+        "i",
+        &ignored,
+        body.as_bytes(),
+    );
+    assert_eq!(r.status, 200);
+    let p = &upstream.wait(3)[2];
+    let reserved = body.len() as u64 + 10;
+    assert_eq!(room(&nginx, "tokens", "i"), 1000 - reserved);
+    let metrics = nginx.get("/metrics").body;
+    let cut_reserved = chat("cut", r#","stream":true,"max_tokens":100"#).len() + 100;
+    for (kind, units) in [
+        ("kept", cut_reserved as u64),
+        ("over", p.prompt + 500 - reserved),
+    ] {
+        let line = format!(
+            "slidewin_reservation_units_total{{limiter=\"tokens\",kind=\"{kind}\"}} {units}\n"
+        );
+        assert!(metrics.contains(&line), "{line}{metrics}");
+    }
 }
 
 #[test]
@@ -320,6 +346,35 @@ fn hostile_bodies_are_refused_and_charge_nothing() {
         "{}",
         nginx.error_log()
     );
+}
+
+/// LiteLLM's measured case: many concurrent `max_tokens=1` streams on one key. Each reserves
+/// its prompt's bound and one token, so exactly as many as fit are admitted, and what the
+/// upstream produced stays within the limit.
+#[test]
+fn a_burst_of_one_token_streams_admits_only_what_fits() {
+    let (nginx, upstream) = start(2, (500, 500));
+    let body = chat("one token please", r#","stream":true,"max_tokens":1"#);
+    let port = nginx.port();
+    let burst: Vec<_> = (0..64)
+        .map(|_| {
+            let body = body.clone();
+            thread::spawn(move || {
+                let headers = [("X-User", "burst"), ("Content-Type", "application/json")];
+                http::send(port, "POST", "/tokens/v1/chat/completions", &headers, body).status
+            })
+        })
+        .collect();
+    let statuses: Vec<u16> = burst.into_iter().map(|t| t.join().unwrap()).collect();
+    let fit = 1000 / (body.len() + 1);
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        fit,
+        "{statuses:?}"
+    );
+    assert_eq!(statuses.iter().filter(|s| **s == 429).count(), 64 - fit);
+    let produced: u64 = upstream.wait(fit).iter().map(|p| p.prompt + p.output).sum();
+    assert!(produced <= 1000, "{produced}");
 }
 
 /// 64 clients on one key of 20,000 tokens per 10 s, streams of 0.2-2 s: replayed from the

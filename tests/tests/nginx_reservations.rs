@@ -78,7 +78,12 @@ fn a_ticket_settles_once_and_bad_settlements_are_errors() {
     // Reserved 5 + 3 + 3; of the one settled, 1 used and 4 given back. Limiters that never
     // reserved show no such family.
     let metrics = nginx.get("/metrics").body;
-    for (kind, units) in [("reserved", 11), ("used", 1), ("given_back", 4)] {
+    for (kind, units) in [
+        ("reserved", 11),
+        ("used", 1),
+        ("given_back", 4),
+        ("kept", 0),
+    ] {
         let line = format!(
             "slidewin_reservation_units_total{{limiter=\"tokens\",kind=\"{kind}\"}} {units}\n"
         );
@@ -87,9 +92,44 @@ fn a_ticket_settles_once_and_bad_settlements_are_errors() {
     assert!(!metrics.contains("slidewin_reservation_units_total{limiter=\"log\""));
     let stats = eval("return require('limits'):stats_json()");
     assert!(
-        stats.contains(r#""tokens":{"allowed":3,"rejected":0,"store_errors":0,"keys":3,"reservation_units":{"reserved":11,"used":1,"given_back":4}}"#),
+        stats.contains(r#""tokens":{"allowed":3,"rejected":0,"store_errors":0,"keys":3,"reservation_units":{"reserved":11,"used":1,"given_back":4,"kept":0,"over":0}}"#),
         "{stats}"
     );
+}
+
+#[test]
+fn an_unknown_use_keeps_the_reservation_and_a_clamped_excess_is_counted() {
+    let nginx = Nginx::start("shm.conf", 1);
+    let body = nginx
+        .eval(
+            "local sw = require('limits'):get('tokens') \
+             local kept, clamped = sw:reserve('k', 4), sw:reserve('m', 3) \
+             assert(sw:settle(kept, nil)) assert(sw:settle(clamped, 5, 'clamp')) \
+             local bad = select(2, pcall(sw.settle, sw, sw:reserve('n', 1), 1, 'debt')) \
+             local lim = sw.store.lim \
+             return table.concat({ lim:window('k', 1).windows[1].count, \
+                 lim:window('m', 1).windows[1].count, bad }, ' ')",
+        )
+        .body;
+    // Kept whole; recorded at the reservation, 2 above it counted.
+    assert!(
+        body.starts_with("4 3 ")
+            && body.ends_with(r#"sw:settle: above must be nil or "clamp", got "debt""#),
+        "{body}"
+    );
+    let metrics = nginx.get("/metrics").body;
+    for (kind, units) in [
+        ("reserved", 8),
+        ("used", 3),
+        ("given_back", 0),
+        ("kept", 4),
+        ("over", 2),
+    ] {
+        let line = format!(
+            "slidewin_reservation_units_total{{limiter=\"tokens\",kind=\"{kind}\"}} {units}\n"
+        );
+        assert!(metrics.contains(&line), "{line}{metrics}");
+    }
 }
 
 #[test]

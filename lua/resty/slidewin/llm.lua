@@ -296,17 +296,10 @@ function _M.log()
         return
     end
     local input, cached, output = usage_of(ctx)
-    if not input then
-        return -- nothing reported: each reservation stays whole
-    end
     for i, ticket in ipairs(tickets) do
-        local cost = ctx.weights[i]:cost(input, cached, output)
-        if cost > ticket.cost then
-            ngx.log(ngx.WARN, "slidewin llm: usage cost ", cost, " above the ", ticket.cost,
-                " reserved (a prompt over its bound?): settled at the reservation")
-            cost = ticket.cost
-        end
-        limits[i].limiter:settle(ticket, cost)
+        -- Nothing reported: each reservation stays whole. Use above a reservation (a prompt
+        -- over its bound, an upstream that ignored the cap) is counted as over.
+        limits[i].limiter:settle(ticket, input and ctx.weights[i]:cost(input, cached, output), "clamp")
     end
 end
 
