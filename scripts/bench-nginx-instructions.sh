@@ -16,38 +16,12 @@ cd "$(dirname "$0")/.."
 N=${1:-2000}
 PORT=${PORT:-18490}
 WORKERS=1
-command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 1; }
 
 source scripts/bench-lib.sh
-start_nginx bench.conf /plain/ # renders the prefix; this nginx is stopped, its files kept
-kill -QUIT "$(cat "$prefix/logs/nginx.pid")"
-wait "$nginx_pid" 2>/dev/null || true
-while curl -sf "127.0.0.1:$PORT/plain/" >/dev/null; do sleep 0.1; done
-out=$(mktemp -d /tmp/slidewin-callgrind-XXXXXX)
-vg=
-trap 'kill $vg 2>/dev/null || true; wait $vg 2>/dev/null || true; rm -rf "$out"; stop_started_nginx' EXIT
+callgrind_setup bench.conf /plain/
 
-# count SERVER [CALLGRIND-OPTION]: instructions per request of SERVER, in a fresh nginx under
-# callgrind.
-count() {
-  valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.$1" ${2:+"$2"} \
-    "${NGINX:-nginx}" -p "$prefix" -c "$prefix/conf/bench.conf" \
-    -g "master_process off;" >"$out/valgrind.log" 2>&1 &
-  vg=$!
-  for _ in $(seq 300); do curl -sf "127.0.0.1:$PORT/plain/" >/dev/null && break; sleep 0.2; done
-  curl -s -H "Host: $1" "127.0.0.1:$PORT/?[1-200]" >/dev/null
-  callgrind_control -z "$vg" >/dev/null 2>&1
-  curl -s -H "Host: $1" "127.0.0.1:$PORT/?[1-$N]" >/dev/null
-  callgrind_control -d "$vg" >/dev/null 2>&1
-  # The dump is written when valgrind next polls its commands.
-  until [ -s "$out/callgrind.$1.1" ] && grep -q '^totals:' "$out/callgrind.$1.1"; do sleep 0.1; done
-  local total
-  total=$(grep -m1 '^summary:' "$out/callgrind.$1.1" | awk '{print $2}')
-  kill -QUIT "$vg"
-  wait "$vg" 2>/dev/null || true
-  rm -f "$out"/callgrind."$1"*
-  echo $((total / N))
-}
+# count SERVER [CALLGRIND-OPTION]: instructions per request of SERVER.
+count() { callgrind_per_request bench.conf /plain/ "$1" "$N" ${2:+"$2"}; }
 
 read -r -a SERVERS <<<"${SERVERS:-plain-nginx limit-req-1 limit-req-h limit-req-s native-both native-bare shm-key-var}"
 echo "== callgrind, $N requests per server, an nginx each ($(date -u +%FT%TZ))"
