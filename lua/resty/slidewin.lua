@@ -38,13 +38,16 @@
 -- with other windows is a new version); store:window(key), store:walk(n) / store:step(walk,
 -- budget_us) a key's windows and the top keys; store:evictions_to_tell(interval_ms).
 -- A store elsewhere (redis, shdict) answers into the same buffer:
---   store:answer(headers_block, key, cost, commit, limits, in_hand_only) -> out, decided_locally
+--   store:answer(headers_block, key, cost, commit, limits, in_hand_only, reserving)
+--                                      -> out, decided_locally
 --                                      | nil, err    (a store failure: the layer counts it in
 --                                                      metrics and applies conf.on_store_error)
 --     out: resty.slidewin.answer's buffer, header values rendered with headers_block
 --     limits: one limit per window of conf.windows (the live ones, or the call's)
 --     in_hand_only: the fallback decides; answer only from what the store holds in this node
 --     (leases), else nil
+--     reserving: true for sw:reserve, whose admitted answer needs the stamp it was recorded at
+--     (a store that spends leases asks Redis per request then)
 --     decided_locally: true when a remote store answered without a round trip (counted)
 --   A store that decides per call writes store:decide(key, cost, commit, limits) ->
 --   allowed, remaining, retry_after_ms (nil: never), reset_after_ms, decided_locally, window
@@ -316,7 +319,7 @@ local function decide(self, key, cost, commit, opts, method)
     local fallback = self.fallback
     local falling_back = fallback and fallback:active(now_ms())
     local out, decided_locally = self.store:answer(self.headers_block, key, cost, commit,
-        limits or self.live, falling_back)
+        limits or self.live, falling_back, method == "reserve")
     if falling_back and not out then
         return fall_back(self, key, cost, commit)
     elseif not out then
@@ -404,13 +407,12 @@ end
 -- bytes): admits (headers set) and returns a ticket for sw:settle, or refuses as enforce
 -- does (the request ends). The ticket is { key, cost, stamp_ms }: stamp_ms is when the cost
 -- was recorded (nil when nothing was: a store failure let the request through). Stores in
--- this node's memory (local, shm, zone, nginx) and store redis without leases, and limiters
--- without switches.
+-- this node's memory (local, shm, zone, nginx) and store redis, and limiters without switches.
 function _M.reserve(self, key, cost, opts)
     check_self(self, "reserve")
     if not self.store.refunds_at_stamp then
         error(format("sw:reserve: store %s cannot give cost back at a reservation's stamp "
-            .. "(stores local, shm, zone, nginx and redis without lease can)", show(self.conf.store)), 2)
+            .. "(stores local, shm, zone, nginx and redis can)", show(self.conf.store)), 2)
     end
     if self.hooks then
         error("sw:reserve: a limiter with switches (mode, exempt, headers, delay, ...) cannot reserve", 2)
