@@ -11,7 +11,9 @@
 --       its former name, still read); with action lease: want N, validity_ms V, id ID; with
 --       action check and the lease hash: ahead_ms V (the cost recorded at now + V); with any
 --       action and the lease hash: settle "ID:SPENT:LAST_MS ..." (rule.lua says what they do);
---       with any action: record "AGE_MS:UNITS ...", units admitted elsewhere AGE_MS ago.
+--       with any action: record "AGE_MS:UNITS ...", units admitted elsewhere AGE_MS ago; with
+--       action refund: stamp_ms N (give back what was recorded at N or before, the newest
+--       first: a reservation's stamp; without it, from the newest bucket).
 local floor = math.floor
 local function int(name, text, min, k)
   local n = tonumber(text)
@@ -29,7 +31,7 @@ for k = 1, #KEYS do
   -- A key more than the windows (an option's name, or nothing, where its window would be): the
   -- lease hash.
   if k > 1 and k == #KEYS and algorithm ~= 'log' and algorithm ~= 'buckets' and algorithm ~= 'counter'
-      and (algorithm == nil or (' now_ms action mode want validity_ms id settle ahead_ms record '):find(' ' .. algorithm .. ' ', 1, true)) then
+      and (algorithm == nil or (' now_ms action mode want validity_ms id settle ahead_ms record stamp_ms '):find(' ' .. algorithm .. ' ', 1, true)) then
     lease_key = KEYS[k]
     break
   end
@@ -64,6 +66,8 @@ local action, now, want, validity, id, settle, lease_option = 'check', nil, nil,
 -- record: {units, age, stamp} (the stamp, now - age, once now is known), or nil.
 local record = nil
 local ahead = 0
+-- stamp: refund's stamp_ms, or nil.
+local stamp = nil
 for i = at, #ARGV, 2 do
   local name, value = ARGV[i], ARGV[i + 1]
   if name == 'action' or name == 'mode' then
@@ -75,12 +79,13 @@ for i = at, #ARGV, 2 do
       local choices = lease_key and 'check, peek, refund or lease' or 'check, peek or refund'
       return redis.error_reply('ERR ' .. name .. ' must be ' .. choices .. ', got ' .. tostring(action))
     end
-  elseif name == 'now_ms' then
-    -- The log keeps the newest time seen in a score above 2^52: times run from 0 to 2^52 - 1.
-    now = tonumber(value)
-    if not (now and now % 1 == 0 and now >= 0 and now < 2 ^ 52) then
-      return redis.error_reply('ERR now_ms must be a non-negative integer below 2^52, got ' .. tostring(value))
+  elseif name == 'now_ms' or name == 'stamp_ms' then
+    -- Times run from 0 to 2^52 - 1.
+    local t = tonumber(value)
+    if not (t and t % 1 == 0 and t >= 0 and t < 2 ^ 52) then
+      return redis.error_reply('ERR ' .. name .. ' must be a non-negative integer below 2^52, got ' .. tostring(value))
     end
+    if name == 'now_ms' then now = t else stamp = t end
   elseif name == 'want' then
     want, err = int('want', value, 1)
     if err then return redis.error_reply(err) end
@@ -131,7 +136,7 @@ for i = at, #ARGV, 2 do
       record[#record + 1] = r
     end
   else
-    return redis.error_reply('ERR options are now_ms, action, want, validity_ms, id, ahead_ms, settle and record, got ' .. tostring(name))
+    return redis.error_reply('ERR options are now_ms, action, want, validity_ms, id, ahead_ms, settle, record and stamp_ms, got ' .. tostring(name))
   end
 end
 if action == 'lease' then
@@ -145,6 +150,9 @@ elseif lease_option then
 end
 if ahead > 0 and action ~= 'check' then
   return redis.error_reply('ERR ahead_ms goes with action check, got action ' .. action)
+end
+if stamp and action ~= 'refund' then
+  return redis.error_reply('ERR stamp_ms goes with action refund, got action ' .. action)
 end
 if lease_key and uses_counter then
   for k = 1, #windows do

@@ -65,8 +65,13 @@ if uses_counter then
     if record then
       current = current + cost
     elseif action == 'refund' then
-      local back = math.min(current, cost)
-      current, previous = current - back, math.max(previous - (cost - back), 0)
+      -- As the core's unrecord_at: from the fixed window of the stamp (none: the newest time
+      -- seen), then the one before; nothing once the stamp's window is no longer counted.
+      local ago = stamp and floor(w.now / span) - floor(math.min(stamp, w.now) / span) or 0
+      local back = ago == 0 and math.min(current, cost) or 0
+      if ago <= 1 then
+        current, previous = current - back, math.max(previous - (cost - back), 0)
+      end
     end
     local reset = current > 0 and 2 * span - elapsed or previous > 0 and span - elapsed or 0
     if reset == 0 then

@@ -199,22 +199,49 @@ if uses_entries then
     end
   end
 
-  -- Give `cost` back from the newest buckets: drop those whose predecessor already reaches the
-  -- target sum, then lower the newest one left to it (the oldest bucket stays). Only the
-  -- header changes: the newest bucket lives there.
-  local function entries_refund(w, cost)
-    local target = math.max(w.sum - cost, w.gone)
-    if target > w.gone and target < w.sum then
-      -- The first bucket above the target (the newest is): it holds the target, or goes when
-      -- the one before it already does.
-      local cut, index, _, before_index, before_sum = search(w, 0, w.count - 1, 2, target + 1)
-      if before_sum == target then
-        w.count, w.newest = cut, before_index
-      else
-        w.count, w.newest = cut + 1, index or w.newest
-      end
+  -- Give back up to `cost` recorded in the bucket of time `stamp` or before it (nil: the newest
+  -- bucket), the newest first, as the core's unrecord_at: the buckets up to the stamp's are
+  -- capped at the target sum (the first above it keeps what is left, those after it nothing)
+  -- and the later ones keep their cost. The buckets that keep nothing at the end go; the ones
+  -- between stay, holding nothing, until they leave. The fewer records change: the later ones
+  -- lower their sums, or the earlier ones and `gone` raise theirs (one BITFIELD command per
+  -- 250 records).
+  local function entries_give_back(w, cost, stamp)
+    if w.sum == w.gone then return end
+    local last, through = w.count - 1, w.sum -- the newest bucket up to the stamp, its sum
+    if stamp and floor(stamp / w.width) < w.newest then
+      local after, _, _, _, before_sum = search(w, 0, w.count - 1, 1, floor(stamp / w.width) + 1)
+      if after == 0 then return end -- the stamp's bucket left the window
+      last, through = after - 1, before_sum
     end
-    w.sum = target
+    local given = math.min(cost, through - w.gone)
+    if given == 0 then return end
+    local target = through - given
+    -- The first bucket that reaches the target (`last` does): it keeps target less its
+    -- predecessor's sum, those after it up to `last` nothing.
+    local first, index = search(w, 0, last, 2, target)
+    if last == w.count - 1 then
+      -- The newest bucket goes down: only the header changes (none left: the key goes).
+      w.count, w.newest, w.sum = first + 1, index or w.newest, target
+      return
+    end
+    local raise = last + 1 < w.count - 1 - first
+    local ops = {}
+    local function set(j, op, value)
+      local n = #ops
+      ops[n + 1], ops[n + 2], ops[n + 3], ops[n + 4] = op, 'u56', record_bit(w, j) + 56, value
+    end
+    for j = first, last do set(j, 'SET', raise and through or target) end
+    if raise then
+      for j = 0, first - 1 do set(j, 'INCRBY', given) end
+      w.gone = w.gone + given
+    else
+      for j = last + 1, w.count - 2 do set(j, 'INCRBY', -given) end
+      w.sum = w.sum - given
+    end
+    for i = 1, #ops, 1000 do
+      redis.call('BITFIELD', w.key, unpack(ops, i, math.min(i + 999, #ops)))
+    end
   end
 
   -- Write window `w` back, recording `cost` when `record`; its reset_after_ms (when what it
@@ -229,7 +256,7 @@ if uses_entries then
       if current ~= w.newest and (w.count == 0 or current > w.newest) then new_bucket(w, current) end
       w.sum = w.sum + cost
     elseif action == 'refund' then
-      entries_refund(w, cost)
+      entries_give_back(w, cost, stamp)
       w.moved = true
     end
     local reset, room = 0, w.limit

@@ -6,6 +6,8 @@
 -- window with the longest wait (retry_after_ms: its wait, -1 when some window can never fit
 -- the cost), when admitted (or refunded) the one with the least room (ties: the lower index);
 -- reset_after_ms that window's. A peek reports what would remain once its cost is recorded.
+-- An admitted check's reply has a sixth field: stamp_ms, the time its cost was recorded at
+-- (now, or now + ahead_ms), which a refund with stamp_ms gives back at (a reservation's).
 --
 -- Leases (the lease hash given, log and bucket windows only): the hash holds a field per
 -- outstanding grant, id -> "units granted_ms validity_ms". Every action counts each grant's
@@ -143,6 +145,7 @@ if lease_key then
   end
   if action == 'lease' then return {granted, least, allowed and 0 or retry, reset, shown} end
 end
+if record then return {1, least - cost, 0, reset, shown, now + ahead} end
 local remaining = least
 if allowed and action ~= 'refund' then remaining = least - cost end
 return {allowed and 1 or 0, remaining, allowed and 0 or retry, reset, shown}

@@ -38,13 +38,16 @@
 -- with other windows is a new version); store:window(key), store:walk(n) / store:step(walk,
 -- budget_us) a key's windows and the top keys; store:evictions_to_tell(interval_ms).
 -- A store elsewhere (redis, shdict) answers into the same buffer:
---   store:answer(headers_block, key, cost, commit, limits, in_hand_only) -> out, decided_locally
+--   store:answer(headers_block, key, cost, commit, limits, in_hand_only, reserving)
+--                                      -> out, decided_locally
 --                                      | nil, err    (a store failure: the layer counts it in
 --                                                      metrics and applies conf.on_store_error)
 --     out: resty.slidewin.answer's buffer, header values rendered with headers_block
 --     limits: one limit per window of conf.windows (the live ones, or the call's)
 --     in_hand_only: the fallback decides; answer only from what the store holds in this node
 --     (leases), else nil
+--     reserving: true for sw:reserve, whose admitted answer needs the stamp it was recorded at
+--     (a store that spends leases asks Redis per request then)
 --     decided_locally: true when a remote store answered without a round trip (counted)
 --   A store that decides per call writes store:decide(key, cost, commit, limits) ->
 --   allowed, remaining, retry_after_ms (nil: never), reset_after_ms, decided_locally, window
@@ -57,6 +60,8 @@
 --   that share live limits between nodes (redis)
 -- Either kind: store:refund(key, cost) -> true | nil, err (store.refunds_at_once: true when
 -- it needs no I/O, so the log phase gives back at once rather than in a timer;
+-- a remote store's decide also returns, after window, the stamp an admitted check recorded
+-- its cost at (stamp_ms, for sw:reserve);
 -- store.refunds_at_stamp: true when store:refund(key, cost, stamp_ms) gives back cost recorded
 -- at a reservation's stamp, which sw:reserve needs);
 -- store:keys() -> number | nil (nil: the store cannot tell);
@@ -314,7 +319,7 @@ local function decide(self, key, cost, commit, opts, method)
     local fallback = self.fallback
     local falling_back = fallback and fallback:active(now_ms())
     local out, decided_locally = self.store:answer(self.headers_block, key, cost, commit,
-        limits or self.live, falling_back)
+        limits or self.live, falling_back, method == "reserve")
     if falling_back and not out then
         return fall_back(self, key, cost, commit)
     elseif not out then
@@ -402,26 +407,67 @@ end
 -- bytes): admits (headers set) and returns a ticket for sw:settle, or refuses as enforce
 -- does (the request ends). The ticket is { key, cost, stamp_ms }: stamp_ms is when the cost
 -- was recorded (nil when nothing was: a store failure let the request through). Stores in
--- this node's memory (local, shm, zone, nginx) and limiters without switches.
+-- this node's memory (local, shm, zone, nginx) and store redis, and limiters without switches.
 function _M.reserve(self, key, cost, opts)
     check_self(self, "reserve")
     if not self.store.refunds_at_stamp then
         error(format("sw:reserve: store %s cannot give cost back at a reservation's stamp "
-            .. "(stores local, shm, zone and nginx can)", show(self.conf.store)), 2)
+            .. "(stores local, shm, zone, nginx and redis can)", show(self.conf.store)), 2)
     end
     if self.hooks then
         error("sw:reserve: a limiter with switches (mode, exempt, headers, delay, ...) cannot reserve", 2)
     end
     key = key_of(self, key, "reserve", 3)
     local out, policy_header, decided_locally = decide(self, key, cost, true, opts, "reserve")
-    -- Read before respond, which may reuse the buffer.
+    -- Read before respond, which may reuse the buffer. NaN: a decision with no stamp.
     local stamp_ms = out and out.allowed ~= 0 and out.stamp_ms or nil
+    if stamp_ms ~= stamp_ms then
+        stamp_ms = nil
+    end
     respond(self, key, cost, opts, out, policy_header, decided_locally)
     cost = stamp_ms and (cost or 1) or 0
     if cost > 0 then
         self.counters:add("reserved_units", cost)
     end
     return { key = key, cost = cost, stamp_ms = stamp_ms }
+end
+
+-- The phases where a request may open a cosocket (ngx_lua): a store that does I/O gives back
+-- from a timer in the others (the log phase, where a reservation settles).
+local COSOCKETS = { rewrite = true, access = true, content = true, timer = true }
+
+-- store:refund(key, cost, stamp_ms), counting `cost` in counter `counted` (optional) when it
+-- gave back: true, or nil, err.
+local function give_back_now(self, key, cost, stamp_ms, counted)
+    local ok, err = self.store:refund(key, cost, stamp_ms)
+    if ok and counted then
+        self.counters:add(counted, cost)
+    end
+    return ok, err
+end
+
+local function give_back_in_timer(premature, self, key, cost, stamp_ms, counted)
+    if premature then
+        return
+    end
+    local ok, err = give_back_now(self, key, cost, stamp_ms, counted)
+    if not ok then
+        ngx.log(ngx.ERR, "slidewin ", self.name, ": refund failed: ", err)
+    end
+end
+
+-- give_back_now at once, or, for a store that does I/O (not refunds_at_once) in a phase
+-- without cosockets, from a zero-delay timer that logs a failure: true (given back, or on its
+-- way), or nil, err.
+local function give_back(self, key, cost, stamp_ms, counted)
+    if self.store.refunds_at_once or COSOCKETS[ngx.get_phase()] then
+        return give_back_now(self, key, cost, stamp_ms, counted)
+    end
+    local ok, err = ngx.timer.at(0, give_back_in_timer, self, key, cost, stamp_ms, counted)
+    if not ok then
+        return nil, "cannot start the timer that gives back: " .. tostring(err)
+    end
+    return true
 end
 
 -- sw:settle(ticket, actual [, above]): the reserved call used `actual`: what it did not use
@@ -464,18 +510,14 @@ function _M.settle(self, ticket, actual, above)
     if unused == 0 then
         return true
     end
-    local ok, err = self.store:refund(ticket.key, unused, ticket.stamp_ms)
-    if ok then
-        counters:add("given_back_units", unused)
-    end
-    return ok, err
+    return give_back(self, ticket.key, unused, ticket.stamp_ms, "given_back_units")
 end
 
 -- sw:refund(key, cost): gives `cost` back in every window of `key` (an admission whose work
--- was not done): true, or nil, err.
+-- was not done): true, or nil, err. In the log phase, store redis gives back from a timer.
 function _M.refund(self, key, cost)
     check_self(self, "refund")
-    return self.store:refund(key, cost)
+    return give_back(self, key, cost)
 end
 
 -- sw:limits(): the live limits, one per window.

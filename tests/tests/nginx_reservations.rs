@@ -1,18 +1,28 @@
-//! Reservations inside real nginx (nginx/shm.conf's `/reserve/`): `sw:reserve` in the access
-//! phase, `sw:settle` in the log phase, on store `shm` shared by two workers.
+//! Reservations inside real nginx (`/reserve/` of nginx/shm.conf and nginx/redis.conf):
+//! `sw:reserve` in the access phase, `sw:settle` in the log phase, on store `shm` shared by two
+//! workers, and on store `redis` (a real redis-server) shared by two workers, where the log
+//! phase settles from a timer.
 
 use std::thread;
 use std::time::Duration;
 
 use slidewin_tests::http::Response;
 use slidewin_tests::nginx::Nginx;
+use slidewin_tests::redis::RedisServer;
 
-/// `n` requests of `user`, one at a time, each reserving `cost` and settling `actual`.
-fn reserve(nginx: &Nginx, user: &str, cost: u64, actual: u64, n: usize) -> Vec<Response> {
+/// `n` requests of `user` to `limiter`, one at a time, each reserving `cost` and settling
+/// `actual`.
+fn reserve(
+    (nginx, limiter): (&Nginx, &str),
+    user: &str,
+    cost: u64,
+    actual: u64,
+    n: usize,
+) -> Vec<Response> {
     (0..n)
         .map(|_| {
             let response = nginx.get(&format!(
-                "/reserve/tokens?user={user}&cost={cost}&actual={actual}"
+                "/reserve/{limiter}?user={user}&cost={cost}&actual={actual}"
             ));
             // The log phase settles after the response is sent: let it run.
             thread::sleep(Duration::from_millis(50));
@@ -25,23 +35,72 @@ fn statuses(responses: &[Response]) -> Vec<u16> {
     responses.iter().map(|r| r.status).collect()
 }
 
-#[test]
-fn a_settled_reservation_keeps_only_what_the_call_used() {
-    let nginx = Nginx::start("shm.conf", 2);
+/// `limiter` of `nginx` (log 20 a minute, buckets 30 a minute) keeps what the calls used,
+/// exactly.
+fn settled_reservations_keep_only_what_the_calls_used(nginx: &Nginx, limiter: &str) {
+    let at = (nginx, limiter);
     // 20 a minute: each call reserves 10 and uses 2. Before the k-th call the window holds
     // 2 (k - 1), so it fits while 2 (k - 1) + 10 <= 20: six calls, then refusals.
-    let settled = reserve(&nginx, "a", 10, 2, 8);
+    let settled = reserve(at, "a", 10, 2, 8);
     assert_eq!(statuses(&settled), [200, 200, 200, 200, 200, 200, 429, 429]);
     let sixth = &settled[5];
     let rate = sixth.header("RateLimit").unwrap();
-    assert!(rate.starts_with(r#""tokens";r=0;t="#), "{rate}");
+    assert!(rate.starts_with(&format!("\"{limiter}\";r=0;t=")), "{rate}");
     // The seventh waits for the first call's 2 units to leave, a minute after they came.
     let wait: u64 = settled[6].header("Retry-After").unwrap().parse().unwrap();
     assert!((59..=60).contains(&wait), "{wait}");
     // Calls that use all they reserve: two fit.
-    assert_eq!(statuses(&reserve(&nginx, "b", 10, 10, 3)), [200, 200, 429]);
+    assert_eq!(statuses(&reserve(at, "b", 10, 10, 3)), [200, 200, 429]);
     // A cost above the rule's second window (30 by buckets) never fits.
-    assert_eq!(statuses(&reserve(&nginx, "c", 31, 0, 1)), [429]);
+    assert_eq!(statuses(&reserve(at, "c", 31, 0, 1)), [429]);
+}
+
+#[test]
+fn a_settled_reservation_keeps_only_what_the_call_used() {
+    settled_reservations_keep_only_what_the_calls_used(&Nginx::start("shm.conf", 2), "tokens");
+}
+
+#[test]
+fn store_redis_settles_at_the_stamp_from_the_log_phase() {
+    let redis = RedisServer::start();
+    let port = redis.port().to_string();
+    let nginx = Nginx::start_with_env("redis.conf", 2, &[("SLIDEWIN_REDIS_PORT", port)]);
+    // Per request, and with leases (a reservation is then a per-request check too).
+    for limiter in ["tokens", "tokens-lease"] {
+        settled_reservations_keep_only_what_the_calls_used(&nginx, limiter);
+        // Reserved 6 x 10 + 2 x 10; used 6 x 2 + 2 x 10, the rest given back from the log
+        // phase's timers (counted node-wide: redis.conf's metrics_dict).
+        let metrics = nginx.get("/metrics").body;
+        for (kind, units) in [("reserved", 80), ("used", 32), ("given_back", 48)] {
+            let line = format!(
+                "slidewin_reservation_units_total{{limiter=\"{limiter}\",kind=\"{kind}\"}} {units}\n"
+            );
+            assert!(metrics.contains(&line), "{line}{metrics}");
+        }
+        // Redis holds what was used: "a"'s six calls' 2 units each, 8 left of the first window.
+        let peek = format!(
+            "local allowed, remaining = require('limits'):get('{limiter}'):decide('a', 0, false) \
+             return tostring(allowed) .. ' ' .. remaining"
+        );
+        assert_eq!(nginx.eval(&peek).body, "true 8", "{limiter}");
+    }
+    // The ticket's stamp is the check's reply: Redis's time (this machine's clock) in ms. In
+    // the content phase, settling calls Redis at once.
+    let body = nginx
+        .eval(
+            "local slidewin = require('slidewin') \
+             local sw = require('limits'):get('tokens') \
+             local before = slidewin.now_ms() \
+             local t = sw:reserve('d', 5) \
+             local after = slidewin.now_ms() \
+             local ok = sw:settle(t, 1) \
+             local _, remaining = sw:decide('d', 0, false) \
+             return table.concat({ tostring(ok), t.cost, remaining, \
+                 tostring(t.stamp_ms % 1 == 0 and t.stamp_ms >= before and t.stamp_ms <= after) }, ' ')",
+        )
+        .body;
+    assert_eq!(body, "true 5 19 true");
+    assert!(!nginx.error_log().contains("refund failed"));
 }
 
 #[test]
@@ -143,7 +202,7 @@ fn stores_elsewhere_and_limiters_with_switches_cannot_reserve() {
     assert!(
         shdict.ends_with(
             "sw:reserve: store \"shdict\" cannot give cost back at a reservation's stamp \
-             (stores local, shm, zone and nginx can)"
+             (stores local, shm, zone, nginx and redis can)"
         ),
         "{shdict}"
     );

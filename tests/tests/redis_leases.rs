@@ -184,7 +184,10 @@ fn settling_returns_the_unspent_units_and_stamps_the_spent_ones() {
     );
     assert_eq!(c.cmd(&["EXISTS", key.lease_key()]).int(), 0);
     assert_eq!(key.act(&mut c, &s, "check", 91, 2019), [0, 90, 1, 1, 1]);
-    assert_eq!(key.act(&mut c, &s, "check", 91, 2020), [1, 9, 0, 1000, 1]);
+    assert_eq!(
+        key.act(&mut c, &s, "check", 91, 2020),
+        [1, 9, 0, 1000, 1, 2020]
+    );
     // Settled again (a retried call), or never granted: nothing happens.
     assert_eq!(
         key.settle(&mut c, &s, "b-1:10:20 z-9:5:5", 2020),
@@ -199,16 +202,17 @@ fn a_check_ahead_records_its_cost_at_the_end_of_its_validity() {
     let ahead = ["ahead_ms", "100"];
     assert_eq!(
         key.call(&mut c, &s, 1, 1000, &ahead).ints(),
-        [1, 99, 0, 1100, 1]
+        [1, 99, 0, 1100, 1, 1100]
     );
     // Nothing in the hash, nothing to settle: the unit leaves at 1100 + 1000, not 2000.
     assert_eq!(c.cmd(&["EXISTS", key.lease_key()]).int(), 0);
     assert_eq!(key.act(&mut c, &s, "peek", 1, 2099), [1, 98, 0, 1, 1]);
     assert_eq!(key.act(&mut c, &s, "peek", 1, 2100), [1, 99, 0, 0, 1]);
     // A later one at 1050 goes into its own bucket at 1150; one at 1000 again into 1100's.
+    // An admitted check's stamp (its sixth field) is where it was recorded: now + ahead_ms.
     let check = |c: &mut Resp, cost: u64, now: i64| key.call(c, &s, cost, now, &ahead).ints();
-    assert_eq!(check(&mut c, 2, 2200), [1, 98, 0, 1100, 1]);
-    assert_eq!(check(&mut c, 98, 2200), [1, 0, 0, 1100, 1]);
+    assert_eq!(check(&mut c, 2, 2200), [1, 98, 0, 1100, 1, 2300]);
+    assert_eq!(check(&mut c, 98, 2200), [1, 0, 0, 1100, 1, 2300]);
     assert_eq!(check(&mut c, 1, 2250), [0, 0, 1050, 1050, 1]);
 }
 
@@ -224,7 +228,10 @@ fn a_late_stamp_goes_into_the_newest_bucket_and_keeps_the_ring_in_order() {
         key.settle(&mut c, &s, "a-1:4:90", 1010),
         [1, 92, 0, 1090, 1]
     );
-    assert_eq!(key.act(&mut c, &s, "check", 1, 1020), [1, 91, 0, 1080, 1]);
+    assert_eq!(
+        key.act(&mut c, &s, "check", 1, 1020),
+        [1, 91, 0, 1080, 1, 1020]
+    );
     assert_eq!(
         key.settle(&mut c, &s, "b-1:3:40", 1030),
         [1, 92, 0, 1060, 1]
@@ -233,19 +240,28 @@ fn a_late_stamp_goes_into_the_newest_bucket_and_keeps_the_ring_in_order() {
     assert_eq!(key.act(&mut c, &s, "peek", 0, 1031), [1, 92, 0, 1059, 1]);
     // All 8 leave at 2090, the check and b-1's units too.
     assert_eq!(key.act(&mut c, &s, "check", 93, 2089), [0, 92, 1, 1, 1]);
-    assert_eq!(key.act(&mut c, &s, "check", 93, 2090), [1, 7, 0, 1000, 1]);
+    assert_eq!(
+        key.act(&mut c, &s, "check", 93, 2090),
+        [1, 7, 0, 1000, 1, 2090]
+    );
 }
 
 #[test]
 fn leases_count_in_check_peek_and_refund() {
     let (_redis, mut c, s) = start();
     let key = Key::new("count", &LOG);
-    assert_eq!(key.act(&mut c, &s, "check", 10, 500), [1, 90, 0, 1000, 1]);
+    assert_eq!(
+        key.act(&mut c, &s, "check", 10, 500),
+        [1, 90, 0, 1000, 1, 500]
+    );
     assert_eq!(
         key.lease(&mut c, &s, 0, 80, "a-1", 1000),
         [45, 45, 0, 1100, 1]
     );
-    assert_eq!(key.act(&mut c, &s, "check", 30, 1000), [1, 15, 0, 1100, 1]);
+    assert_eq!(
+        key.act(&mut c, &s, "check", 30, 1000),
+        [1, 15, 0, 1100, 1, 1000]
+    );
     assert_eq!(key.act(&mut c, &s, "peek", 5, 1000), [1, 10, 0, 1100, 1]);
     // 16 fit when the 10 at 500 leave at 1500, before the lease (at 2100).
     assert_eq!(
@@ -263,12 +279,15 @@ fn leases_count_in_check_peek_and_refund() {
 fn retry_after_merges_the_buckets_and_the_leases_leaving() {
     let (_redis, mut c, s) = start();
     let key = Key::new("merge", &["log", "10", "1000"]);
-    assert_eq!(key.act(&mut c, &s, "check", 2, 0), [1, 8, 0, 1000, 1]);
+    assert_eq!(key.act(&mut c, &s, "check", 2, 0), [1, 8, 0, 1000, 1, 0]);
     // Leases ending at 200 and 350: they leave at 1200 and 1350. At 250 the first is no
     // longer spendable: no holder, half the room.
     assert_eq!(key.lease(&mut c, &s, 0, 4, "a-1", 100), [4, 4, 0, 1100, 1]);
     assert_eq!(key.lease(&mut c, &s, 2, 4, "b-1", 250), [2, 2, 0, 1100, 1]);
-    assert_eq!(key.act(&mut c, &s, "check", 2, 500), [1, 0, 0, 1000, 1]);
+    assert_eq!(
+        key.act(&mut c, &s, "check", 2, 500),
+        [1, 0, 0, 1000, 1, 500]
+    );
     // Full. Needs 3: the lease of 4 at 1200 alone.
     assert_eq!(key.act(&mut c, &s, "check", 3, 900), [0, 0, 300, 600, 1]);
     // Needs 7: both leases (at 1350) and the 2 at 0 (at 1000).
@@ -276,7 +295,10 @@ fn retry_after_merges_the_buckets_and_the_leases_leaving() {
     // Needs 9: the 2 at 500 too, last (at 1500).
     assert_eq!(key.act(&mut c, &s, "check", 9, 900), [0, 0, 600, 600, 1]);
     assert_eq!(key.act(&mut c, &s, "check", 9, 1499), [0, 8, 1, 1, 1]);
-    assert_eq!(key.act(&mut c, &s, "check", 9, 1500), [1, 1, 0, 1000, 1]);
+    assert_eq!(
+        key.act(&mut c, &s, "check", 9, 1500),
+        [1, 1, 0, 1000, 1, 1500]
+    );
 }
 
 #[test]

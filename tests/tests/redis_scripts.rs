@@ -471,6 +471,18 @@ fn bad_arguments_are_named_with_their_value() {
         "ERR mode must be check, peek or refund, got take"
     );
     assert_eq!(
+        error(log.run(
+            &mut c,
+            &LOG_KEYS,
+            &["1", "5", "1", "action", "refund", "stamp_ms", "-1"]
+        )),
+        "ERR stamp_ms must be a non-negative integer below 2^52, got -1"
+    );
+    assert_eq!(
+        error(log.run(&mut c, &LOG_KEYS, &["1", "5", "1", "stamp_ms", "7"])),
+        "ERR stamp_ms goes with action refund, got action check"
+    );
+    assert_eq!(
         error(buckets.run(&mut c, &["k"], &["1", "100000", "1", "bucket_ms", "1"])),
         "ERR bucket_ms of window 1 must be at least window_ms / 65536, got 1"
     );
@@ -762,7 +774,7 @@ fn recorded_units_are_kept_over_the_limit_and_an_earlier_stamp_moves_later() {
             &["1", "log", "10", "1000", "record", "0:4", "now_ms", "5000"],
         )
         .ints();
-    assert_eq!(reply, [1, 5, 0, 1000, 1]);
+    assert_eq!(reply, [1, 5, 0, 1000, 1, 5000]);
 }
 
 #[test]

@@ -1,8 +1,10 @@
 //! The Redis rule script decides exactly like the Rust core's `slidewin::rule` on random traces
 //! with explicit now_ms: rules of one to three windows of every algorithm, per-call limits
 //! (anywhere up to each window's max_limit, changing from call to call), bursts, idle gaps,
-//! costs above a limit, peeks and refunds. Compared field by field: decision, remaining,
-//! retry_after_ms, reset_after_ms and the window the answer describes.
+//! costs above a limit, peeks, refunds and give-backs at a stamp (`stamp_ms`: an admitted
+//! check's own, or any earlier or later time, as a reservation settles). Compared field by
+//! field: decision, remaining, retry_after_ms, reset_after_ms, the window the answer describes
+//! and, for an admitted check, the stamp its cost was recorded at.
 //!
 //! Two oracles: the core's `RuleLimiter` of the whole rule (the clock only moves forward), and,
 //! with a clock that also steps back, one one-window rule per window combined all-or-nothing
@@ -59,16 +61,35 @@ fn random_window(rng: &mut Rng) -> (RuleWindow, [String; 2], Option<String>) {
     (w, [algorithm.to_string(), window.to_string()], bucket)
 }
 
-/// A trace's next call: the time step, the cost, the action and the limits.
+/// A trace's next call: the time step, the cost, the action, the limits and, for a refund,
+/// the stamp it gives back at (none: the newest).
 struct Call {
     now: i64,
     cost: u64,
     action: &'static str,
     limits: Vec<u64>,
+    stamp: Option<i64>,
+}
+
+/// The stamps of a trace's admitted checks, newest last.
+type Stamps = Vec<i64>;
+
+/// A refund's stamp: none (the newest), an admitted check's (mostly a recent one), or any
+/// time around `now`, before the window or after the newest time seen too.
+fn random_stamp(rng: &mut Rng, now: i64, stamps: &Stamps) -> Option<i64> {
+    match rng.below(4) {
+        0 => None,
+        1 => Some((now - rng.below(4_000) as i64 + 300).max(0)),
+        _ if stamps.is_empty() => None,
+        _ => {
+            let back = 1 + rng.below(stamps.len().min(12) as u64) as usize;
+            Some(stamps[stamps.len() - back])
+        }
+    }
 }
 
 impl Call {
-    fn next(rng: &mut Rng, now: i64, windows: usize, steps_back: bool) -> Self {
+    fn next(rng: &mut Rng, now: i64, windows: usize, steps_back: bool, stamps: &Stamps) -> Self {
         let now = now
             + match rng.below(10) {
                 0 => rng.below(4_000) as i64, // an idle gap
@@ -84,23 +105,29 @@ impl Call {
         let action = ["check", "check", "check", "check", "peek", "refund"][rng.below(6) as usize];
         // Mostly the same limits for a while, sometimes another caller's or a changed one.
         let limits = (0..windows).map(|_| 1 + rng.below(MAX_LIMIT)).collect();
+        let stamp = (action == "refund")
+            .then(|| random_stamp(rng, now, stamps))
+            .flatten();
         Self {
             now,
             cost,
             action,
             limits,
+            stamp,
         }
     }
 
     /// The script's reply {allowed, remaining, retry_after_ms (-1: never), reset_after_ms,
-    /// window} for this call on `keys`, windows `specs`.
+    /// window[, stamp_ms]} for this call on `keys`, windows `specs`; an admitted check's
+    /// stamp joins `stamps`.
     fn run(
         &self,
         c: &mut Resp,
         script: &Script,
         keys: &[String],
         specs: &[([String; 2], Option<String>)],
-    ) -> [i64; 5] {
+        stamps: &mut Stamps,
+    ) -> Vec<i64> {
         let mut args = vec![self.cost.to_string()];
         for ((spec, bucket), limit) in specs.iter().zip(&self.limits) {
             args.extend([spec[0].clone(), limit.to_string(), spec[1].clone()]);
@@ -112,25 +139,41 @@ impl Call {
             "action".into(),
             self.action.into(),
         ]);
+        if let Some(stamp) = self.stamp {
+            args.extend(["stamp_ms".into(), stamp.to_string()]);
+        }
         let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        script.run(c, &keys, &args).ints().try_into().unwrap()
+        let reply = script.run(c, &keys, &args).ints();
+        if let [_, _, _, _, _, stamp] = reply[..] {
+            stamps.push(stamp);
+        }
+        reply
+    }
+
+    /// `reply` (a core decision's five fields) as the script gives it: an admitted check's
+    /// with its stamp, now.
+    fn stamped(&self, mut reply: Vec<i64>) -> Vec<i64> {
+        if self.action == "check" && reply[0] == 1 {
+            reply.push(self.now);
+        }
+        reply
     }
 }
 
 impl Call {
     /// The core rule's answer to this call, as the script gives it.
-    fn decide(&self, core: &mut RuleLimiter) -> [i64; 5] {
+    fn decide(&self, core: &mut RuleLimiter) -> Vec<i64> {
         let (rule, state) = core.parts_mut();
         let limits = rule.check_limits(&self.limits).unwrap();
         let decision = match self.action {
             "refund" => {
-                RuleLimiter::refund(rule, state, self.now, None, self.cost).unwrap();
+                RuleLimiter::refund(rule, state, self.now, self.stamp, self.cost).unwrap();
                 rule.decide_with(state, self.now, 0, false, &limits)
             }
             action => rule.decide_with(state, self.now, self.cost, action == "check", &limits),
         };
-        reply(&decision.unwrap())
+        self.stamped(reply(&decision.unwrap()).to_vec())
     }
 }
 
@@ -177,16 +220,19 @@ fn rules_decide_as_the_core_rule() {
         let (windows, specs, keys) = random_rule(&mut rng, &mut c, seed);
         let mut core = RuleLimiter::from_config(Rule::new(windows).unwrap());
         let mut now: i64 = 1_700_000_000_000 + rng.below(1_000) as i64;
+        let mut stamps = Stamps::new();
         for step in 0..120 {
-            let call = Call::next(&mut rng, now, keys.len(), false);
+            let call = Call::next(&mut rng, now, keys.len(), false, &stamps);
             now = call.now;
-            let got = call.run(&mut c, &script, &keys, &specs);
+            let got = call.run(&mut c, &script, &keys, &specs, &mut stamps);
             assert_eq!(
                 got,
                 call.decide(&mut core),
-                "seed {seed}, step {step}: {} cost {} at {now}, limits {:?}, windows {specs:?}",
+                "seed {seed}, step {step}: {} cost {} at {now} (stamp {:?}), limits {:?}, \
+                 windows {specs:?}",
                 call.action,
                 call.cost,
+                call.stamp,
                 call.limits
             );
         }
@@ -194,35 +240,56 @@ fn rules_decide_as_the_core_rule() {
 }
 
 /// Windows holding hundreds of buckets at once (the log: milliseconds), where the script's ring
-/// of buckets grows, wraps and shrinks, and its searches take several commands: as the core.
+/// of buckets grows, wraps and shrinks, its searches take several commands and a give-back at
+/// a stamp rewrites hundreds of records (over a thousand, in more than one command): as the
+/// core.
 #[test]
 fn windows_of_hundreds_of_buckets_decide_as_the_core_rule() {
     let redis = RedisServer::start();
     let mut c = redis.client();
     let script = Script::rule(&mut c);
+    // Each with the most ms a step moves and the odds of an idle gap (1 in `gaps`): the last
+    // one holds thousands of milliseconds.
     let windows = [
-        (Quota::new(400, 2_000).map(RuleWindow::log), "log", None),
+        (
+            Quota::new(400, 2_000).map(RuleWindow::log),
+            "log",
+            None,
+            6,
+            200,
+        ),
         (
             BucketQuota::new(400, 3_000, 10).map(RuleWindow::buckets),
             "buckets",
             Some("10".to_string()),
+            6,
+            200,
+        ),
+        (
+            Quota::new(3_000, 4_000).map(RuleWindow::log),
+            "log",
+            None,
+            3,
+            3_000,
         ),
     ];
-    for (seed, (window, algorithm, bucket)) in windows.into_iter().enumerate() {
+    for (seed, (window, algorithm, bucket, step_ms, gaps)) in windows.into_iter().enumerate() {
         let window = window.unwrap();
         let mut rng = Rng(0x5DEE_CE66_D1CE_4E5B + seed as u64);
         let keys = vec![format!("rl:{{many{seed}}}")];
         let span = window.window_ms().to_string();
         let specs = vec![([algorithm.to_string(), span], bucket)];
+        let full = window.limit();
         let mut core = RuleLimiter::from_config(Rule::one(window));
         let (mut now, mut longest): (i64, i64) = (1_700_000_000_000, 0);
+        let mut stamps = Stamps::new();
         for step in 0..6_000 {
             // More than the window admits, now and then an idle gap.
-            now += match rng.below(200) {
+            now += match rng.below(gaps) {
                 0 => rng.below(3_000) as i64,
-                _ => rng.below(6) as i64,
+                _ => rng.below(step_ms) as i64,
             };
-            let call = Call {
+            let mut call = Call {
                 now,
                 cost: match rng.below(40) {
                     0 => 60,
@@ -232,15 +299,20 @@ fn windows_of_hundreds_of_buckets_decide_as_the_core_rule() {
                 action: [
                     "check", "check", "check", "check", "check", "check", "peek", "refund",
                 ][rng.below(8) as usize],
-                limits: vec![[400, 400, 400, 100][rng.below(4) as usize]],
+                limits: vec![[full, full, full, full / 4][rng.below(4) as usize]],
+                stamp: None,
             };
-            let got = call.run(&mut c, &script, &keys, &specs);
+            if call.action == "refund" {
+                call.stamp = random_stamp(&mut rng, now, &stamps);
+            }
+            let got = call.run(&mut c, &script, &keys, &specs, &mut stamps);
             assert_eq!(
                 got,
                 call.decide(&mut core),
-                "{algorithm}, step {step}: {} cost {} at {now}, limit {:?}",
+                "{algorithm} {full}, step {step}: {} cost {} at {now} (stamp {:?}), limit {:?}",
                 call.action,
                 call.cost,
+                call.stamp,
                 call.limits
             );
             longest = longest.max(c.cmd(&["STRLEN", &keys[0]]).int());
@@ -317,17 +389,21 @@ fn rules_match_their_windows_combined_with_a_clock_stepping_back() {
             .map(|w| OneWindow(RuleLimiter::from_config(Rule::one(w))))
             .collect();
         let mut now: i64 = 1_700_000_000_000 + rng.below(1_000) as i64;
+        let mut stamps = Stamps::new();
         for step in 0..120 {
-            let call = Call::next(&mut rng, now, keys.len(), true);
+            let call = Call::next(&mut rng, now, keys.len(), true, &stamps);
             let (cost, limits) = (call.cost, &call.limits);
             now = call.now;
-            let got = call.run(&mut c, &script, &keys, &specs);
+            let got = call.run(&mut c, &script, &keys, &specs, &mut stamps);
             let expected = if call.action == "refund" {
                 let decisions: Vec<Decision> = cores
                     .iter_mut()
                     .zip(limits)
                     .map(|(core, &limit)| {
-                        core.0.uncommit_at(now, cost).unwrap();
+                        match call.stamp {
+                            Some(stamp) => core.0.give_back_at(now, stamp, cost).unwrap(),
+                            None => core.0.uncommit_at(now, cost).unwrap(),
+                        }
                         core.decide(now, 0, false, limit)
                     })
                     .collect();
@@ -353,9 +429,12 @@ fn rules_match_their_windows_combined_with_a_clock_stepping_back() {
                 combined(&decisions, &rooms, cost)
             };
             assert_eq!(
-                got, expected,
-                "seed {seed}, step {step}: {} cost {cost} at {now}, limits {limits:?}, windows {specs:?}",
-                call.action
+                got,
+                call.stamped(expected.to_vec()),
+                "seed {seed}, step {step}: {} cost {cost} at {now} (stamp {:?}), limits {limits:?}, \
+                 windows {specs:?}",
+                call.action,
+                call.stamp
             );
             for core in &mut cores {
                 core.reset_when_empty(now);

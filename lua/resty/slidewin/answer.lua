@@ -39,6 +39,7 @@ local call_limits = ffi.new("double[8]")
 -- out.text holds value i (0-based) at start[i], len[i] bytes (0: none), in the order
 -- RateLimit, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset.
 local RETRY_AFTER = 1
+local NAN = 0 / 0
 
 local _M = { out = out, lib = lib, DRY_RUN = 2 }
 
@@ -85,10 +86,12 @@ function _M.counter_decide(limit, window_ms, previous, current, now, cost, commi
     return out.allowed ~= 0, out.remaining, out.has_retry ~= 0 and out.retry_after_ms or nil, out.reset_after_ms
 end
 
--- `out` filled with a decision made elsewhere (a store's answer) and its header values.
-function _M.render(headers_block, allowed, remaining, retry_after_ms, reset_after_ms, window, limit)
+-- `out` filled with a decision made elsewhere (a store's answer) and its header values;
+-- stamp_ms, when the store tells it, the time an admitted check recorded its cost at (else NaN).
+function _M.render(headers_block, allowed, remaining, retry_after_ms, reset_after_ms, window, limit, stamp_ms)
     out.allowed = allowed and 1 or 0
     out.remaining, out.reset_after_ms, out.window, out.limit = remaining, reset_after_ms, window, limit
+    out.stamp_ms = stamp_ms or NAN
     out.has_retry = retry_after_ms and 1 or 0
     out.retry_after_ms = retry_after_ms or 0
     lib.slidewin_render(headers_block, out)
@@ -104,14 +107,14 @@ function _M.answering(decide)
         if in_hand_only then
             return nil
         end
-        local allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window =
+        local allowed, remaining, retry_after_ms, reset_after_ms, decided_locally, window, stamp_ms =
             decide(store, key, cost, commit, limits)
         if allowed == nil then
             return nil, remaining
         end
         window = window or 1
         return render(headers_block, allowed, remaining, retry_after_ms, reset_after_ms, window,
-            limits[window]), decided_locally
+            limits[window], stamp_ms), decided_locally
     end
 end
 

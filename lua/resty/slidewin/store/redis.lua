@@ -36,6 +36,10 @@
 -- conf.lease = { validity_ms = V, ... }: Redis grants this node units of a key's rule that every
 -- worker spends from shared memory with no call per request (resty.slidewin.store.redis.lease,
 -- docs/leases.md); every call then also carries the key's lease hash (KEYS after the windows').
+-- Reservations (sw:reserve, sw:settle; docs/usage.md), without conf.lease: an admitted check
+-- answers the Redis time it recorded its cost at (the ticket's stamp_ms), and settling gives
+-- back what the call did not use at that stamp (store:refund with stamp_ms), from a zero-delay
+-- timer in the log phase (no cosocket there).
 -- conf.local_refusal_cache: once Redis refuses a key for retry_after_ms, this worker refuses
 -- the same (or a larger) cost for that key locally until then, without a round trip.
 -- Limiters naming the same nodes share one slot map / master address per worker (a reload uses
@@ -406,8 +410,8 @@ local function remembered(self, key, cost, limits)
     end
 end
 
--- allowed, remaining, retry_after_ms (nil: never), reset_after_ms, decided_locally, window
--- | nil, err
+-- allowed, remaining, retry_after_ms (nil: never), reset_after_ms, decided_locally, window,
+-- stamp_ms (an admitted check's: the Redis time its cost was recorded at) | nil, err
 function _M.decide(self, key, cost, commit, limits)
     limits = limits or self.configured
     local refusals = self.refusals
@@ -429,14 +433,21 @@ function _M.decide(self, key, cost, commit, limits)
         refusals:set(key, { cost = cost, limits = limits, remaining = res[2], until_ms = now_ms + retry,
             reset_at_ms = now_ms + res[4], window = res[5] }, retry / 1000)
     end
-    return allowed, res[2], retry >= 0 and retry or nil, res[4], false, res[5]
+    return allowed, res[2], retry >= 0 and retry or nil, res[4], false, res[5], res[6]
 end
 
 -- The decision in resty.slidewin.answer's buffer, header values rendered.
 _M.answer = answering(_M.decide)
 
-function _M.refund(self, key, cost)
-    local res, err = call_script(self, key, cost, "refund", self.configured)
+-- store:refund(key, cost, stamp_ms): `cost` given back in every window of `key`, from the
+-- newest bucket, or, with `stamp_ms` (a reservation's: the stamp its check answered), where
+-- it was recorded at stamp_ms or before (the script's stamp_ms). A cosocket call: from a
+-- timer in the log phase (resty.slidewin does that).
+_M.refunds_at_stamp = true
+
+function _M.refund(self, key, cost, stamp_ms)
+    local res, err = call_script(self, key, cost, "refund", self.configured,
+        stamp_ms and { "stamp_ms", stamp_ms })
     if not res then
         return nil, err
     end

@@ -4,7 +4,7 @@
 -- the client its quota. Needs, where such limiters enforce:
 --   log_by_lua_block { require("resty.slidewin").log() }
 -- In-process stores (shm, local, zone) give back at once in the log phase; the others
--- (redis: no cosocket in the log phase) from a zero-delay timer.
+-- (redis: no cosocket in the log phase) from a zero-delay timer (sw:refund decides which).
 
 local invalid = require("resty.slidewin.config").invalid
 local http_status = require("slidewin").http_status
@@ -35,16 +35,6 @@ local function predicate(statuses)
     end
 end
 
-local function give_back(premature, sw, key, cost)
-    if premature then
-        return
-    end
-    local ok, err = sw:refund(key, cost)
-    if not ok then
-        ngx.log(ngx.ERR, "slidewin ", sw.name, ": refund failed: ", err)
-    end
-end
-
 function _M.configure(statuses, _, hooks)
     local refunds, err = predicate(statuses)
     if not refunds then
@@ -72,13 +62,9 @@ function _M.log()
     for _, admitted in ipairs(list) do
         if admitted.refunds(status) then
             local sw = admitted.sw
-            if sw.store.refunds_at_once then
-                give_back(false, sw, admitted.key, admitted.cost)
-            else
-                local ok, err = ngx.timer.at(0, give_back, sw, admitted.key, admitted.cost)
-                if not ok then
-                    ngx.log(ngx.ERR, "slidewin ", sw.name, ": refund failed: ", err)
-                end
+            local ok, err = sw:refund(admitted.key, admitted.cost)
+            if not ok then
+                ngx.log(ngx.ERR, "slidewin ", sw.name, ": refund failed: ", err)
             end
         end
     end

@@ -13,7 +13,11 @@
 --       is in flight on this node, a wait for it (1 ms sleeps, at
 --       most connect_timeout_ms + read_timeout_ms); a refusal Redis gave is answered by the
 --       table until Redis's retry time. A peek asks Redis every time.
---   store:refund(key, cost): given back to the lease it came from, else to Redis.
+--       reserving (sw:reserve): a per-request check in Redis (the table's units are not used),
+--       recorded at Redis's now, which the answer carries as its stamp_ms.
+--   store:refund(key, cost): given back to the lease it came from, else to Redis;
+--   store:refund(key, cost, stamp_ms) (a reservation settled): given back in Redis at the
+--       stamp, as without leases.
 --   store:record(key, text): as the Redis store's (the fallback's journal; leases spent while
 --       it decides were granted, not admitted by it, and are not in it).
 --   store:lease_stats() -> { calls, granted, spent, returned, expired, local, refusals_cached,
@@ -364,17 +368,19 @@ local function spend(self, headers_block, key, cost, limits, in_hand_only)
 end
 
 -- The layer's per-request entry (see the top of this file).
-function _M.answer(self, headers_block, key, cost, commit, limits, in_hand_only)
-    if in_hand_only and not commit then
+function _M.answer(self, headers_block, key, cost, commit, limits, in_hand_only, reserving)
+    if in_hand_only and (reserving or not commit) then
         return nil, NOT_IN_HAND
-    elseif not commit then
-        local allowed, remaining, retry_after_ms, reset_after_ms, _, window =
-            self.base:decide(key, cost, false, limits)
+    elseif reserving or not commit then
+        -- A peek, or a reservation: Redis decides this call (a reservation's check is stamped
+        -- at Redis's now, which keeps the proof as a late lease's checks do).
+        local allowed, remaining, retry_after_ms, reset_after_ms, _, window, stamp_ms =
+            self.base:decide(key, cost, commit, limits)
         if allowed == nil then
             return nil, remaining
         end
         return answer.render(headers_block, allowed, remaining, retry_after_ms, reset_after_ms,
-            window, limits[window]), false
+            window, limits[window], stamp_ms), false
     end
     local decided, allowed, remaining, retry_after_ms, reset_after_ms, window =
         spend(self, headers_block, key, cost, limits, in_hand_only)
@@ -387,11 +393,14 @@ function _M.answer(self, headers_block, key, cost, commit, limits, in_hand_only)
         limits[window]), false
 end
 
-function _M.refund(self, key, cost)
-    if self.leases:refund(key, cost) then
+-- A reservation (stamp_ms) was recorded in Redis, not spent from a lease: it goes back there.
+_M.refunds_at_stamp = true
+
+function _M.refund(self, key, cost, stamp_ms)
+    if not stamp_ms and self.leases:refund(key, cost) then
         return true
     end
-    return self.base:refund(key, cost)
+    return self.base:refund(key, cost, stamp_ms)
 end
 
 return _M
