@@ -40,21 +40,44 @@ impl EventStream {
 
     /// Reads `chunk`; appends to `out` the bytes to pass on now.
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<u8>) {
-        self.pending.extend_from_slice(chunk);
-        while let Some(end) = event_end(&self.pending, self.searched) {
-            let event: Vec<u8> = self.pending.drain(..end).collect();
-            self.searched = 0;
+        // The chunk is read in place when nothing is pending: most events end in the chunk
+        // they start in.
+        if self.pending.is_empty() {
+            let read = self.read_events(chunk, out);
+            self.hold(&chunk[read..], out);
+        } else {
+            let mut bytes = core::mem::take(&mut self.pending);
+            bytes.extend_from_slice(chunk);
+            let read = self.read_events(&bytes, out);
+            self.hold(&bytes[read..], out);
+        }
+    }
+
+    /// Reads the events that end in `bytes`; how many bytes they took.
+    fn read_events(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> usize {
+        let mut start = 0;
+        while let Some(end) = event_end(bytes, start.max(self.searched)) {
+            let event = &bytes[start..end];
             if core::mem::take(&mut self.passing) {
-                out.extend_from_slice(&event);
+                out.extend_from_slice(event);
             } else {
                 self.read(event, out);
             }
-        }
-        self.searched = self.pending.len().saturating_sub(2);
-        if self.passing || self.pending.len() > LONGEST {
-            self.passing = true;
-            out.append(&mut self.pending);
+            start = end;
             self.searched = 0;
+        }
+        start
+    }
+
+    /// Keeps the start of an event until it ends, or passes it when it is over-long.
+    fn hold(&mut self, rest: &[u8], out: &mut Vec<u8>) {
+        if self.passing || rest.len() > LONGEST {
+            self.passing = true;
+            out.extend_from_slice(rest);
+            self.searched = 0;
+        } else {
+            self.pending = rest.to_vec();
+            self.searched = rest.len().saturating_sub(2);
         }
     }
 
@@ -64,7 +87,7 @@ impl EventStream {
         if core::mem::take(&mut self.passing) {
             out.extend_from_slice(&rest);
         } else if !rest.is_empty() {
-            self.read(rest, out);
+            self.read(&rest, out);
         }
     }
 
@@ -73,28 +96,25 @@ impl EventStream {
         self.usage
     }
 
-    fn read(&mut self, event: Vec<u8>, out: &mut Vec<u8>) {
-        if has_usage_object(&event) {
-            if let Some(data) = data_of(&event) {
-                if let Ok(value) = serde_json::from_slice::<Value>(&data) {
-                    let usage = value
-                        .get("usage")
-                        .or_else(|| value.get("response").and_then(|r| r.get("usage")))
-                        .and_then(Usage::of);
-                    if usage.is_some() {
-                        self.usage = usage;
-                        let no_choices = value
-                            .get("choices")
-                            .and_then(Value::as_array)
-                            .is_some_and(|c| c.is_empty());
-                        if self.strip_usage && no_choices {
-                            return;
-                        }
+    fn read(&mut self, event: &[u8], out: &mut Vec<u8>) {
+        if has_usage_object(event) {
+            if let Some(value) =
+                data_of(event).and_then(|d| serde_json::from_slice::<Value>(&d).ok())
+            {
+                let usage = value
+                    .get("usage")
+                    .or_else(|| value.get("response").and_then(|r| r.get("usage")))
+                    .and_then(Usage::of);
+                if usage.is_some() {
+                    self.usage = usage;
+                    let choices = value.get("choices").and_then(Value::as_array);
+                    if self.strip_usage && choices.is_some_and(|c| c.is_empty()) {
+                        return;
                     }
                 }
             }
         }
-        out.extend_from_slice(&event);
+        out.extend_from_slice(event);
     }
 }
 
@@ -118,14 +138,17 @@ fn event_end(bytes: &[u8], from: usize) -> Option<usize> {
 /// Whether the bytes hold `"usage"` followed by an object (not the `null` of other chunks).
 fn has_usage_object(bytes: &[u8]) -> bool {
     const KEY: &[u8] = b"\"usage\"";
-    let mut rest = bytes;
-    while let Some(at) = rest.windows(KEY.len()).position(|w| w == KEY) {
-        rest = &rest[at + KEY.len()..];
-        let after = rest
-            .iter()
-            .position(|b| !matches!(b, b' ' | b'\t' | b':' | b'\r' | b'\n'));
-        if after.is_some_and(|i| rest[i] == b'{') {
-            return true;
+    let mut at = 0;
+    while let Some(q) = bytes[at..].iter().position(|&b| b == b'"') {
+        at += q + 1;
+        if bytes[at - 1..].starts_with(KEY) {
+            let rest = &bytes[at - 1 + KEY.len()..];
+            let value = rest
+                .iter()
+                .position(|b| !matches!(b, b' ' | b'\t' | b':' | b'\r' | b'\n'));
+            if value.is_some_and(|i| rest[i] == b'{') {
+                return true;
+            }
         }
     }
     false
