@@ -186,6 +186,35 @@ try {
   await store.unrouteAll({ behavior: "wait" });
   await store.close();
 
+  // A limiter that reserves (tokens: resty.slidewin.llm) fills the units panel: rates per
+  // second, and the units used and requests admitted over the window (10 s: every delta so far).
+  const units = await context.newPage();
+  watchProblems(units, problems, "units ");
+  let unitPolls = 0;
+  await units.route("**/stats.json", async (route) => {
+    unitPolls += 1;
+    const n = unitPolls;
+    await route.fulfill({ json: { now_ms: n * 1000, limiters: { "api-llm": {
+      allowed: 10 * n, rejected: 2 * n, store_errors: 0, keys: 1,
+      reservation_units: { reserved: 500 * n, used: 200 * n, given_back: 280 * n, kept: 20 * n, over: 0 },
+    } } } });
+  });
+  await units.goto(new URL("/dashboard/?interval=200", baseUrl).href);
+  await units.waitForFunction(() => window.slidewinDashboard?.ticks >= 3, null, { timeout: 10_000 });
+  const unitsPanel = await units.evaluate(() => ({
+    hidden: document.getElementById("units").hidden,
+    deltas: window.slidewinDashboard.units["api-llm"].deltas,
+    rows: [...document.querySelectorAll("#units-table tbody tr")].map((tr) => [...tr.cells].map((c) => c.textContent)),
+  }));
+  assert.equal(unitsPanel.hidden, false, "the units panel");
+  // The window's sums are of every delta drawn so far (the last render may be one behind).
+  const [row] = unitsPanel.rows;
+  const drawn = Number(row[2]) / 10;
+  assert.ok(drawn >= 2 && [unitsPanel.deltas, unitsPanel.deltas - 1].includes(drawn), `${row}: ${unitsPanel.deltas} deltas`);
+  assert.deepEqual(row, ["api-llm", "10.0", String(10 * drawn), String(200 * drawn), "500.0", "200.0", "280.0", "20.0", "0.0"]);
+  await units.unrouteAll({ behavior: "wait" });
+  await units.close();
+
   // Without its endpoint the page charts a synthetic feed, and says so.
   const offline = await context.newPage();
   offline.on("pageerror", (e) => problems.push(`offline page error: ${e.message}`));

@@ -4,9 +4,10 @@
 // by one aggregate with a p10–p90 quantile band (a rate band that never goes below 0), all
 // computed here by the slidewin WebAssembly package. An adaptive panel appears only when
 // /stats.json has an "adaptive" section, a store panel only when a limiter reports leases or a
-// fallback (store "redis"). Without the endpoint it runs on a synthetic feed and
-// says so. State for tests and curious users: window.slidewinDashboard.
-import init, { SlidingMean, SlidingQuantile, nowMs } from "./vendor/index.js";
+// fallback (store "redis"), a units panel only when a limiter reserves (tokens, money:
+// resty.slidewin.llm). Without the endpoint it runs on a synthetic feed and says so. State for
+// tests and curious users: window.slidewinDashboard.
+import init, { SlidingMean, SlidingQuantile, SlidingSum, nowMs } from "./vendor/index.js";
 import uPlot from "./vendor/uPlot.esm.js";
 
 const params = new URLSearchParams(location.search);
@@ -37,6 +38,7 @@ const state = {
   topRows: { refused: [], admitted: [] }, // what the tables show
   adaptive: {}, // per adaptive limiter: { times, limit, p95_ms, last }
   store: {}, // per limiter with leases or a fallback: { previous, rates }
+  units: {}, // per limiter that reserves: { previous, rates, deltas, sums: { used, admitted }, window }
   plotted: () => chart?.data ?? [], // what the chart draws
 };
 window.slidewinDashboard = state;
@@ -131,6 +133,7 @@ async function tick() {
   for (const [name, totals] of Object.entries(sample.limiters ?? {})) {
     addTotals(name, totals, source, sample.now_ms);
     addStore(name, totals, sample.now_ms);
+    addUnits(name, totals, sample.now_ms);
   }
   addAdaptive(sample.adaptive, sample.now_ms);
   if (source === "live") {
@@ -179,6 +182,27 @@ function addStore(name, totals, tMs) {
   // Of the decisions in this interval, the share made without a Redis call.
   const decided = now.decisions - before.decisions;
   s.rates.localShare = decided > 0 ? Math.min(1, Math.max(0, now.local - before.local) / decided) : undefined;
+}
+
+// A limiter's reservation units (tokens, cents: /stats.json's reservation_units) as rates per
+// second, and the units used over the chosen window next to the requests admitted in it.
+const UNIT_KINDS = ["reserved", "used", "given_back", "kept", "over"];
+const newUnitSums = () => ({ used: SlidingSum.byTime(state.windowMs), admitted: SlidingSum.byTime(state.windowMs) });
+function addUnits(name, totals, tMs) {
+  const units = totals.reservation_units;
+  if (!units) return;
+  const now = { tMs, admitted: totals.allowed };
+  for (const k of UNIT_KINDS) now[k] = units[k] ?? 0;
+  const u = (state.units[name] ??= { previous: null, rates: null, deltas: 0, sums: newUnitSums(), window: null });
+  const before = u.previous;
+  u.previous = now;
+  const seconds = before && (tMs - before.tMs) / 1000;
+  if (!(seconds > 0)) return;
+  const delta = (k) => Math.max(0, now[k] - before[k]);
+  u.rates = {};
+  for (const k of [...UNIT_KINDS, "admitted"]) u.rates[k] = delta(k) / seconds;
+  u.deltas += 1;
+  u.window = { used: u.sums.used.push(delta("used"), tMs), admitted: u.sums.admitted.push(delta("admitted"), tMs) };
 }
 
 function addAdaptive(section, tMs) {
@@ -354,6 +378,22 @@ function renderStore() {
   el("store-table").tBodies[0].replaceChildren(...rows);
 }
 
+function renderUnits() {
+  const names = Object.keys(state.units);
+  el("units").hidden = names.length === 0;
+  const rows = names.map((name) => {
+    const { rates, window } = state.units[name];
+    const tr = document.createElement("tr");
+    cell(tr, name);
+    cell(tr, rates ? fixed(rates.admitted) : "–");
+    cell(tr, window ? fixed(window.admitted, 0) : "–");
+    cell(tr, window ? fixed(window.used, 0) : "–");
+    for (const k of UNIT_KINDS) cell(tr, rates ? fixed(rates[k]) : "–");
+    return tr;
+  });
+  el("units-table").tBodies[0].replaceChildren(...rows);
+}
+
 function render() {
   chart.setData(chartData());
   const s = state.series[state.limiter];
@@ -366,6 +406,7 @@ function render() {
   renderTop();
   renderAdaptive();
   renderStore();
+  renderUnits();
 }
 
 // --- controls: a new window or aggregate -> new aggregates replayed over the history --------
@@ -382,6 +423,11 @@ function applyControls() {
     return;
   }
   Object.assign(state, { windowMs, smoothing });
+  // The units over the window start again over the new one.
+  for (const u of Object.values(state.units)) {
+    for (const sum of Object.values(u.sums)) sum.free();
+    Object.assign(u, { sums: newUnitSums(), window: null });
+  }
   el("smoothing-label").textContent = el("smoothing").selectedOptions[0].textContent;
   rebuildSeries();
   render();
