@@ -17,9 +17,11 @@ use super::usage::Usage;
 pub const LONGEST: usize = 1 << 20;
 
 /// The events of one answer, read as they pass.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct EventStream {
     strip_usage: bool,
+    /// Finds `"usage"` (made once: a finder's setup costs more than a short event's scan).
+    usage_key: memchr::memmem::Finder<'static>,
     /// Bytes of the event not yet ended.
     pending: Vec<u8>,
     /// How much of `pending` has been searched for the event's end.
@@ -34,7 +36,11 @@ impl EventStream {
     pub fn new(strip_usage: bool) -> EventStream {
         EventStream {
             strip_usage,
-            ..EventStream::default()
+            usage_key: memchr::memmem::Finder::new(USAGE_KEY),
+            pending: Vec::new(),
+            searched: 0,
+            passing: false,
+            usage: None,
         }
     }
 
@@ -97,7 +103,7 @@ impl EventStream {
     }
 
     fn read(&mut self, event: &[u8], out: &mut Vec<u8>) {
-        if has_usage_object(event) {
+        if has_usage_object(&self.usage_key, event) {
             if let Some(value) =
                 data_of(event).and_then(|d| serde_json::from_slice::<Value>(&d).ok())
             {
@@ -120,38 +126,27 @@ impl EventStream {
 
 /// Where the event in `bytes` ends (after its blank line), searching from `from`.
 fn event_end(bytes: &[u8], from: usize) -> Option<usize> {
-    let mut i = from;
-    while let Some(nl) = bytes[i..].iter().position(|&b| b == b'\n') {
-        let at = i + nl;
-        let rest = &bytes[at + 1..];
-        if rest.first() == Some(&b'\n') {
-            return Some(at + 2);
+    memchr::memchr_iter(b'\n', &bytes[from..]).find_map(|nl| {
+        let rest = &bytes[from + nl + 1..];
+        match rest {
+            [b'\n', ..] => Some(from + nl + 2),
+            [b'\r', b'\n', ..] => Some(from + nl + 3),
+            _ => None,
         }
-        if rest.starts_with(b"\r\n") {
-            return Some(at + 3);
-        }
-        i = at + 1;
-    }
-    None
+    })
 }
 
+const USAGE_KEY: &[u8] = b"\"usage\"";
+
 /// Whether the bytes hold `"usage"` followed by an object (not the `null` of other chunks).
-fn has_usage_object(bytes: &[u8]) -> bool {
-    const KEY: &[u8] = b"\"usage\"";
-    let mut at = 0;
-    while let Some(q) = bytes[at..].iter().position(|&b| b == b'"') {
-        at += q + 1;
-        if bytes[at - 1..].starts_with(KEY) {
-            let rest = &bytes[at - 1 + KEY.len()..];
-            let value = rest
-                .iter()
-                .position(|b| !matches!(b, b' ' | b'\t' | b':' | b'\r' | b'\n'));
-            if value.is_some_and(|i| rest[i] == b'{') {
-                return true;
-            }
-        }
-    }
-    false
+fn has_usage_object(key: &memchr::memmem::Finder<'_>, bytes: &[u8]) -> bool {
+    key.find_iter(bytes).any(|at| {
+        let rest = &bytes[at + USAGE_KEY.len()..];
+        let value = rest
+            .iter()
+            .position(|b| !matches!(b, b' ' | b'\t' | b':' | b'\r' | b'\n'));
+        value.is_some_and(|i| rest[i] == b'{')
+    })
 }
 
 /// The event's data: its `data:` lines' values joined by newlines.
