@@ -24,8 +24,9 @@ pub struct EventStream {
     usage_key: memchr::memmem::Finder<'static>,
     /// Bytes of the event not yet ended.
     pending: Vec<u8>,
-    /// How much of `pending` has been searched for the event's end.
-    searched: usize,
+    /// The last two bytes of the event not yet ended (held or passed), for a blank line that
+    /// lies across two chunks.
+    tail: [u8; 2],
     /// Passing an over-long event's bytes until it ends.
     passing: bool,
     usage: Option<Usage>,
@@ -38,52 +39,58 @@ impl EventStream {
             strip_usage,
             usage_key: memchr::memmem::Finder::new(USAGE_KEY),
             pending: Vec::new(),
-            searched: 0,
+            tail: [0; 2],
             passing: false,
             usage: None,
         }
     }
 
-    /// Reads `chunk`; appends to `out` the bytes to pass on now.
+    /// Reads `chunk`; appends to `out` the bytes to pass on now. Events that start and end
+    /// in the chunk are read where they lie; only one begun in an earlier chunk is copied.
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<u8>) {
-        // The chunk is read in place when nothing is pending: most events end in the chunk
-        // they start in.
-        if self.pending.is_empty() {
-            let read = self.read_events(chunk, out);
-            self.hold(&chunk[read..], out);
-        } else {
-            let mut bytes = core::mem::take(&mut self.pending);
-            bytes.extend_from_slice(chunk);
-            let read = self.read_events(&bytes, out);
-            self.hold(&bytes[read..], out);
-        }
-    }
-
-    /// Reads the events that end in `bytes`; how many bytes they took.
-    fn read_events(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> usize {
         let mut start = 0;
-        while let Some(end) = event_end(bytes, start.max(self.searched)) {
-            let event = &bytes[start..end];
+        if self.passing || !self.pending.is_empty() {
+            let Some(end) = across(self.tail, chunk).or_else(|| event_end(chunk, 0)) else {
+                return self.keep(chunk, out);
+            };
             if core::mem::take(&mut self.passing) {
-                out.extend_from_slice(event);
+                out.extend_from_slice(&chunk[..end]);
             } else {
-                self.read(event, out);
+                let mut event = core::mem::take(&mut self.pending);
+                event.extend_from_slice(&chunk[..end]);
+                self.read(&event, out);
             }
             start = end;
-            self.searched = 0;
         }
-        start
+        while let Some(end) = event_end(chunk, start) {
+            self.read(&chunk[start..end], out);
+            start = end;
+        }
+        self.keep(&chunk[start..], out);
     }
 
-    /// Keeps the start of an event until it ends, or passes it when it is over-long.
-    fn hold(&mut self, rest: &[u8], out: &mut Vec<u8>) {
-        if self.passing || rest.len() > LONGEST {
-            self.passing = true;
-            out.extend_from_slice(rest);
-            self.searched = 0;
+    /// Keeps bytes of an event not yet ended, or passes them once it is over-long.
+    fn keep(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
+        if bytes.is_empty() {
+            return;
+        }
+        // A new event has no bytes before it.
+        let before = if self.passing || !self.pending.is_empty() {
+            self.tail[1]
         } else {
-            self.pending = rest.to_vec();
-            self.searched = rest.len().saturating_sub(2);
+            0
+        };
+        self.tail = match bytes {
+            [.., a, b] => [*a, *b],
+            [b] => [before, *b],
+            [] => self.tail,
+        };
+        if self.passing || self.pending.len() + bytes.len() > LONGEST {
+            self.passing = true;
+            out.append(&mut self.pending);
+            out.extend_from_slice(bytes);
+        } else {
+            self.pending.extend_from_slice(bytes);
         }
     }
 
@@ -134,6 +141,16 @@ fn event_end(bytes: &[u8], from: usize) -> Option<usize> {
             _ => None,
         }
     })
+}
+
+/// Where in `chunk` an event ends whose blank line began in the bytes before it (their last
+/// two: `tail`).
+fn across(tail: [u8; 2], chunk: &[u8]) -> Option<usize> {
+    match (tail, chunk) {
+        ([_, b'\n'], [b'\n', ..]) | ([b'\n', b'\r'], [b'\n', ..]) => Some(1),
+        ([_, b'\n'], [b'\r', b'\n', ..]) => Some(2),
+        _ => None,
+    }
 }
 
 const USAGE_KEY: &[u8] = b"\"usage\"";
