@@ -1,5 +1,6 @@
 //! Errors: every one names the argument, what it must be, and the value it got.
 
+use alloc::string::String;
 use core::fmt;
 
 /// The value an argument had, kept in its own type so messages print it exactly.
@@ -74,6 +75,22 @@ pub enum Error {
         /// The operation's name.
         name: &'static str,
     },
+    /// Bytes or text that are not what they must be (TZif data, a POSIX TZ string, a time
+    /// zone's name), with what was found in them.
+    ///
+    /// ```
+    /// use slidewin::Error;
+    /// let e = Error::malformed("zone", "a name without \"..\"", "\"../etc/passwd\"");
+    /// assert_eq!(e.to_string(), "zone must be a name without \"..\", got \"../etc/passwd\"");
+    /// ```
+    Malformed {
+        /// The argument's name (`tzif`, `tzif footer`, `zone`).
+        name: &'static str,
+        /// What it must be, completing "`name` must be ...".
+        expected: &'static str,
+        /// What was found, as it is printed (quoted when it is text).
+        got: String,
+    },
 }
 
 impl Error {
@@ -83,6 +100,15 @@ impl Error {
             name,
             expected,
             got,
+        }
+    }
+
+    /// An [`Error::Malformed`].
+    pub fn malformed(name: &'static str, expected: &'static str, got: impl Into<String>) -> Self {
+        Error::Malformed {
+            name,
+            expected,
+            got: got.into(),
         }
     }
 }
@@ -121,6 +147,11 @@ impl fmt::Display for Error {
             ),
             Error::RuleRemoved => write!(f, "the rule was removed from its zone"),
             Error::NoSample { name } => write!(f, "{name} needs a sample, the window is empty"),
+            Error::Malformed {
+                name,
+                expected,
+                got,
+            } => write!(f, "{name} must be {expected}, got {got}"),
         }
     }
 }
