@@ -4,7 +4,8 @@
 set -euo pipefail
 
 declare -A APT=(
-  [rust]=""
+  # tzdata: the system zoneinfo the calendar tests (crates/slidewin/tests/calendar.rs) read.
+  [rust]="tzdata"
   [nginx]="nginx libnginx-mod-http-lua libnginx-mod-http-ndk lua-resty-core lua-resty-lrucache luajit2 lua-nginx-redis wrk curl"
   [redis]="redis-server openssl"  # openssl: the TLS tests make a CA and a server certificate
   [wasm]="rustc-web cargo-web rust-web-src lld binaryen"
