@@ -66,6 +66,18 @@ fn a_json_call_is_capped_to_the_room_and_settled_at_its_usage() {
     let used = produced[0].prompt + produced[0].output;
     assert_eq!(room(&nginx, "tokens", "a"), 1000 - used);
 
+    // Embeddings have no output: the prompt's bound alone is reserved.
+    let embed = r#"{"model":"cheap","input":["one","two"]}"#;
+    let r = call(&nginx, "/tokens/v1/embeddings", "e", &[], embed.as_bytes());
+    let rate = format!(r#""tokens";r={};"#, 1000 - embed.len());
+    assert!(
+        r.header("RateLimit").unwrap().starts_with(&rate),
+        "{:?}",
+        r.headers
+    );
+    let p = &upstream.wait(2)[1];
+    assert_eq!(room(&nginx, "tokens", "e"), 1000 - p.prompt);
+
     // No cap given: the guard's default (300) is written.
     let body = chat("x", "");
     assert_eq!(
@@ -79,7 +91,7 @@ fn a_json_call_is_capped_to_the_room_and_settled_at_its_usage() {
         .status,
         200
     );
-    assert_eq!(upstream.wait(2)[1].cap, Some(300));
+    assert_eq!(upstream.wait(3)[2].cap, Some(300));
 }
 
 #[test]

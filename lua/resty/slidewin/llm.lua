@@ -209,9 +209,10 @@ function _M.access(self, key)
         local _, room = l.limiter:decide(key, 0, false)
         cap = min(cap, w:cap_within(room or 0, prompt, choices))
     end
-    -- At least one token each: when that does not fit, the limiter refuses (exact retry time).
-    if cap < 1 and endpoint ~= "embeddings" then
-        cap = 1
+    if endpoint == "embeddings" then
+        cap = 0 -- no output: the prompt alone
+    elseif cap < 1 then
+        cap = 1 -- at least one token: when that does not fit, the limiter refuses (exact retry time)
     end
     local ctx = { limits = self.limits, weights = weights, tickets = {}, asks_usage = req:asks_usage(),
         max_answer = self.max_answer }
