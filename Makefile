@@ -39,7 +39,7 @@ test-nginx: test-deps lua-module
 # Every Rust test, after the core's no_std build and its API docs (a warning there, such as a
 # link to a private item, fails).
 test-rust: test-deps lua-module nginx-module
-	$(CARGO) build -p slidewin --no-default-features --features llm
+	$(CARGO) build -p slidewin --no-default-features --features llm,calendar
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q --no-deps -p slidewin --features llm
 	$(CARGO) test --workspace --all-features
 

@@ -1,5 +1,6 @@
 //! Errors: every one names the argument, what it must be, and the value it got.
 
+#[cfg(feature = "calendar")]
 use alloc::string::String;
 use core::fmt;
 
@@ -76,13 +77,16 @@ pub enum Error {
         name: &'static str,
     },
     /// Bytes or text that are not what they must be (TZif data, a POSIX TZ string, a time
-    /// zone's name), with what was found in them.
+    /// zone's name), with what was found in them. With the `calendar` feature only: its text
+    /// costs every binary that formats errors ~2 KB, which the WebAssembly package, with no
+    /// calendars, does not pay.
     ///
     /// ```
     /// use slidewin::Error;
     /// let e = Error::malformed("zone", "a name without \"..\"", "\"../etc/passwd\"");
     /// assert_eq!(e.to_string(), "zone must be a name without \"..\", got \"../etc/passwd\"");
     /// ```
+    #[cfg(feature = "calendar")]
     Malformed {
         /// The argument's name (`tzif`, `tzif footer`, `zone`).
         name: &'static str,
@@ -104,6 +108,7 @@ impl Error {
     }
 
     /// An [`Error::Malformed`].
+    #[cfg(feature = "calendar")]
     pub fn malformed(name: &'static str, expected: &'static str, got: impl Into<String>) -> Self {
         Error::Malformed {
             name,
@@ -147,6 +152,7 @@ impl fmt::Display for Error {
             ),
             Error::RuleRemoved => write!(f, "the rule was removed from its zone"),
             Error::NoSample { name } => write!(f, "{name} needs a sample, the window is empty"),
+            #[cfg(feature = "calendar")]
             Error::Malformed {
                 name,
                 expected,

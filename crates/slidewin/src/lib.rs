@@ -45,6 +45,7 @@ pub mod adaptive;
 pub mod arg;
 mod assessment;
 pub mod buckets;
+#[cfg(feature = "calendar")]
 pub mod calendar;
 pub mod clock;
 pub mod counter;

@@ -9,6 +9,7 @@
 //! stop in 2019 (so 2020-2030 come from the footer's POSIX TZ string) and as its version 1
 //! part alone. Instants: random ones of 2020-2030, every clock change of those years and the
 //! midnights around it, February 29 of 2024 and 2028.
+#![cfg(feature = "calendar")]
 
 use jiff_core::civil::Date;
 use jiff_core::tz::tzif::TimeZone as JiffZone;
