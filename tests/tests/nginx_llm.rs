@@ -418,6 +418,36 @@ fn sixty_four_clients_on_two_nodes_never_put_a_window_over_its_limit() {
     saturate(&[nodes[0].port(), nodes[1].port()], "fleet", &upstream);
 }
 
+/// Redis down: the guard answers as the limiter's on_store_error says ("allow", the
+/// default: the call goes through unreserved), never a 500.
+#[test]
+fn a_store_that_fails_answers_by_its_policy() {
+    let redis = RedisServer::start();
+    let upstream = LlmUpstream::start((0, 0));
+    let env = [
+        ("SLIDEWIN_LLM_UPSTREAM", upstream.port.to_string()),
+        ("SLIDEWIN_REDIS_PORT", redis.port().to_string()),
+    ];
+    let nginx = Nginx::start_with_env("llm.conf", 1, &env);
+    drop(redis);
+    let body = chat("redis is gone", r#","max_tokens":50"#);
+    let r = call(
+        &nginx,
+        "/fleet/v1/chat/completions",
+        "d",
+        &[],
+        body.as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(upstream.wait(1)[0].cap, Some(50));
+    thread::sleep(Duration::from_millis(200));
+    assert!(
+        nginx.error_log().contains("store error"),
+        "{}",
+        nginx.error_log()
+    );
+}
+
 /// 64 clients (spread over `ports`) calling guard `guard` for 30 s; asserts the replay.
 fn saturate(ports: &[u16], guard: &str, upstream: &LlmUpstream) {
     let stop = Arc::new(AtomicBool::new(false));

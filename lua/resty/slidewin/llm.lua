@@ -206,8 +206,12 @@ function _M.access(self, key)
             end
         end
         weights[i] = w
-        local _, room = l.limiter:decide(key, 0, false)
-        cap = min(cap, w:cap_within(room or 0, prompt, choices))
+        -- The room left; a store that fails tells none, and the reservation below answers
+        -- as the limiter's on_store_error says.
+        local allowed, room = l.limiter:decide(key, 0, false)
+        if allowed ~= nil then
+            cap = min(cap, w:cap_within(room, prompt, choices))
+        end
     end
     if endpoint == "embeddings" then
         cap = 0 -- no output: the prompt alone
