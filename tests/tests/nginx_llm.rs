@@ -500,7 +500,10 @@ fn saturate(ports: &[u16], guard: &str, upstream: &LlmUpstream) {
         began.elapsed(),
         used * 100.0
     );
-    assert!(used >= 0.7, "utilization {used}");
+    // About 0.73-0.76 here; calls that kept their whole reservation (no give-back) would
+    // use about 0.4 (10 tokens of prompt and half the cap of 300, out of ~390 reserved).
+    // The margin is for a loaded machine, where fewer calls run at once.
+    assert!(used >= 0.55, "utilization {used}");
 }
 
 /// Windows (t - window, t], t at each stamp, holding more than `limit` produced tokens.
