@@ -363,10 +363,11 @@ fn hostile_bodies_are_refused_and_charge_nothing() {
 
 /// LiteLLM's measured case: many concurrent `max_tokens=1` streams on one key. Each reserves
 /// its prompt's bound and one token, so exactly as many as fit are admitted, and what the
-/// upstream produced stays within the limit.
+/// upstream produced stays within the limit. Streams of 2 s: every call of the burst is
+/// decided before the first settles.
 #[test]
 fn a_burst_of_one_token_streams_admits_only_what_fits() {
-    let (nginx, upstream) = start(2, (500, 500));
+    let (nginx, upstream) = start(2, (2_000, 2_000));
     let body = chat("one token please", r#","stream":true,"max_tokens":1"#);
     let port = nginx.port();
     let burst: Vec<_> = (0..64)
