@@ -61,6 +61,7 @@ demo:
 	$(MAKE) lua-module js
 	@echo "Try:  for i in \$$(seq 8); do curl -si 127.0.0.1:$(DEMO_PORT)/api/?user=alice | head -1; done"
 	@echo "      curl -s 127.0.0.1:$(DEMO_PORT)/metrics;  curl -s 127.0.0.1:$(DEMO_PORT)/stats.json"
+	@echo "      curl -si 127.0.0.1:$(DEMO_PORT)/v1/chat/completions?user=bob -d '{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":500}'"
 	$(CARGO) run -q -p slidewin-tests --bin slidewin-nginx -- demo.conf --port $(DEMO_PORT) --workers $(DEMO_WORKERS)
 
 # The `slidewin` npm package (js/pkg/, from crates/slidewin-wasm) and the dashboard's vendor/.

@@ -111,7 +111,7 @@ try {
       ratio: document.getElementById("now-ratio").textContent,
     };
   });
-  assert.deepEqual(view.limiters.slice().sort(), ["api", "api-dry", "api-legacy", "api-shared", "rules"]);
+  assert.deepEqual(view.limiters.slice().sort(), ["api", "api-dry", "api-legacy", "api-shared", "rules", "tokens"]);
   assert.deepEqual(
     view.refusedTable.sort(),
     want.map((h) => [h.key, String(h.refused), `${h.count} / ${h.limit}`, "100 %", "1"]),
@@ -135,6 +135,20 @@ try {
   assert.ok(Number(limit) >= 1 && Number(limit) <= 256 && Number(inflight) >= 0, JSON.stringify(adaptiveRow));
   // 20 ms in a slot, plus the wait in the stand-in's queue.
   assert.ok(Number(p50) >= 19 && Number(p50) < 1000, JSON.stringify(adaptiveRow));
+  // A token-limited call to the demo's stand-in model: the units panel appears, with the
+  // tokens the answer reported as used in the window, next to the one request admitted.
+  assert.equal(await page.evaluate(() => document.getElementById("units").hidden), true, "no reservation yet");
+  const call = await fetch(new URL("/v1/chat/completions?user=dashboard", baseUrl), {
+    method: "POST",
+    body: JSON.stringify({ model: "demo", messages: [{ role: "user", content: "hello" }], max_tokens: 50 }),
+  });
+  assert.equal(call.status, 200);
+  const { usage } = await call.json();
+  const unitsRow = await (await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll("#units-table tbody tr")].map((tr) => [...tr.cells].map((c) => c.textContent));
+    return rows.length > 0 && rows[0][3] !== "–" && rows[0][3] !== "0" && rows;
+  }, null, { timeout: 10_000 })).jsonValue();
+  assert.deepEqual(unitsRow[0].slice(0, 4), ["tokens", unitsRow[0][1], "1", String(usage.total_tokens)]);
   await page.screenshot({ path: screenshotPath });
   assert.deepEqual(problems, [], "the page logged errors");
 

@@ -39,6 +39,7 @@ const state = {
   adaptive: {}, // per adaptive limiter: { times, limit, p95_ms, last }
   store: {}, // per limiter with leases or a fallback: { previous, rates }
   units: {}, // per limiter that reserves: { previous, rates, deltas, sums: { used, admitted }, window }
+  unitsBefore: {}, // per limiter that has not reserved yet: its totals, with zero units
   plotted: () => chart?.data ?? [], // what the chart draws
 };
 window.slidewinDashboard = state;
@@ -190,10 +191,17 @@ const UNIT_KINDS = ["reserved", "used", "given_back", "kept", "over"];
 const newUnitSums = () => ({ used: SlidingSum.byTime(state.windowMs), admitted: SlidingSum.byTime(state.windowMs) });
 function addUnits(name, totals, tMs) {
   const units = totals.reservation_units;
-  if (!units) return;
   const now = { tMs, admitted: totals.allowed };
-  for (const k of UNIT_KINDS) now[k] = units[k] ?? 0;
-  const u = (state.units[name] ??= { previous: null, rates: null, deltas: 0, sums: newUnitSums(), window: null });
+  for (const k of UNIT_KINDS) now[k] = units?.[k] ?? 0;
+  if (!units) {
+    // Nothing reserved yet (the member comes with the first reservation): zero units now, so
+    // that the first reservations seen count from here.
+    state.unitsBefore[name] = now;
+    return;
+  }
+  const u = (state.units[name] ??= {
+    previous: state.unitsBefore[name] ?? null, rates: null, deltas: 0, sums: newUnitSums(), window: null,
+  });
   const before = u.previous;
   u.previous = now;
   const seconds = before && (tMs - before.tMs) / 1000;
