@@ -38,6 +38,7 @@
 -- max_answer (8 MiB: a longer JSON answer is not read, and keeps its reservation).
 
 local slidewin = require "slidewin"
+local config = require "resty.slidewin.config"
 local json = require "resty.slidewin.json"
 local phases = require "resty.slidewin.phases"
 local registry = require "resty.slidewin.registry"
@@ -70,15 +71,15 @@ local function endpoint_of(uri)
     end
 end
 
+local invalid, positive_integer, show = config.invalid, config.positive_integer, config.show
+
+-- conf[field] (default when absent), or nil, err.
 local function positive(conf, field, default)
     local v = conf[field]
-    if v == nil then
-        return default
+    if v == nil or positive_integer(v) then
+        return v or default
     end
-    if not (type(v) == "number" and v >= 1 and v % 1 == 0) then
-        return nil, format("resty.slidewin.llm: %s must be a positive integer, got %s", field, tostring(v))
-    end
-    return v
+    return invalid("resty.slidewin.llm: " .. field, "a positive integer", v)
 end
 
 -- A limit's weights per model: a table of llm_weights, or nil, err.
@@ -91,10 +92,13 @@ local function prices_of(prices, i)
     end
     local weights = {}
     for model, p in pairs(prices) do
-        local ok, w = pcall(llm_weights, type(p) == "table" and p or {})
-        if not ok or type(p) ~= "table" then
-            return nil, format("resty.slidewin.llm: limits[%d].prices[%q]: %s", i, tostring(model),
-                ok and "must be a table of input, cached and output" or w)
+        local field = format("resty.slidewin.llm: limits[%d].prices[%s]", i, show(model))
+        if type(p) ~= "table" then
+            return invalid(field, "a table of input, cached and output", p)
+        end
+        local ok, w = pcall(llm_weights, p)
+        if not ok then
+            return nil, field .. ": " .. w
         end
         weights[model] = w
     end

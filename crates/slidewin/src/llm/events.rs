@@ -96,10 +96,10 @@ impl EventStream {
 
     /// The answer ended: appends to `out` what is left (an event the stream did not end).
     pub fn finish(&mut self, out: &mut Vec<u8>) {
+        // An over-long event has passed already; what is held is an event the stream cut.
+        self.passing = false;
         let rest = core::mem::take(&mut self.pending);
-        if core::mem::take(&mut self.passing) {
-            out.extend_from_slice(&rest);
-        } else if !rest.is_empty() {
+        if !rest.is_empty() {
             self.read(&rest, out);
         }
     }
