@@ -11,6 +11,7 @@
 //! by a naive model (each window's own core state can then be forgotten when it empties, as the
 //! script deletes an empty window's key).
 
+use slidewin::reservation::Amend;
 use slidewin::rule::{Rule, RuleLimiter, RuleWindow};
 use slidewin::{BucketQuota, Decision, Limiter, Quota};
 use slidewin_tests::redis::{RedisServer, Script};
@@ -168,7 +169,8 @@ impl Call {
         let limits = rule.check_limits(&self.limits).unwrap();
         let decision = match self.action {
             "refund" => {
-                RuleLimiter::refund(rule, state, self.now, self.stamp, self.cost).unwrap();
+                let give_back = Amend::GiveBack(self.cost);
+                RuleLimiter::amend(rule, state, self.now, self.stamp, give_back).unwrap();
                 rule.decide_with(state, self.now, 0, false, &limits)
             }
             action => rule.decide_with(state, self.now, self.cost, action == "check", &limits),
@@ -401,7 +403,9 @@ fn rules_match_their_windows_combined_with_a_clock_stepping_back() {
                     .zip(limits)
                     .map(|(core, &limit)| {
                         match call.stamp {
-                            Some(stamp) => core.0.give_back_at(now, stamp, cost).unwrap(),
+                            Some(stamp) => {
+                                core.0.amend_at(now, stamp, Amend::GiveBack(cost)).unwrap()
+                            }
                             None => core.0.uncommit_at(now, cost).unwrap(),
                         }
                         core.decide(now, 0, false, limit)

@@ -18,6 +18,7 @@ use mlua::ffi;
 use mlua::ffi::lua_State;
 use mlua::{Lua, Result as LuaResult, Table, Value};
 use slidewin::headers::Policy;
+use slidewin::reservation::Amend;
 use slidewin::rule::{Limits, Rule, RuleLimiter};
 use slidewin::shared::{
     EvictionWatch, Full, KeyWindow, LiveLimits, RegionKind, Scan, Walk, Zone, ZoneStats,
@@ -83,9 +84,9 @@ impl LuaLimiter {
         Ok((decision, now))
     }
 
-    /// Gives back `cost` recorded at `stamp_ms` or before (`None`: the newest).
-    pub fn uncommit(&mut self, key: &[u8], cost: u64, stamp_ms: Option<i64>) -> Result<(), Error> {
-        self.store.refund(key, now_ms(), stamp_ms, cost)
+    /// Changes what was recorded at `stamp_ms` (`None`: the newest), as [`Store::amend`].
+    pub fn amend(&mut self, key: &[u8], amend: Amend, stamp_ms: Option<i64>) -> Result<(), Error> {
+        self.store.amend(key, now_ms(), stamp_ms, amend)
     }
 
     pub fn reset(&mut self, key: &[u8]) {

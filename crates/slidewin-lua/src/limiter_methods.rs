@@ -21,6 +21,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use mlua::ffi::{self, lua_State};
 use mlua::{Lua, Result as LuaResult};
+use slidewin::reservation::Amend;
 use slidewin::rule::{Limits, MAX_WINDOWS};
 use slidewin::{arg, Call, Decision};
 
@@ -30,12 +31,13 @@ use crate::stack::{cost, describe, push_retry, push_stats, set_number, with_key}
 
 /// Creates the objects' metatable (once per Lua VM, when the module is loaded).
 pub fn register(lua: &Lua) -> LuaResult<()> {
-    const METHODS: [(&CStr, ffi::lua_CFunction); 17] = [
+    const METHODS: [(&CStr, ffi::lua_CFunction); 18] = [
         (c"incoming", incoming),
         (c"ffi_handle", ffi_handle),
         (c"decide", decide),
         (c"check", check),
         (c"uncommit", uncommit),
+        (c"owe", owe),
         (c"reset", reset),
         (c"stats", stats),
         (c"evictions_to_tell", evictions_to_tell),
@@ -207,7 +209,18 @@ unsafe extern "C-unwind" fn check(state: *mut lua_State) -> c_int {
 /// first, or recorded at `stamp_ms` or before (a reservation's stamp: the decision's
 /// `stamp_ms`); returns true.
 unsafe extern "C-unwind" fn uncommit(state: *mut lua_State) -> c_int {
-    let function = "lim:uncommit";
+    amend(state, "lim:uncommit", Amend::GiveBack)
+}
+
+/// `lim:owe(key, cost[, stamp_ms])`: records cost at `stamp_ms` (a reservation's; nil: the
+/// newest time) whether it fits or not, a debt the windows hold until it leaves them (each
+/// counts at most twice its max limit); returns true.
+unsafe extern "C-unwind" fn owe(state: *mut lua_State) -> c_int {
+    amend(state, "lim:owe", Amend::Owe)
+}
+
+/// `lim:uncommit` and `lim:owe`: `change` of the cost at the stamp.
+unsafe fn amend(state: *mut lua_State, function: &str, change: fn(u64) -> Amend) -> c_int {
     with_self(state, function, |this| {
         let cost = cost(state, 3, function)?;
         let stamp_ms = match ffi::lua_type(state, 4) {
@@ -222,7 +235,7 @@ unsafe extern "C-unwind" fn uncommit(state: *mut lua_State) -> c_int {
             }
         };
         with_key(state, 2, function, |key| {
-            this.uncommit(key, cost, stamp_ms)
+            this.amend(key, change(cost), stamp_ms)
                 .map_err(|e| format!("{function}: {e}"))
         })
     });

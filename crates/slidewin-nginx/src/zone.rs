@@ -10,6 +10,7 @@ use core::sync::atomic::AtomicU64;
 
 use slidewin::headers::{Field, Policy, Style};
 use slidewin::held_policy::HeldPolicy;
+use slidewin::reservation::Amend;
 use slidewin::shared::{Attached, EvictionWatch, WindowShape, Zone, ZoneExport};
 use slidewin::{Call, Clock, Decision};
 
@@ -142,7 +143,8 @@ impl ZoneState {
     /// settled for less): the zone then holds what the call used where it was admitted.
     pub fn give_back(&self, key: &[u8], cost: u64, stamp_ms: i64) -> Result<(), String> {
         let (zone, _) = self.zone.as_ref().ok_or("the zone is not mapped")?;
-        zone.refund_at(key, WallClock.now_ms(), Some(stamp_ms), cost)
+        let give_back = Amend::GiveBack(cost);
+        zone.amend_at(key, WallClock.now_ms(), Some(stamp_ms), give_back)
             .map_err(|e| e.to_string())
     }
 

@@ -149,6 +149,14 @@ impl<C: Cells> BucketState<C> {
         self.counts.len() - 1 - usize::from(on_last_ms)
     }
 
+    /// The age of the bucket `stamp_ms` (at most `newest_ms`) fell in, `None` when it left
+    /// the window.
+    fn stamp_age(&self, config: &BucketQuota, stamp_ms: i64) -> Option<usize> {
+        let stamp_start = stamp_ms - stamp_ms.rem_euclid(config.bucket_ms);
+        let stamp_age = ((self.head_start_ms - stamp_start) / config.bucket_ms) as usize;
+        (stamp_age <= self.oldest_age(config)).then_some(stamp_age)
+    }
+
     /// How many buckets `slot` is older than the head.
     fn age(&self, slot: usize) -> usize {
         if slot <= self.head {
@@ -263,13 +271,10 @@ impl<C: Cells> Window for BucketState<C> {
         if self.total == 0 {
             return; // the head may not be placed: nothing to give back anyway
         }
-        let stamp_start = stamp_ms - stamp_ms.rem_euclid(config.bucket_ms);
-        let stamp_age = (self.head_start_ms - stamp_start) / config.bucket_ms;
-        let oldest = self.oldest_age(config);
-        if stamp_age > oldest as i64 {
-            return; // the stamp's bucket left the window
-        }
-        for age in stamp_age as usize..=oldest {
+        let Some(stamp_age) = self.stamp_age(config, stamp_ms) else {
+            return;
+        };
+        for age in stamp_age..=self.oldest_age(config) {
             let slot = self.slot(age);
             let count = self.counts.get(slot);
             let taken = cost.min(count);
@@ -277,6 +282,18 @@ impl<C: Cells> Window for BucketState<C> {
             self.total = self.total.saturating_sub(taken);
             cost -= taken;
         }
+        self.newest_used = self.newest_used_slot(config);
+    }
+
+    /// Into the stamp's bucket.
+    fn owe_at(&mut self, config: &BucketQuota, stamp_ms: i64, cost: u64) {
+        let Some(stamp_age) = self.stamp_age(config, stamp_ms) else {
+            return;
+        };
+        let slot = self.slot(stamp_age);
+        self.counts
+            .set(slot, self.counts.get(slot).saturating_add(cost));
+        self.total = self.total.saturating_add(cost);
         self.newest_used = self.newest_used_slot(config);
     }
 

@@ -70,6 +70,12 @@ impl CounterState {
     pub const fn current(&self) -> u64 {
         self.current
     }
+
+    /// How many fixed windows `stamp_ms` (at most `newest_ms`) is before the current one.
+    fn windows_since(&self, quota: &Quota, stamp_ms: i64) -> i64 {
+        let window = quota.window_ms();
+        self.newest_ms.div_euclid(window) - stamp_ms.div_euclid(window)
+    }
 }
 
 /// The decision on `cost` for a counter whose two counts are kept elsewhere (a shared
@@ -206,14 +212,22 @@ impl Window for CounterState {
     /// when in a window cost came).
     #[inline]
     fn unrecord_at(&mut self, quota: &Quota, stamp_ms: i64, cost: u64) {
-        let window = quota.window_ms();
-        let from_current = match self.newest_ms.div_euclid(window) - stamp_ms.div_euclid(window) {
+        let from_current = match self.windows_since(quota, stamp_ms) {
             0 => cost.min(self.current),
             1 => 0,
             _ => return, // its window is no longer counted
         };
         self.current -= from_current;
         self.previous = self.previous.saturating_sub(cost - from_current);
+    }
+
+    #[inline]
+    fn owe_at(&mut self, quota: &Quota, stamp_ms: i64, cost: u64) {
+        match self.windows_since(quota, stamp_ms) {
+            0 => self.current = self.current.saturating_add(cost),
+            1 => self.previous = self.previous.saturating_add(cost),
+            _ => {} // its window is no longer counted
+        }
     }
 
     #[inline]

@@ -72,6 +72,7 @@ pub use hasher::KeyHasher;
 #[cfg(feature = "std")]
 pub use sharded::ShardedKeyed;
 
+use crate::reservation::Amend;
 use crate::{Decision, Error, Limiter, Value};
 use alloc::borrow::ToOwned;
 use core::borrow::Borrow;
@@ -158,7 +159,12 @@ impl<L: Limiter, K: Hash + Eq, S: BuildHasher> Keyed<L, K, S> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        self.refund_hashed(self.hasher.hash_one(key), key, (now_ms, None), cost)
+        self.amend_hashed(
+            self.hasher.hash_one(key),
+            key,
+            (now_ms, None),
+            Amend::GiveBack(cost),
+        )
     }
 
     /// Forget `key` entirely.
@@ -296,24 +302,24 @@ impl<L: Limiter, K: Hash + Eq, S: BuildHasher> Keyed<L, K, S> {
         }
     }
 
-    pub(crate) fn refund_hashed<Q>(
+    pub(crate) fn amend_hashed<Q>(
         &mut self,
         hash: u64,
         key: &Q,
         (now_ms, stamp_ms): (i64, Option<i64>),
-        cost: u64,
+        amend: Amend,
     ) -> Result<(), Error>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let refund = |config: &L::Config, state: &mut L::State| {
-            L::refund(config, state, now_ms, stamp_ms, cost)
+        let amend = |config: &L::Config, state: &mut L::State| {
+            L::amend(config, state, now_ms, stamp_ms, amend)
         };
         match self.slots.find(hash, key) {
-            Some(position) => self.update_state(position, refund),
+            Some(position) => self.update_state(position, amend),
             // Still judge the arguments, so a bad call fails the same for every key.
-            None => refund(&self.config, &mut L::new_state(&self.config)),
+            None => amend(&self.config, &mut L::new_state(&self.config)),
         }
     }
 

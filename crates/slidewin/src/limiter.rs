@@ -5,6 +5,7 @@
 //! the single-key limiters ([`crate::SlidingLog`] and friends) and the keyed store
 //! ([`crate::Keyed`]) both call those functions, so no algorithm exists twice.
 
+use crate::reservation::Amend;
 use crate::{Clock, Decision, Error};
 
 /// A sliding-window rate limiter.
@@ -26,17 +27,18 @@ pub trait Limiter {
         commit: bool,
     ) -> Result<Decision, Error>;
 
-    /// Give back `cost` recorded at `stamp_ms` or before it (`None`: the newest recorded; a
-    /// request that was admitted but not served), at `now_ms`: the newest such cost goes
-    /// first, and no more than the window still holds. What a call recorded at `stamp_ms`
-    /// leaves the window as if never recorded, so later calls are counted as they were
+    /// At `now_ms`, change what was recorded at `stamp_ms` (`None`: the newest time recorded
+    /// at; a request that was admitted but not served). A give-back takes cost recorded at the
+    /// stamp or before it, the newest first, and no more than the window still holds: what a
+    /// call recorded at `stamp_ms` leaves the window as if never recorded, so later calls are
+    /// counted as they were. A debt is recorded at the stamp, fitting or not
     /// ([`crate::reservation`]).
-    fn refund(
+    fn amend(
         config: &Self::Config,
         state: &mut Self::State,
         now_ms: i64,
         stamp_ms: Option<i64>,
-        cost: u64,
+        amend: Amend,
     ) -> Result<(), Error>;
 
     /// Whether the window holds nothing at `now_ms`, so the state may be dropped.
@@ -71,14 +73,14 @@ pub trait Limiter {
     /// Refund `cost` recorded earlier, the newest first.
     fn uncommit_at(&mut self, now_ms: i64, cost: u64) -> Result<(), Error> {
         let (config, state) = self.parts_mut();
-        Self::refund(config, state, now_ms, None, cost)
+        Self::amend(config, state, now_ms, None, Amend::GiveBack(cost))
     }
 
-    /// At `now_ms`, give back `cost` of what a call recorded at `stamp_ms` (a reservation
-    /// settled for less than it reserved, [`crate::reservation`]).
-    fn give_back_at(&mut self, now_ms: i64, stamp_ms: i64, cost: u64) -> Result<(), Error> {
+    /// At `now_ms`, change what a call recorded at `stamp_ms` (a reservation settled,
+    /// [`crate::reservation`]).
+    fn amend_at(&mut self, now_ms: i64, stamp_ms: i64, amend: Amend) -> Result<(), Error> {
         let (config, state) = self.parts_mut();
-        Self::refund(config, state, now_ms, Some(stamp_ms), cost)
+        Self::amend(config, state, now_ms, Some(stamp_ms), amend)
     }
 
     /// Forget everything recorded.

@@ -188,6 +188,34 @@ impl<E: Entries> Window for LogState<E> {
         }
     }
 
+    /// Into the stamp's entry (a reservation's: the oldest entry after the stamp when it is
+    /// gone, the newest when none is; a new one in an empty log): it and every entry after it
+    /// count the debt, written from the newest back, so a process that dies on the way leaves
+    /// a log counting more, never less.
+    fn owe_at(&mut self, quota: &Quota, stamp_ms: i64, cost: u64) {
+        if stamp_ms <= self.newest_ms - quota.window_ms() {
+            return; // the stamp left the window
+        }
+        let len = self.entries.len();
+        if len == 0 {
+            let through = self.expired.wrapping_add(cost);
+            self.entries.push_back(Entry {
+                ms: stamp_ms,
+                through,
+            });
+            return;
+        }
+        let mut first = len;
+        while first > 0 && self.entries.get(first - 1).ms >= stamp_ms {
+            first -= 1;
+        }
+        for i in (first.min(len - 1)..len).rev() {
+            let entry = self.entries.get(i);
+            let through = entry.through.wrapping_add(cost);
+            self.entries.set(i, Entry { through, ..entry });
+        }
+    }
+
     // Always inlined: out of line it costs a rule of several logs ~15 instructions a refusal.
     #[inline(always)]
     fn wait_ms(&self, quota: &Quota, at_most: u64) -> u64 {

@@ -35,6 +35,7 @@ use alloc::vec::Vec;
 
 use crate::assessment::{fold, Assessment, States};
 use crate::clock::check_time;
+use crate::reservation::Amend;
 use crate::window::{self, Fresh, Window};
 use crate::Value;
 use crate::{BucketQuota, BucketState, CounterState, Decision, Error, Limiter, LogState, Quota};
@@ -341,16 +342,21 @@ impl Limiter for RuleLimiter {
         rule.decide_with(state, now_ms, cost, commit, &rule.limits())
     }
 
-    fn refund(
+    fn amend(
         rule: &Rule,
         state: &mut RuleState,
         now_ms: i64,
         stamp_ms: Option<i64>,
-        cost: u64,
+        amend: Amend,
     ) -> Result<(), Error> {
         for (w, s) in state.windows.iter_mut().enumerate() {
-            on_window!(rule, s, w, |c, s| window::refund(
-                c, s, now_ms, stamp_ms, cost
+            let max_limit = rule.windows()[w].max_limit();
+            on_window!(rule, s, w, |c, s| window::amend(
+                c,
+                s,
+                (now_ms, stamp_ms),
+                amend,
+                max_limit
             ))?;
         }
         Ok(())

@@ -8,6 +8,7 @@
 //!
 //! ```
 //! use core::sync::atomic::AtomicU64;
+//! use slidewin::reservation::Amend;
 //! use slidewin::rule::{Rule, RuleLimiter, RuleWindow};
 //! use slidewin::shared::LiveLimits;
 //! use slidewin::store::{LocalRule, Store};
@@ -27,7 +28,7 @@
 //! store.set_limit(0, 3)?; // a live limit: the version moves, so derived headers are rebuilt
 //! assert_ne!(store.version(), version);
 //! assert_eq!(store.decide(b"alice", 3, 1, Call::Check, None)?.remaining, 0);
-//! store.refund(b"alice", 4, None, 1)?; // the newest unit
+//! store.amend(b"alice", 4, None, Amend::GiveBack(1))?; // the newest unit
 //! assert_eq!(store.key_window(b"alice", 5, 1)?.windows[0].count, 2);
 //! assert_eq!(store.stats().keys, 1);
 //! # Ok::<(), slidewin::Error>(())
@@ -42,7 +43,7 @@ pub use local::LocalRule;
 use alloc::vec;
 use core::sync::atomic::AtomicU64;
 
-use crate::reservation::Reservation;
+use crate::reservation::{Amend, Excess, Reservation};
 use crate::rule::{Limits, Rule};
 use crate::shared::{KeyWindow, Owner, Usage, Walk, Zone, ZoneStats};
 use crate::{Call, Decision, Error};
@@ -65,15 +66,14 @@ pub trait Store {
         call: Call,
         limits: Option<&[u64]>,
     ) -> Result<Decision, Error>;
-    /// Gives back `cost` recorded for `key` at `stamp_ms` or before, newest first (`None`: the
-    /// newest recorded, for a request admitted but not served; a reservation settled for
-    /// less: its stamp).
-    fn refund(
+    /// Changes what `key` recorded at `stamp_ms` (`None`: the newest recorded, for a request
+    /// admitted but not served; a reservation settled: its stamp), as [`crate::Limiter::amend`].
+    fn amend(
         &mut self,
         key: &[u8],
         now_ms: i64,
         stamp_ms: Option<i64>,
-        cost: u64,
+        amend: Amend,
     ) -> Result<(), Error>;
     /// Reserves `units` for `key` at `now_ms` under `limits` (as [`Store::decide`] checks):
     /// the decision and, when admitted, the [`Reservation`] to settle once the call's cost is
@@ -90,17 +90,18 @@ pub trait Store {
         Ok((d, d.allowed.then_some(Reservation { stamp_ms, units })))
     }
     /// Settles `reservation` of `key` at `now_ms` for the `actual` units the call used: what
-    /// it did not use is given back at the reservation's stamp ([`crate::reservation`]).
+    /// it did not use is given back at the reservation's stamp, and what it used above it is
+    /// as `excess` says ([`crate::reservation`]).
     fn settle(
         &mut self,
         key: &[u8],
         now_ms: i64,
         reservation: &Reservation,
-        actual: u64,
+        (actual, excess): (u64, Excess),
     ) -> Result<(), Error> {
-        match reservation.give_back(actual)? {
-            0 => Ok(()),
-            unused => self.refund(key, now_ms, Some(reservation.stamp_ms), unused),
+        match reservation.settle(actual, excess)? {
+            None => Ok(()),
+            Some(amend) => self.amend(key, now_ms, Some(reservation.stamp_ms), amend),
         }
     }
     /// Forgets `key`.
@@ -190,14 +191,14 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Store for Zone<R, O> {
         };
         self.decide_at(key, now_ms, cost, call, &limits)
     }
-    fn refund(
+    fn amend(
         &mut self,
         key: &[u8],
         now_ms: i64,
         stamp_ms: Option<i64>,
-        cost: u64,
+        amend: Amend,
     ) -> Result<(), Error> {
-        self.refund_at(key, now_ms, stamp_ms, cost)
+        self.amend_at(key, now_ms, stamp_ms, amend)
     }
     fn reset(&mut self, key: &[u8]) {
         Zone::reset(self, key);

@@ -4,6 +4,7 @@
 
 use crate::assessment::Assessment;
 use crate::clock::check_time;
+use crate::reservation::Amend;
 use crate::{Decision, Error};
 
 /// The `newest_ms` of a state that has seen no call yet: earlier than every valid time.
@@ -30,6 +31,11 @@ pub(crate) trait Window: Sized {
     /// when they are gone already, older ones go (the window then counts more than the
     /// truth until they would have left: never less).
     fn unrecord_at(&mut self, config: &Self::Config, stamp_ms: i64, cost: u64);
+    /// Record `cost` (positive, keeping the window within twice its limit) as recorded at
+    /// `stamp_ms` (at most `newest_ms`), fitting or not: nothing when the stamp left the
+    /// window, and where the state cannot tell the stamp from a later time, the later one
+    /// (the cost then leaves late: never early).
+    fn owe_at(&mut self, config: &Self::Config, stamp_ms: i64, cost: u64);
     /// Milliseconds until the window counts at most `at_most` (less than it counts now),
     /// if nothing else arrives.
     fn wait_ms(&self, config: &Self::Config, at_most: u64) -> u64;
@@ -147,24 +153,31 @@ pub(crate) fn decide_alone<W: Window>(
     found.decision(cost, limit, state.reset_after_ms(config), 0)
 }
 
-/// [`crate::Limiter::refund`] for every limiter: moves to `now_ms`, then gives back `cost`
-/// recorded at `stamp_ms` or before (`None`: the newest time seen, which a clock that stepped
-/// back leaves after `now_ms`).
-pub(crate) fn refund<W: Window>(
+/// [`crate::Limiter::amend`] for every limiter: moves to `now_ms`, then changes what was
+/// recorded at `stamp_ms` (`None`: the newest time seen, which a clock that stepped back
+/// leaves after `now_ms`). A debt is cut so the window counts at most twice `max_limit` (the
+/// highest limit it may have).
+pub(crate) fn amend<W: Window>(
     config: &W::Config,
     state: &mut W,
-    now_ms: i64,
-    stamp_ms: Option<i64>,
-    cost: u64,
+    (now_ms, stamp_ms): (i64, Option<i64>),
+    amend: Amend,
+    max_limit: u64,
 ) -> Result<(), Error> {
     let stamp_ms = stamp_ms.map(|ms| check_time("stamp_ms", ms)).transpose()?;
     advance(config, state, now_ms)?;
     let newest_ms = state.newest_ms();
-    state.unrecord_at(
-        config,
-        stamp_ms.map_or(newest_ms, |ms| ms.min(newest_ms)),
-        cost,
-    );
+    let stamp_ms = stamp_ms.map_or(newest_ms, |ms| ms.min(newest_ms));
+    match amend {
+        Amend::GiveBack(cost) => state.unrecord_at(config, stamp_ms, cost),
+        Amend::Owe(cost) => {
+            let most = max_limit.saturating_mul(2);
+            let cost = cost.min(most.saturating_sub(state.used(config)));
+            if cost > 0 {
+                state.owe_at(config, stamp_ms, cost);
+            }
+        }
+    }
     Ok(())
 }
 
@@ -223,14 +236,15 @@ macro_rules! single_key_limiter {
             }
 
             #[inline]
-            fn refund(
+            fn amend(
                 config: &$config,
                 state: &mut $state,
                 now_ms: i64,
                 stamp_ms: Option<i64>,
-                cost: u64,
+                amend: $crate::reservation::Amend,
             ) -> Result<(), $crate::Error> {
-                $crate::window::refund(config, state, now_ms, stamp_ms, cost)
+                let max_limit = <$state as $crate::window::Window>::limit(config);
+                $crate::window::amend(config, state, (now_ms, stamp_ms), amend, max_limit)
             }
 
             #[inline]

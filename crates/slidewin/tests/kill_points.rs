@@ -12,6 +12,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
 use slidewin::lease::{Grant, LeaseConfig};
+use slidewin::reservation::Amend;
 use slidewin::rule::{Rule, RuleWindow};
 use slidewin::shared::{fault, Inflight, InflightConfig, KeyWindow, Leases, Owner, Spent, Zone};
 use slidewin::{BucketQuota, Quota};
@@ -131,7 +132,9 @@ impl ZoneCase {
         let zone = self.zone(words, owner);
         match self.stamp_ms {
             None => drop(zone.check_at(key, *now_ms, *cost).unwrap()),
-            Some(stamp_ms) => zone.refund_at(key, *now_ms, Some(stamp_ms), *cost).unwrap(),
+            Some(stamp_ms) => zone
+                .amend_at(key, *now_ms, Some(stamp_ms), Amend::GiveBack(*cost))
+                .unwrap(),
         }
     }
 

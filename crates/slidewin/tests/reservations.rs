@@ -11,7 +11,7 @@ use common::max_in_any_window;
 use common::process::Thread;
 use proptest::prelude::*;
 use slidewin::keyed::Keyed;
-use slidewin::reservation::Reservation;
+use slidewin::reservation::{Amend, Excess, Reservation};
 use slidewin::rule::{Rule, RuleLimiter, RuleWindow};
 use slidewin::shared::{LiveLimits, Zone};
 use slidewin::store::{LocalRule, Store};
@@ -47,8 +47,10 @@ fn admitted_after(store: &mut dyn Store, at_the_stamp: bool, probe_ms: i64) -> u
             .allowed
     );
     match at_the_stamp {
-        true => store.settle(b"k", 500, &reservation.unwrap(), 0).unwrap(),
-        false => store.refund(b"k", 500, None, 10).unwrap(),
+        true => store
+            .settle(b"k", 500, &reservation.unwrap(), (0, Excess::Refuse))
+            .unwrap(),
+        false => store.amend(b"k", 500, None, Amend::GiveBack(10)).unwrap(),
     }
     let mut admitted = 0;
     while store
@@ -89,11 +91,98 @@ fn settled_at_the_stamp_the_window_holds_the_limit_where_a_refund_would_not() {
     }
 }
 
+/// A window of 10 per second where a reservation of 4 at 100 used 19 (owed: 15) and a call of
+/// 1 came at 600: what `probe` answers at each time.
+fn owed(store: &mut dyn Store, excess: Excess, probe: &[i64]) -> Vec<(bool, u64, Option<u64>)> {
+    let (_, reservation) = store.reserve(b"k", 100, 4, None).unwrap();
+    assert!(
+        store
+            .decide(b"k", 600, 1, Call::Check, None)
+            .unwrap()
+            .allowed
+    );
+    store
+        .settle(b"k", 700, &reservation.unwrap(), (19, excess))
+        .unwrap();
+    let answer = |(store, at): (&mut dyn Store, i64)| {
+        let d = store.decide(b"k", at, 1, Call::Peek, None).unwrap();
+        (d.allowed, d.remaining, d.retry_after_ms)
+    };
+    probe.iter().map(|&at| answer((&mut *store, at))).collect()
+}
+
+#[test]
+fn a_debt_holds_the_window_until_its_stamp_leaves_and_no_longer() {
+    // Owed at 100: 19 + 1 of 10, refused until the stamp leaves: at 1_100 for the log, with
+    // its bucket (100..199) at 1_199 for buckets of 100 ms, and for two fixed windows once the
+    // previous one's 20 weigh 9 at most (1_550). The call at 600 still counts after.
+    let (r, a) = (|wait| (false, 0, Some(wait)), |left| (true, left, Some(0)));
+    let windows = [
+        (
+            RuleWindow::log(Quota::new(10, 1_000).unwrap()),
+            [r(400), r(1), a(8), a(8), a(9), a(9)],
+        ),
+        (
+            RuleWindow::buckets(BucketQuota::new(10, 1_000, 100).unwrap()),
+            [r(499), r(100), r(99), a(8), a(8), a(9)],
+        ),
+        (
+            RuleWindow::counter(Quota::new(10, 1_000).unwrap()),
+            [r(850), r(451), r(450), r(351), a(1), a(9)],
+        ),
+    ];
+    for (window, expected) in windows {
+        let rule = Rule::one(window);
+        let (mut zone, mut local) = stores(&rule);
+        let probe = [700, 1_099, 1_100, 1_199, 1_600, 2_100];
+        assert_eq!(owed(&mut zone, Excess::Owe, &probe), expected, "{window:?}");
+        assert_eq!(
+            owed(&mut local, Excess::Owe, &probe),
+            expected,
+            "{window:?}"
+        );
+        // Clamped, the 15 above are not recorded: the window holds 4 + 1.
+        let (mut zone, _) = stores(&rule);
+        assert_eq!(
+            owed(&mut zone, Excess::Clamp, &[700])[0],
+            (true, 4, Some(0))
+        );
+    }
+}
+
+#[test]
+fn a_window_counts_at_most_twice_its_max_limit() {
+    let rule = Rule::one(
+        RuleWindow::log(Quota::new(10, 1_000).unwrap())
+            .with_max_limit(15)
+            .unwrap(),
+    );
+    let (mut zone, mut local) = stores(&rule);
+    for store in [&mut zone as &mut dyn Store, &mut local] {
+        let (_, reservation) = store.reserve(b"k", 0, 5, None).unwrap();
+        store
+            .settle(b"k", 10, &reservation.unwrap(), (1_000, Excess::Owe))
+            .unwrap();
+        // 30 counted (5 reserved, 25 owed): room for 1 once 21 left, at 1_000 all of it.
+        let d = store.decide(b"k", 999, 1, Call::Peek, None).unwrap();
+        assert_eq!((d.allowed, d.retry_after_ms), (false, Some(1)));
+        store.set_limit(0, 15).unwrap();
+        assert!(
+            store
+                .decide(b"k", 1_000, 15, Call::Check, None)
+                .unwrap()
+                .allowed
+        );
+    }
+}
+
 #[test]
 fn a_settlement_above_the_reservation_is_an_error_that_changes_nothing() {
     let (mut zone, _) = stores(&Rule::one(RuleWindow::log(Quota::new(5, 1_000).unwrap())));
     let (_, reservation) = zone.reserve(b"k", 0, 3, None).unwrap();
-    let err = zone.settle(b"k", 10, &reservation.unwrap(), 4).unwrap_err();
+    let err = zone
+        .settle(b"k", 10, &reservation.unwrap(), (4, Excess::Refuse))
+        .unwrap_err();
     assert_eq!(
         err.to_string(),
         "actual must be at most the units reserved, got 4"
@@ -144,7 +233,9 @@ fn used(store: &mut dyn Store, trace: &[(i64, Step)]) -> Vec<(i64, u64)> {
         pending.sort_by_key(|p| p.0);
         while pending.first().is_some_and(|p| p.0 <= now) {
             let (at, reservation, actual) = pending.remove(0);
-            store.settle(b"k", at, &reservation, actual).unwrap();
+            store
+                .settle(b"k", at, &reservation, (actual, Excess::Refuse))
+                .unwrap();
         }
         match *step {
             Step::Reserve {

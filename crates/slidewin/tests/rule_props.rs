@@ -9,6 +9,7 @@ mod common;
 use common::process::Thread;
 use common::{Counting, Model};
 use proptest::prelude::*;
+use slidewin::reservation::Amend;
 use slidewin::rule::{Rule, RuleLimiter, RuleState, RuleWindow};
 use slidewin::shared::Zone;
 use slidewin::{BucketQuota, Call, Decision, Keyed, Limiter, Quota};
@@ -63,12 +64,13 @@ enum Op {
         key: usize,
         cost: u64,
     },
-    /// Gives back cost recorded `back_ms` before now or earlier (sometimes out of the
-    /// clock's range: an error that changes nothing).
-    GiveBack {
+    /// Gives back cost recorded `back_ms` before now or earlier, or owes it there (sometimes
+    /// out of the clock's range: an error that changes nothing).
+    Amend {
         key: usize,
         back_ms: i64,
         cost: u64,
+        owe: bool,
     },
     /// A live limit change (sometimes out of range: an error that changes nothing).
     SetLimit {
@@ -124,7 +126,8 @@ fn trace(windows: &[Drawn]) -> impl Strategy<Value = Vec<(i64, Op)>> {
             Op::Decide { key, cost, commit, limits }
         }),
         2 => (key.clone(), cost.clone()).prop_map(|(key, cost)| Op::Uncommit { key, cost }),
-        3 => (key, back_ms(), cost).prop_map(|(key, back_ms, cost)| Op::GiveBack { key, back_ms, cost }),
+        4 => (key, back_ms(), cost, any::<bool>())
+            .prop_map(|(key, back_ms, cost, owe)| Op::Amend { key, back_ms, cost, owe }),
         2 => set_limit,
     ];
     // Same-millisecond bursts, steps, far jumps, the clock stepping back (near or far).
@@ -204,8 +207,13 @@ impl RuleModel {
         }
     }
 
-    fn give_back(&mut self, now_ms: i64, stamp_ms: Option<i64>, cost: u64) {
-        (self.windows.iter_mut()).for_each(|m| m.give_back(now_ms, stamp_ms, cost));
+    fn amend(&mut self, now_ms: i64, stamp_ms: Option<i64>, amend: Amend, windows: &[Drawn]) {
+        for (m, d) in self.windows.iter_mut().zip(windows) {
+            match amend {
+                Amend::GiveBack(cost) => m.give_back(now_ms, stamp_ms, cost),
+                Amend::Owe(cost) => m.owe(now_ms, stamp_ms, cost, d.window.max_limit()),
+            }
+        }
     }
 
     /// Whether every window counts nothing at the newest time.
@@ -337,23 +345,24 @@ impl<'r> Subjects<'r> {
         prop_assert_eq!(self.zone.uncommit_at(KEYS[key], now, cost), Ok(()));
         prop_assert_eq!(self.keyed.uncommit_bytes_at(KEYS[key], now, cost), Ok(()));
         for models in &mut self.models {
-            models[key].model(&self.windows).give_back(now, None, cost);
+            let give_back = Amend::GiveBack(cost);
+            (models[key].model(&self.windows)).amend(now, None, give_back, &self.windows);
         }
         Ok(())
     }
 
-    fn give_back(
+    fn amend(
         &mut self,
         key: usize,
         now: i64,
         stamp: i64,
-        cost: u64,
+        amend: Amend,
     ) -> Result<(), TestCaseError> {
         let got = [
-            self.limiters[key].give_back_at(now, stamp, cost),
-            self.zone.refund_at(KEYS[key], now, Some(stamp), cost),
+            self.limiters[key].amend_at(now, stamp, amend),
+            self.zone.amend_at(KEYS[key], now, Some(stamp), amend),
             self.keyed
-                .refund_bytes_at(KEYS[key], now, Some(stamp), cost),
+                .amend_bytes_at(KEYS[key], now, Some(stamp), amend),
         ];
         let in_range = (-(1i64 << 53)..=1i64 << 53).contains(&stamp);
         for (subject, got) in got.into_iter().enumerate() {
@@ -363,9 +372,12 @@ impl<'r> Subjects<'r> {
                 continue;
             }
             prop_assert_eq!(got, Ok(()), "subject {}", subject);
-            self.models[subject][key]
-                .model(&self.windows)
-                .give_back(now, Some(stamp), cost);
+            self.models[subject][key].model(&self.windows).amend(
+                now,
+                Some(stamp),
+                amend,
+                &self.windows,
+            );
         }
         Ok(())
     }
@@ -414,8 +426,17 @@ fn replay(windows: Vec<Drawn>, start: i64, trace: &[(i64, Op)]) -> Result<(), Te
                 limits,
             } => subjects.decide(*key, now, *cost, *commit, limits.as_deref())?,
             Op::Uncommit { key, cost } => subjects.uncommit(*key, now, *cost)?,
-            Op::GiveBack { key, back_ms, cost } => {
-                subjects.give_back(*key, now, now - back_ms, *cost)?
+            Op::Amend {
+                key,
+                back_ms,
+                cost,
+                owe,
+            } => {
+                let amend = match owe {
+                    true => Amend::Owe(*cost),
+                    false => Amend::GiveBack(*cost),
+                };
+                subjects.amend(*key, now, now - back_ms, amend)?
             }
             Op::SetLimit { window, limit } => subjects.set_limit(*window, *limit)?,
         }

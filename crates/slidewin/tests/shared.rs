@@ -8,6 +8,7 @@ use common::process::{fork, kill, wait, Mapping, Thread};
 use common::{keyed_ops as ops, KeyedOp as Op};
 use proptest::prelude::*;
 use slidewin::lease::{Grant, LeaseConfig};
+use slidewin::reservation::Amend;
 use slidewin::rule::{Rule, RuleWindow};
 use slidewin::shared::{Attached, Fetch, Full, Inflight, InflightConfig, Leases, ProcessOwner};
 use slidewin::shared::{Spent, Zone, SETTLE_SLOTS};
@@ -394,9 +395,10 @@ fn processes_killed_at_any_instant_leave_no_lock_held() {
                         // A give-back at the round before's stamp: the log moves its newer
                         // entries down over an emptied one.
                         if i % 3 == 0 {
-                            log.refund_at(&key, now_ms, Some(now_ms - 1), 1).unwrap();
+                            log.amend_at(&key, now_ms, Some(now_ms - 1), Amend::GiveBack(1))
+                                .unwrap();
                             buckets
-                                .refund_at(&key, now_ms, Some(now_ms - 10), 1)
+                                .amend_at(&key, now_ms, Some(now_ms - 10), Amend::GiveBack(1))
                                 .unwrap();
                         }
                         let entry = slots.enter_at(&key, now_ms).unwrap();

@@ -5,6 +5,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use proptest::prelude::*;
+use slidewin::reservation::Amend;
 use slidewin::rule::{Rule, RuleLimiter, RuleWindow};
 use slidewin::shared::{Directory, LiveLimits, Owner, RegionKind, Zone};
 use slidewin::store::{DirectoryRule, LocalRule, Store};
@@ -97,11 +98,11 @@ fn apply(store: &mut dyn Store, op: &Op, now_ms: i64) -> String {
         Op::Refund { key, cost, back_ms } => {
             format!(
                 "{:?}",
-                store.refund(
+                store.amend(
                     &[key],
                     now_ms,
                     (back_ms > 0).then_some(now_ms - back_ms),
-                    cost
+                    Amend::GiveBack(cost)
                 )
             )
         }

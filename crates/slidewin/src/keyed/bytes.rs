@@ -24,6 +24,7 @@ use alloc::vec::Vec;
 use core::hash::BuildHasher;
 
 use super::Keyed;
+use crate::reservation::Amend;
 use crate::{Decision, Error, Limiter, Value};
 
 /// Bytes of the digest a long key is kept as.
@@ -85,21 +86,21 @@ impl<L: Limiter, S: BuildHasher> Keyed<L, Vec<u8>, S> {
 
     /// [`Keyed::uncommit_at`] with the key bound applied.
     pub fn uncommit_bytes_at(&mut self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
-        self.refund_bytes_at(key, now_ms, None, cost)
+        self.amend_bytes_at(key, now_ms, None, Amend::GiveBack(cost))
     }
 
-    /// [`Limiter::refund`] of a key with the key bound applied: `cost` recorded at `stamp_ms`
-    /// or before (`None`: the newest) given back at `now_ms`.
-    pub fn refund_bytes_at(
+    /// [`Limiter::amend`] of a key with the key bound applied: what was recorded at
+    /// `stamp_ms` (`None`: the newest) changed at `now_ms`.
+    pub fn amend_bytes_at(
         &mut self,
         key: &[u8],
         now_ms: i64,
         stamp_ms: Option<i64>,
-        cost: u64,
+        amend: Amend,
     ) -> Result<(), Error> {
         let mut digest = [0; DIGEST_BYTES];
         let key = self.bounded(key, &mut digest);
-        self.refund_hashed(self.hasher.hash_one(key), key, (now_ms, stamp_ms), cost)
+        self.amend_hashed(self.hasher.hash_one(key), key, (now_ms, stamp_ms), amend)
     }
 
     /// [`Keyed::reset`] with the key bound applied.

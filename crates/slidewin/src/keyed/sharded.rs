@@ -1,6 +1,7 @@
 //! [`ShardedKeyed`]: the keyed store for many threads, one lock per shard.
 
 use super::{check_max_keys, KeyHasher, Keyed, KeyedStats};
+use crate::reservation::Amend;
 use crate::{Decision, Error, Limiter, Value};
 use alloc::borrow::ToOwned;
 use alloc::vec::Vec;
@@ -103,7 +104,7 @@ impl<L: Limiter, K: Hash + Eq, S: BuildHasher + Clone> ShardedKeyed<L, K, S> {
         Q: Hash + Eq + ?Sized,
     {
         let (hash, mut shard) = self.shard(key);
-        shard.refund_hashed(hash, key, (now_ms, None), cost)
+        shard.amend_hashed(hash, key, (now_ms, None), Amend::GiveBack(cost))
     }
 
     /// [`Keyed::reset`].

@@ -58,14 +58,17 @@ impl Limiter for Tally {
         })
     }
 
-    fn refund(
+    fn amend(
         _: &Quota,
         state: &mut TallyState,
         _: i64,
         _: Option<i64>,
-        cost: u64,
+        amend: Amend,
     ) -> Result<(), Error> {
-        state.used = state.used.saturating_sub(cost);
+        state.used = match amend {
+            Amend::GiveBack(cost) => state.used.saturating_sub(cost),
+            Amend::Owe(cost) => state.used.saturating_add(cost),
+        };
         Ok(())
     }
 

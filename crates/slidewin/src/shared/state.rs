@@ -6,6 +6,7 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::assessment::{Assessment, States};
 use crate::clock::check_time;
+use crate::reservation::Amend;
 use crate::rule::{RuleWindow, WindowConfig};
 use crate::storage::{Cells, Entries, Ring, SharedCells};
 use crate::window::{self, Window, NEVER};
@@ -106,15 +107,15 @@ fn reset_after_of<'a, V: View<'a>>(config: &V::Config, words: &'a [AtomicU64]) -
     V::load(config, words).reset_after_ms(config)
 }
 
-fn refund_of<'a, V: View<'a>>(
+fn amend_of<'a, V: View<'a>>(
     config: &V::Config,
     words: &'a [AtomicU64],
-    (now_ms, stamp_ms): (i64, Option<i64>),
-    cost: u64,
+    at: (i64, Option<i64>),
+    (amend, max_limit): (Amend, u64),
 ) -> Result<(), Error> {
     // A refused time changes nothing, so storing the state back then is harmless.
     updated(config, words, |view: &mut V| {
-        window::refund(config, view, now_ms, stamp_ms, cost)
+        window::amend(config, view, at, amend, max_limit)
     })
 }
 
@@ -174,16 +175,16 @@ impl<'a> Way<'a> {
         sound
     }
 
-    /// Gives `cost` recorded at `stamp_ms` or before (`None`: the newest) back in every
-    /// window, at `now_ms`.
-    pub(crate) fn refund(
+    /// Changes what every window recorded at `stamp_ms` (`None`: the newest), at `now_ms`.
+    pub(crate) fn amend(
         &self,
         now_ms: i64,
         stamp_ms: Option<i64>,
-        cost: u64,
+        amend: Amend,
     ) -> Result<(), Error> {
         for (w, window) in self.windows.iter().enumerate() {
-            on_view!(window, refund_of(self.of(w), (now_ms, stamp_ms), cost))?;
+            let change = (amend, window.max_limit());
+            on_view!(window, amend_of(self.of(w), (now_ms, stamp_ms), change))?;
         }
         Ok(())
     }
@@ -342,17 +343,18 @@ impl<'a> View<'a> for SharedLog<'a> {
             }
             popped += 1;
         }
-        // Then entries in order, each adding cost, all of them within `max_limit` (a limit
-        // lowered at run time leaves what the higher one admitted). One that is not is a
-        // slot past the end, or a copy of an entry kept already (with the count it had
-        // before or after a give-back, never more than the entries after it): skipped.
+        // Then entries in order, each adding cost, all of them within twice `max_limit` (a
+        // limit lowered at run time leaves what the higher one admitted; debts fill up to
+        // twice it). One that is not is a slot past the end, or a copy of an entry kept
+        // already (with the count it had before or after a give-back, never more than the
+        // entries after it): skipped.
         let mut entries = log.entries;
         let (mut kept, mut after_ms, mut before) = (0, i64::MIN, expired);
         for i in popped..entries.len() {
             let entry = entries.get(i);
             let cost = entry.through.wrapping_sub(before) as i64;
             let in_order = entry.ms > after_ms && entry.ms <= log.newest_ms && cost > 0;
-            if !in_order || entry.through.wrapping_sub(expired) > max_limit {
+            if !in_order || entry.through.wrapping_sub(expired) > max_limit.saturating_mul(2) {
                 continue;
             }
             if i != popped + kept {

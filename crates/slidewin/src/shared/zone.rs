@@ -12,6 +12,7 @@ use super::region::Attached;
 use super::state;
 use super::table::{Locked, Payload, Set, Table, Vacancy, WAYS};
 use crate::clock::check_time;
+use crate::reservation::Amend;
 use crate::rule::{Limits, Rule, RuleLimiter};
 use crate::{Call, Clock, Decision, Error, Limiter};
 
@@ -218,18 +219,19 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
 
     /// Give back `cost` recorded for `key`, the newest first (nothing for an unknown key).
     pub fn uncommit_at(&self, key: &[u8], now_ms: i64, cost: u64) -> Result<(), Error> {
-        self.refund_at(key, now_ms, None, cost)
+        self.amend_at(key, now_ms, None, Amend::GiveBack(cost))
     }
 
-    /// At `now_ms`, give back `cost` recorded for `key` at `stamp_ms` or before (`None`: the
-    /// newest; a reservation settled for less: its stamp, [`crate::reservation`]), as
-    /// [`crate::store::Store::refund`]; nothing for an unknown key.
-    pub fn refund_at(
+    /// At `now_ms`, change what `key` recorded at `stamp_ms` (`None`: the newest; a
+    /// reservation settled: its stamp, [`crate::reservation`]), as
+    /// [`crate::store::Store::amend`]; nothing for an unknown key (an evicted one: the debt
+    /// of a key idle enough to go is not kept).
+    pub fn amend_at(
         &self,
         key: &[u8],
         now_ms: i64,
         stamp_ms: Option<i64>,
-        cost: u64,
+        amend: Amend,
     ) -> Result<(), Error> {
         check_time("now_ms", now_ms)?;
         if let Some(stamp_ms) = stamp_ms {
@@ -237,7 +239,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         }
         let at = self.table.seek(key, self);
         match at.way {
-            Some(way) => self.state(&at.set, way).refund(now_ms, stamp_ms, cost),
+            Some(way) => self.state(&at.set, way).amend(now_ms, stamp_ms, amend),
             None => Ok(()),
         }
     }
@@ -250,7 +252,7 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         let at = self.table.seek(key, self);
         if let Some(way) = at.way {
             self.state(&at.set, way)
-                .refund(stamp_ms, Some(stamp_ms), cost)?;
+                .amend(stamp_ms, Some(stamp_ms), Amend::GiveBack(cost))?;
             at.set.add(S_ALLOWED, u64::MAX);
         }
         Ok(())

@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::AtomicU64;
 
 use super::Store;
+use crate::reservation::Amend;
 use crate::rule::{Limits, Rule};
 use crate::shared::{Directory, Found, KeyWindow, Owner, Part, Walk, Zone, ZoneStats};
 use crate::{Call, Decision, Error};
@@ -71,14 +72,14 @@ impl<R: AsRef<[AtomicU64]> + Clone, O: Owner + Clone> Store for DirectoryRule<R,
     ) -> Result<Decision, Error> {
         self.current()?.decide(key, now_ms, cost, call, limits)
     }
-    fn refund(
+    fn amend(
         &mut self,
         key: &[u8],
         now_ms: i64,
         stamp_ms: Option<i64>,
-        cost: u64,
+        amend: Amend,
     ) -> Result<(), Error> {
-        Store::refund(self.current()?, key, now_ms, stamp_ms, cost)
+        Store::amend(self.current()?, key, now_ms, stamp_ms, amend)
     }
     fn reset(&mut self, key: &[u8]) {
         if let Ok(zone) = self.current() {

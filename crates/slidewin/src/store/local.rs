@@ -7,6 +7,7 @@ use core::sync::atomic::AtomicU64;
 
 use super::Store;
 use crate::keyed::{KeyHasher, Keyed};
+use crate::reservation::Amend;
 use crate::rule::{Limits, Rule, RuleLimiter};
 use crate::shared::{LiveLimits, ZoneStats};
 use crate::{Call, Decision, Error};
@@ -55,14 +56,14 @@ impl<R: AsRef<[AtomicU64]>, S: BuildHasher> Store for LocalRule<R, S> {
         }
         Ok(decision)
     }
-    fn refund(
+    fn amend(
         &mut self,
         key: &[u8],
         now_ms: i64,
         stamp_ms: Option<i64>,
-        cost: u64,
+        amend: Amend,
     ) -> Result<(), Error> {
-        self.keyed.refund_bytes_at(key, now_ms, stamp_ms, cost)
+        self.keyed.amend_bytes_at(key, now_ms, stamp_ms, amend)
     }
     fn reset(&mut self, key: &[u8]) {
         self.keyed.reset_bytes(key);

@@ -128,6 +128,27 @@ impl Model {
         self.give_back(now_ms, None, cost);
     }
 
+    /// Record `cost` at `stamp_ms` (`None`: the newest time) whether it fits or not, cut so
+    /// the window counts at most `2 * max_limit`; nothing when the stamp no longer counts. An
+    /// exact log keeps it in an entry: the oldest at or after the stamp, else the newest.
+    pub fn owe(&mut self, now_ms: i64, stamp_ms: Option<i64>, cost: u64, max_limit: u64) {
+        let now = self.clamp(now_ms);
+        let stamp = stamp_ms.map_or(now, |ms| ms.min(now));
+        let cost = cost.min((2 * max_limit).saturating_sub(self.used(now)));
+        if cost == 0 || !self.counts(stamp, now) {
+            return;
+        }
+        let counting = || (self.admitted.iter().map(|e| e.0)).filter(|&ms| self.counts(ms, now));
+        let ms = match self.counting {
+            Counting::Exact => (counting().filter(|&ms| ms >= stamp).min())
+                .or(counting().max())
+                .unwrap_or(stamp),
+            _ => stamp,
+        };
+        let at = self.admitted.partition_point(|e| e.0 <= ms);
+        self.admitted.insert(at, (ms, cost));
+    }
+
     /// Give back up to `cost` admitted at `stamp_ms` or before (`None`: the newest time),
     /// newest first, among what still counts. Buckets and two windows cannot
     /// tell times within a bucket or a fixed window apart: there, cost admitted after the
