@@ -210,7 +210,7 @@ try {
     const n = unitPolls;
     await route.fulfill({ json: { now_ms: n * 1000, limiters: { "api-llm": {
       allowed: 10 * n, rejected: 2 * n, store_errors: 0, keys: 1,
-      reservation_units: { reserved: 500 * n, used: 200 * n, given_back: 280 * n, kept: 20 * n, over: 0 },
+      reservation_units: { reserved: 500 * n, used: 200 * n, given_back: 280 * n, kept: 20 * n, over: 0, owed: 5 * n },
     } } } });
   });
   await units.goto(new URL("/dashboard/?interval=200", baseUrl).href);
@@ -225,7 +225,7 @@ try {
   const [row] = unitsPanel.rows;
   const drawn = Number(row[2]) / 10;
   assert.ok(drawn >= 2 && [unitsPanel.deltas, unitsPanel.deltas - 1].includes(drawn), `${row}: ${unitsPanel.deltas} deltas`);
-  assert.deepEqual(row, ["api-llm", "10.0", String(10 * drawn), String(200 * drawn), "500.0", "200.0", "280.0", "20.0", "0.0"]);
+  assert.deepEqual(row, ["api-llm", "10.0", String(10 * drawn), String(200 * drawn), "500.0", "200.0", "280.0", "20.0", "0.0", "5.0"]);
   await units.unrouteAll({ behavior: "wait" });
   await units.close();
 

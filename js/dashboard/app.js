@@ -187,7 +187,7 @@ function addStore(name, totals, tMs) {
 
 // A limiter's reservation units (tokens, cents: /stats.json's reservation_units) as rates per
 // second, and the units used over the chosen window next to the requests admitted in it.
-const UNIT_KINDS = ["reserved", "used", "given_back", "kept", "over"];
+const UNIT_KINDS = ["reserved", "used", "given_back", "kept", "over", "owed"];
 const newUnitSums = () => ({ used: SlidingSum.byTime(state.windowMs), admitted: SlidingSum.byTime(state.windowMs) });
 function addUnits(name, totals, tMs) {
   const units = totals.reservation_units;

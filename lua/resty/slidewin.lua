@@ -63,7 +63,9 @@
 -- a remote store's decide also returns, after window, the stamp an admitted check recorded
 -- its cost at (stamp_ms, for sw:reserve);
 -- store.refunds_at_stamp: true when store:refund(key, cost, stamp_ms) gives back cost recorded
--- at a reservation's stamp, which sw:reserve needs);
+-- at a reservation's stamp, which sw:reserve needs; store.owes: true when
+-- store:refund(key, cost, stamp_ms, true) records cost at the stamp, fitting or not: a debt,
+-- which sw:settle(ticket, actual, "debt") needs);
 -- store:keys() -> number | nil (nil: the store cannot tell);
 -- store.counts_decisions: true when the store counts allowed/rejected itself (shm), and
 -- store:stats() -> { keys, capacity, evictions, ... } then gives them.
@@ -436,39 +438,43 @@ end
 -- from a timer in the others (the log phase, where a reservation settles).
 local COSOCKETS = { rewrite = true, access = true, content = true, timer = true }
 
--- store:refund(key, cost, stamp_ms), counting `cost` in counter `counted` (optional) when it
--- gave back: true, or nil, err.
-local function give_back_now(self, key, cost, stamp_ms, counted)
-    local ok, err = self.store:refund(key, cost, stamp_ms)
+-- store:refund(key, cost, stamp_ms, owe), counting `cost` in counter `counted` (optional)
+-- when it changed the windows: true, or nil, err.
+local function give_back_now(self, key, cost, stamp_ms, counted, owe)
+    local ok, err = self.store:refund(key, cost, stamp_ms, owe)
     if ok and counted then
         self.counters:add(counted, cost)
     end
     return ok, err
 end
 
-local function give_back_in_timer(premature, self, key, cost, stamp_ms, counted)
+local function give_back_in_timer(premature, self, key, cost, stamp_ms, counted, owe)
     if premature then
         return
     end
-    local ok, err = give_back_now(self, key, cost, stamp_ms, counted)
+    local ok, err = give_back_now(self, key, cost, stamp_ms, counted, owe)
     if not ok then
-        ngx.log(ngx.ERR, "slidewin ", self.name, ": refund failed: ", err)
+        ngx.log(ngx.ERR, "slidewin ", self.name, ": ", owe and "debt" or "refund", " failed: ", err)
     end
 end
 
 -- give_back_now at once, or, for a store that does I/O (not refunds_at_once) in a phase
--- without cosockets, from a zero-delay timer that logs a failure: true (given back, or on its
+-- without cosockets, from a zero-delay timer that logs a failure: true (done, or on its
 -- way), or nil, err.
-local function give_back(self, key, cost, stamp_ms, counted)
+local function give_back(self, key, cost, stamp_ms, counted, owe)
     if self.store.refunds_at_once or COSOCKETS[ngx.get_phase()] then
-        return give_back_now(self, key, cost, stamp_ms, counted)
+        return give_back_now(self, key, cost, stamp_ms, counted, owe)
     end
-    local ok, err = ngx.timer.at(0, give_back_in_timer, self, key, cost, stamp_ms, counted)
+    local ok, err = ngx.timer.at(0, give_back_in_timer, self, key, cost, stamp_ms, counted, owe)
     if not ok then
         return nil, "cannot start the timer that gives back: " .. tostring(err)
     end
     return true
 end
+
+-- What sw:settle does with use above a reservation (`above`): raise (nil), count it as over
+-- ("clamp"), or record it at the stamp as a debt ("debt").
+local ABOVE = { clamp = true, debt = true }
 
 -- sw:settle(ticket, actual [, above]): the reserved call used `actual`: what it did not use
 -- goes back at the reservation's stamp, so the windows hold `actual` where the call was
@@ -476,16 +482,23 @@ end
 -- settled twice counts once, and one of a call a store failure let through (no stamp:
 -- nothing recorded) changes nothing. `actual` nil: the call's use is unknown (its answer
 -- reported none), the reservation stays whole (counted as kept). An actual above the cost
--- reserved raises, unless `above` is "clamp": the reservation stays whole and the excess is
--- counted as over (the work was meant to be clamped to it: an output cap). true, or nil, err
--- (the store failed); raises on a bad ticket.
+-- reserved raises, unless `above` says: "clamp", the reservation stays whole and the excess
+-- is counted as over (the work was meant to be clamped to it: an output cap); "debt", the
+-- excess is recorded at the stamp whether it fits or not (counted as owed): the windows
+-- refuse until it leaves them (each counts at most twice its max limit; a store that
+-- cannot, store.owes false, raises). true, or nil, err (the store failed); raises on a bad
+-- ticket.
 function _M.settle(self, ticket, actual, above)
     check_self(self, "settle")
     if type(ticket) ~= "table" or type(ticket.cost) ~= "number" then
         error(format("sw:settle: ticket must be what sw:reserve returned, got %s", show(ticket)), 2)
     end
-    if above ~= nil and above ~= "clamp" then
-        error(format('sw:settle: above must be nil or "clamp", got %s', show(above)), 2)
+    if above ~= nil and not ABOVE[above] then
+        error(format('sw:settle: above must be nil, "clamp" or "debt", got %s', show(above)), 2)
+    end
+    if above == "debt" and not self.store.owes then
+        error(format('sw:settle: store %s cannot record a debt (stores local, shm, zone and '
+            .. 'nginx can)', show(self.conf.store)), 2)
     end
     local most = (ticket.stamp_ms and not above) and ticket.cost or huge
     if not (actual == nil or type(actual) == "number" and actual >= 0 and actual % 1 == 0 and actual <= most) then
@@ -502,8 +515,12 @@ function _M.settle(self, ticket, actual, above)
         return true
     end
     if actual > ticket.cost then
-        counters:add("over_units", actual - ticket.cost)
-        actual = ticket.cost
+        counters:add("used_units", ticket.cost)
+        if above == "clamp" then
+            counters:add("over_units", actual - ticket.cost)
+            return true
+        end
+        return give_back(self, ticket.key, actual - ticket.cost, ticket.stamp_ms, "owed_units", true)
     end
     local unused = ticket.cost - actual
     counters:add("used_units", actual)

@@ -151,38 +151,43 @@ fn a_ticket_settles_once_and_bad_settlements_are_errors() {
     assert!(!metrics.contains("slidewin_reservation_units_total{limiter=\"log\""));
     let stats = eval("return require('limits'):stats_json()");
     assert!(
-        stats.contains(r#""tokens":{"allowed":3,"rejected":0,"store_errors":0,"keys":3,"reservation_units":{"reserved":11,"used":1,"given_back":4,"kept":0,"over":0}}"#),
+        stats.contains(r#""tokens":{"allowed":3,"rejected":0,"store_errors":0,"keys":3,"reservation_units":{"reserved":11,"used":1,"given_back":4,"kept":0,"over":0,"owed":0}}"#),
         "{stats}"
     );
 }
 
 #[test]
-fn an_unknown_use_keeps_the_reservation_and_a_clamped_excess_is_counted() {
+fn an_unknown_use_keeps_the_reservation_and_an_excess_is_clamped_or_owed() {
     let nginx = Nginx::start("shm.conf", 1);
     let body = nginx
         .eval(
             "local sw = require('limits'):get('tokens') \
-             local kept, clamped = sw:reserve('k', 4), sw:reserve('m', 3) \
+             local kept, clamped, owed = sw:reserve('k', 4), sw:reserve('m', 3), sw:reserve('d', 2) \
              assert(sw:settle(kept, nil)) assert(sw:settle(clamped, 5, 'clamp')) \
-             local bad = select(2, pcall(sw.settle, sw, sw:reserve('n', 1), 1, 'debt')) \
-             local lim = sw.store.lim \
+             assert(sw:settle(owed, 45, 'debt')) \
+             local bad = select(2, pcall(sw.settle, sw, sw:reserve('n', 1), 1, 'owe')) \
+             local lim, refused = sw.store.lim, (sw:decide('d', 1, false)) \
+             local d = lim:window('d', 1).windows \
              return table.concat({ lim:window('k', 1).windows[1].count, \
-                 lim:window('m', 1).windows[1].count, bad }, ' ')",
+                 lim:window('m', 1).windows[1].count, d[1].count, d[2].count, \
+                 tostring(refused), bad }, ' ')",
         )
         .body;
-    // Kept whole; recorded at the reservation, 2 above it counted.
+    // Kept whole; recorded at the reservation, 2 above it counted; 43 owed at the stamp, the
+    // log of 20 holding 40 of them (twice its limit), the buckets of 30 all 45: refused.
     assert!(
-        body.starts_with("4 3 ")
-            && body.ends_with(r#"sw:settle: above must be nil or "clamp", got "debt""#),
+        body.starts_with("4 3 40 45 false ")
+            && body.ends_with(r#"sw:settle: above must be nil, "clamp" or "debt", got "owe""#),
         "{body}"
     );
     let metrics = nginx.get("/metrics").body;
     for (kind, units) in [
-        ("reserved", 8),
-        ("used", 3),
+        ("reserved", 10),
+        ("used", 5),
         ("given_back", 0),
         ("kept", 4),
         ("over", 2),
+        ("owed", 43),
     ] {
         let line = format!(
             "slidewin_reservation_units_total{{limiter=\"tokens\",kind=\"{kind}\"}} {units}\n"

@@ -35,7 +35,10 @@
 -- default = {...} } }, ... } (no prices: one unit per token; a model with no price and no
 -- default is a 400), endpoint ("chat", "completions", "responses", "embeddings"; nil: from the
 -- URI's end), default_cap (4096), media_tokens (2000), max_body (1 MiB, a 413 above),
--- max_answer (8 MiB: a longer JSON answer is not read, and keeps its reservation).
+-- max_answer (8 MiB: a longer JSON answer is not read, and keeps its reservation), mode
+-- ("clamp": use above a reservation is counted as over, not recorded, the cap bounding it;
+-- "debt": it is recorded at the reservation's stamp, so the limit refuses until it leaves,
+-- for upstreams that may not honour the cap; stores local, shm, zone and nginx).
 
 local slidewin = require "slidewin"
 local config = require "resty.slidewin.config"
@@ -130,7 +133,17 @@ function _M.new(conf)
         return nil, "resty.slidewin.llm: endpoint must be chat, completions, responses or embeddings, got "
             .. tostring(endpoint)
     end
-    local self = { name = conf.name, limits = limits, endpoint = endpoint }
+    local mode = conf.mode or "clamp"
+    if mode ~= "clamp" and mode ~= "debt" then
+        return invalid("resty.slidewin.llm: mode", '"clamp" or "debt"', mode)
+    end
+    for i, l in ipairs(limits) do
+        if mode == "debt" and not l.limiter.store.owes then
+            return nil, format("resty.slidewin.llm: mode debt needs limits whose store can record "
+                .. "a debt (local, shm, zone, nginx), limits[%d] has store %s", i, show(l.limiter.conf.store))
+        end
+    end
+    local self = { name = conf.name, limits = limits, endpoint = endpoint, mode = mode }
     local err
     for _, f in ipairs { { "default_cap", 4096 }, { "media_tokens", 2000 }, { "max_body", 1048576 },
         { "max_answer", 8388608 } } do
@@ -222,7 +235,7 @@ function _M.access(self, key)
     elseif cap < 1 then
         cap = 1 -- at least one token: when that does not fit, the limiter refuses (exact retry time)
     end
-    local ctx = { limits = self.limits, weights = weights, tickets = {}, asks_usage = req:asks_usage(),
+    local ctx = { limits = self.limits, mode = self.mode, weights = weights, tickets = {}, asks_usage = req:asks_usage(),
         max_answer = self.max_answer }
     ngx.ctx[CTX] = ctx
     for i, l in ipairs(self.limits) do
@@ -307,8 +320,8 @@ function _M.log()
     local input, cached, output = usage_of(ctx)
     for i, ticket in ipairs(tickets) do
         -- Nothing reported: each reservation stays whole. Use above a reservation (a prompt
-        -- over its bound, an upstream that ignored the cap) is counted as over.
-        limits[i].limiter:settle(ticket, input and ctx.weights[i]:cost(input, cached, output), "clamp")
+        -- over its bound, an upstream that ignored the cap) is counted as over, or owed.
+        limits[i].limiter:settle(ticket, input and ctx.weights[i]:cost(input, cached, output), ctx.mode)
     end
 end
 

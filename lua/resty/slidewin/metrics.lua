@@ -20,9 +20,10 @@ local KINDS = { "allowed", "rejected", "store_errors", "local_refusals", "fallba
     -- counted by the gateway switches (resty.slidewin.switch): outcomes beside allowed and
     -- rejected, and the waits of `delay`
     "exempt", "would_reject", "waits",
-    -- units of reservations (sw:reserve, sw:settle): reserved, used when settled, given back,
-    -- kept whole (use unknown), and used above the reservation (not recorded: clamped)
-    "reserved_units", "used_units", "given_back_units", "kept_units", "over_units" }
+    -- units of reservations (sw:reserve, sw:settle): reserved, used when settled (up to the
+    -- reservation), given back, kept whole (use unknown), and used above the reservation:
+    -- over (not recorded: clamped) or owed (recorded at the stamp: a debt)
+    "reserved_units", "used_units", "given_back_units", "kept_units", "over_units", "owed_units" }
 -- A per-worker store publishes its key count after this many decisions (and at each render).
 local PUBLISH_EVERY = 64
 
@@ -154,9 +155,11 @@ local DELAY_WAITS = prometheus.family("slidewin_delay_waits_total", "counter",
 local RESERVATION_UNITS = prometheus.family("slidewin_reservation_units_total", "counter",
     "Units of reservations (sw:reserve) by what became of them: reserved, used (settled), "
         .. "given_back at the reservation's stamp, kept (settled with no use known); reserved "
-        .. "less those is still unsettled. over: use reported above a reservation (clamped).")
+        .. "less those is still unsettled. Use reported above a reservation: over (clamped, not "
+        .. "recorded) or owed (recorded at the reservation's stamp: a debt).")
 local RESERVATION_KINDS = { "reserved", "reserved_units", "used", "used_units",
-    "given_back", "given_back_units", "kept", "kept_units", "over", "over_units" }
+    "given_back", "given_back_units", "kept", "kept_units", "over", "over_units",
+    "owed", "owed_units" }
 
 local LEASE_CALLS = prometheus.family("slidewin_lease_calls_total", "counter",
     "Lease calls to Redis (store redis with lease), in the foreground and ahead of time.")
@@ -257,7 +260,8 @@ function _M.json(list, now_ms, members)
         if v.reserved_units > 0 then
             members[#members + 1] = "reservation_units"
             members[#members + 1] = json.object { "reserved", v.reserved_units, "used", v.used_units,
-                "given_back", v.given_back_units, "kept", v.kept_units, "over", v.over_units }
+                "given_back", v.given_back_units, "kept", v.kept_units, "over", v.over_units,
+                "owed", v.owed_units }
         end
         limiters[#limiters + 1] = json.object(members)
     end

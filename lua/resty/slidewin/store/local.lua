@@ -55,10 +55,14 @@ end
 
 -- Gives `cost` back in every window of `key`, in this node's memory: no I/O, so a refund
 -- runs in any phase, the log phase included (refunds_at_once). With `stamp_ms` (a
--- reservation's: refunds_at_stamp), cost recorded at that time or before goes back.
-_M.refunds_at_once, _M.refunds_at_stamp = true, true
+-- reservation's: refunds_at_stamp), cost recorded at that time or before goes back; with
+-- `owe` (owes), `cost` is recorded at `stamp_ms` instead, fitting or not (a debt).
+_M.refunds_at_once, _M.refunds_at_stamp, _M.owes = true, true, true
 
-function _M.refund(self, key, cost, stamp_ms)
+function _M.refund(self, key, cost, stamp_ms, owe)
+    if owe then
+        return self.lim:owe(key, cost, stamp_ms)
+    end
     return self.lim:uncommit(key, cost, stamp_ms)
 end
 
