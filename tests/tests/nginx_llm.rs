@@ -391,6 +391,58 @@ fn a_burst_of_one_token_streams_admits_only_what_fits() {
     assert!(produced <= 1000, "{produced}");
 }
 
+/// The same burst in debt mode against an upstream that ignores the cap (500 tokens each):
+/// as many are admitted, and each one's use above its reservation is owed at its stamp. The
+/// window then holds more than the limit by at most what the calls in flight owed (the bound
+/// docs/usage.md gives), and refuses until the debt leaves with the stamps.
+#[test]
+fn a_burst_in_debt_mode_owes_what_the_calls_used_above_their_reservations() {
+    // One worker: its counters are the whole of /metrics.
+    let (nginx, upstream) = start(1, (2_000, 2_000));
+    let body = chat("one token please", r#","stream":true,"max_tokens":1"#);
+    let port = nginx.port();
+    let burst: Vec<_> = (0..64)
+        .map(|_| {
+            let body = body.clone();
+            thread::spawn(move || {
+                let headers = [
+                    ("X-User", "burst"),
+                    ("Content-Type", "application/json"),
+                    ("X-Ignore-Cap", "500"),
+                ];
+                http::send(port, "POST", "/debt/v1/chat/completions", &headers, body).status
+            })
+        })
+        .collect();
+    let statuses: Vec<u16> = burst.into_iter().map(|t| t.join().unwrap()).collect();
+    let reserved = body.len() as u64 + 1;
+    let fit = (1000 / reserved) as usize;
+    let admitted = statuses.iter().filter(|s| **s == 200).count();
+    assert_eq!(admitted, fit, "{statuses:?}");
+    let produced: u64 = upstream.wait(fit).iter().map(|p| p.prompt + p.output).sum();
+    let owed = produced - fit as u64 * reserved;
+    assert!(
+        produced > 1000 && produced - 1000 <= owed,
+        "{produced} {owed}"
+    );
+    // Settled: the window holds every token produced (at most twice the limit), no room.
+    assert_eq!(room(&nginx, "owed", "burst"), 0);
+    let r = call(
+        &nginx,
+        "/debt/v1/chat/completions",
+        "burst",
+        &[],
+        body.as_bytes(),
+    );
+    assert_eq!(r.status, 429);
+    let wait: u64 = r.header("Retry-After").unwrap().parse().unwrap();
+    assert!((7..=10).contains(&wait), "{wait}");
+    let metrics = nginx.get("/metrics").body;
+    let line =
+        format!("slidewin_reservation_units_total{{limiter=\"owed\",kind=\"owed\"}} {owed}\n");
+    assert!(metrics.contains(&line), "{line}{metrics}");
+}
+
 const BUSY_LIMIT: u64 = 20_000;
 const BUSY_WINDOW: i64 = 10_000;
 
