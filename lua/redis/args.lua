@@ -7,13 +7,15 @@
 --       key's lease hash (same hash tag). With it every action counts the outstanding leases.
 -- ARGV: cost, then per window: algorithm limit window_ms ("log" | "counter"), or
 --       "buckets" limit window_ms bucket_ms; then name/value options: now_ms N (the caller's
---       clock instead of Redis TIME), action check|peek|refund|lease (default check; `mode` is
+--       clock instead of Redis TIME), action check|peek|refund|owe|lease (default check; `mode` is
 --       its former name, still read); with action lease: want N, validity_ms V, id ID; with
 --       action check and the lease hash: ahead_ms V (the cost recorded at now + V); with any
 --       action and the lease hash: settle "ID:SPENT:LAST_MS ..." (rule.lua says what they do);
 --       with any action: record "AGE_MS:UNITS ...", units admitted elsewhere AGE_MS ago; with
 --       action refund: stamp_ms N (give back what was recorded at N or before, the newest
---       first: a reservation's stamp; without it, from the newest bucket).
+--       first: a reservation's stamp; without it, from the newest bucket); with action owe:
+--       stamp_ms N (record cost at N whether it fits or not, a debt, each window counting at
+--       most twice the limit given; without it, at the newest time seen).
 local floor = math.floor
 local function int(name, text, min, k)
   local n = tonumber(text)
@@ -66,17 +68,18 @@ local action, now, want, validity, id, settle, lease_option = 'check', nil, nil,
 -- record: {units, age, stamp} (the stamp, now - age, once now is known), or nil.
 local record = nil
 local ahead = 0
--- stamp: refund's stamp_ms, or nil.
+-- stamp: refund's or owe's stamp_ms, or nil.
 local stamp = nil
 for i = at, #ARGV, 2 do
   local name, value = ARGV[i], ARGV[i + 1]
   if name == 'action' or name == 'mode' then
     action = value
-    if action ~= 'check' and action ~= 'peek' and action ~= 'refund' and (action ~= 'lease' or not lease_key) then
+    if action ~= 'check' and action ~= 'peek' and action ~= 'refund' and action ~= 'owe'
+        and (action ~= 'lease' or not lease_key) then
       if action == 'lease' then
         return redis.error_reply("ERR action lease needs the lease hash: one key after the windows' keys")
       end
-      local choices = lease_key and 'check, peek, refund or lease' or 'check, peek or refund'
+      local choices = lease_key and 'check, peek, refund, owe or lease' or 'check, peek, refund or owe'
       return redis.error_reply('ERR ' .. name .. ' must be ' .. choices .. ', got ' .. tostring(action))
     end
   elseif name == 'now_ms' or name == 'stamp_ms' then
@@ -151,8 +154,10 @@ end
 if ahead > 0 and action ~= 'check' then
   return redis.error_reply('ERR ahead_ms goes with action check, got action ' .. action)
 end
-if stamp and action ~= 'refund' then
-  return redis.error_reply('ERR stamp_ms goes with action refund, got action ' .. action)
+-- amends: the action changes what was recorded (refund, owe) rather than deciding.
+local amends = action == 'refund' or action == 'owe'
+if stamp and not amends then
+  return redis.error_reply('ERR stamp_ms goes with action refund or owe, got action ' .. action)
 end
 if lease_key and uses_counter then
   for k = 1, #windows do

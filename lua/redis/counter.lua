@@ -72,6 +72,12 @@ if uses_counter then
       if ago <= 1 then
         current, previous = current - back, math.max(previous - (cost - back), 0)
       end
+    elseif action == 'owe' then
+      -- As the core's owe_at: into the fixed window of the stamp, the window counting at most
+      -- twice the limit given.
+      local ago = stamp and floor(w.now / span) - floor(math.min(stamp, w.now) / span) or 0
+      local owed = math.min(cost, math.max(2 * w.limit - current - ceil_div(previous * (span - elapsed), span), 0))
+      if ago == 0 then current = current + owed elseif ago == 1 then previous = previous + owed end
     end
     local reset = current > 0 and 2 * span - elapsed or previous > 0 and span - elapsed or 0
     if reset == 0 then
@@ -83,7 +89,7 @@ if uses_counter then
         or string.format('%d %d %d', now, current, previous)
       redis.call('SET', w.key, text, 'PX', reset + slack * span)
     end
-    if action ~= 'refund' then return reset, record and w.room - cost or w.room end
+    if not amends then return reset, record and w.room - cost or w.room end
     return reset, math.max(w.limit - current - ceil_div(previous * (span - elapsed), span), 0)
   end
 end

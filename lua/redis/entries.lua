@@ -244,6 +244,34 @@ if uses_entries then
     end
   end
 
+  -- Record `cost` (cut so the window counts at most twice its limit) as the core's owe_at:
+  -- into the oldest bucket holding cost from the one of time `stamp` on (a reservation's),
+  -- else the newest; a bucket of its own in an empty window; nothing once the stamp's bucket
+  -- left the window. The records from that bucket on raise their sums.
+  local function entries_owe(w, cost, stamp)
+    stamp = math.min(stamp, w.now)
+    local index = floor(stamp / w.width)
+    cost = math.min(cost, math.max(2 * w.limit - (w.sum - w.gone), 0))
+    if cost == 0 or (index + 1) * w.width - 1 + w.span <= w.now then return end
+    if w.count == 0 then
+      new_bucket(w, index)
+    elseif index < w.newest then
+      -- The first record from the stamp's bucket on that holds cost: its sum is above the
+      -- sum before that bucket (records emptied by give-backs stay until they leave).
+      local from, _, _, _, before_sum = search(w, 0, w.count - 1, 1, index)
+      local first = search(w, from, w.count - 1, 2, (before_sum or w.gone) + 1)
+      local ops = {}
+      for j = first, w.count - 2 do
+        local n = #ops
+        ops[n + 1], ops[n + 2], ops[n + 3], ops[n + 4] = 'INCRBY', 'u56', record_bit(w, j) + 56, cost
+      end
+      for i = 1, #ops, 1000 do
+        redis.call('BITFIELD', w.key, unpack(ops, i, math.min(i + 999, #ops)))
+      end
+    end
+    w.sum = w.sum + cost
+  end
+
   -- Write window `w` back, recording `cost` when `record`; its reset_after_ms (when what it
   -- holds, `leases` too, has left) and room after.
   entries_finish = function(w, cost, record, leases)
@@ -258,6 +286,8 @@ if uses_entries then
     elseif action == 'refund' then
       entries_give_back(w, cost, stamp)
       w.moved = true
+    elseif action == 'owe' then
+      entries_owe(w, cost, stamp or now)
     end
     local reset, room = 0, w.limit
     if w.sum == w.gone then

@@ -4,7 +4,8 @@
 -- {allowed 0/1, remaining, retry_after_ms, reset_after_ms, window}: remaining the least over
 -- the windows; window (1-based) the one the answer describes: when refused, the refusing
 -- window with the longest wait (retry_after_ms: its wait, -1 when some window can never fit
--- the cost), when admitted (or refunded) the one with the least room (ties: the lower index);
+-- the cost), when admitted (or amended: refund, owe) the one with the least room (ties: the
+-- lower index);
 -- reset_after_ms that window's. A peek reports what would remain once its cost is recorded.
 -- An admitted check's reply has a sixth field: stamp_ms, the time its cost was recorded at
 -- (now, or now + ahead_ms), which a refund with stamp_ms gives back at (a reservation's).
@@ -118,7 +119,7 @@ elseif action == 'lease' and allowed then
 end
 if not allowed then shown = refusing end
 local record = allowed and action == 'check'
-if action == 'refund' then least, allowed = nil, true end
+if amends then least, allowed = nil, true end
 local reset
 for k = 1, #windows do
   local w = windows[k]
@@ -128,7 +129,7 @@ for k = 1, #windows do
   else
     window_reset, room = entries_finish(w, cost, record, leases)
   end
-  if action == 'refund' and (not least or room < least) then least, shown = room, k end
+  if amends and (not least or room < least) then least, shown = room, k end
   if k == shown then reset = window_reset end
 end
 if lease_key then
@@ -147,5 +148,5 @@ if lease_key then
 end
 if record then return {1, least - cost, 0, reset, shown, now + ahead} end
 local remaining = least
-if allowed and action ~= 'refund' then remaining = least - cost end
+if allowed and not amends then remaining = least - cost end
 return {allowed and 1 or 0, remaining, allowed and 0 or retry, reset, shown}

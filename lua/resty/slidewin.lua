@@ -497,8 +497,8 @@ function _M.settle(self, ticket, actual, above)
         error(format('sw:settle: above must be nil, "clamp" or "debt", got %s', show(above)), 2)
     end
     if above == "debt" and not self.store.owes then
-        error(format('sw:settle: store %s cannot record a debt (stores local, shm, zone and '
-            .. 'nginx can)', show(self.conf.store)), 2)
+        error(format('sw:settle: store %s cannot record a debt (stores local, shm, zone, '
+            .. 'nginx and redis can)', show(self.conf.store)), 2)
     end
     local most = (ticket.stamp_ms and not above) and ticket.cost or huge
     if not (actual == nil or type(actual) == "number" and actual >= 0 and actual % 1 == 0 and actual <= most) then

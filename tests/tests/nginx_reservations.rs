@@ -83,6 +83,24 @@ fn store_redis_settles_at_the_stamp_from_the_log_phase() {
              return tostring(allowed) .. ' ' .. remaining"
         );
         assert_eq!(nginx.eval(&peek).body, "true 8", "{limiter}");
+        // Debt mode: a call of 2 that used 45 owes 43 at its stamp, from the log phase's
+        // timer: the log of 20 holds 40 (twice its limit), the buckets of 30 all 45.
+        let owing = format!("/reserve/{limiter}?user=o&cost=2&actual=45&above=debt");
+        assert_eq!(nginx.get(&owing).status, 200);
+        thread::sleep(Duration::from_millis(300));
+        let line =
+            format!("slidewin_reservation_units_total{{limiter=\"{limiter}\",kind=\"owed\"}} 43\n");
+        let metrics = nginx.get("/metrics").body;
+        assert!(
+            metrics.contains(&line),
+            "{line}{metrics}{}",
+            nginx.error_log()
+        );
+        let refused = reserve((&nginx, limiter), "o", 1, 1, 1);
+        assert_eq!(statuses(&refused), [429]);
+        // Until the stamp leaves: a minute, and up to a second more for its 1 s bucket.
+        let wait: u64 = refused[0].header("Retry-After").unwrap().parse().unwrap();
+        assert!((59..=61).contains(&wait), "{wait}");
     }
     // The ticket's stamp is the check's reply: Redis's time (this machine's clock) in ms. In
     // the content phase, settling calls Redis at once.

@@ -381,7 +381,7 @@ fn bad_lease_arguments_are_named_with_their_value() {
     );
     assert_eq!(
         error(&mut c, 0, &["action", "take"]),
-        "ERR action must be check, peek, refund or lease, got take"
+        "ERR action must be check, peek, refund, owe or lease, got take"
     );
     assert_eq!(
         error(&mut c, 0, &["settle", "a-1:2"]),

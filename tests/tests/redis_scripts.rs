@@ -463,12 +463,12 @@ fn bad_arguments_are_named_with_their_value() {
     );
     assert_eq!(
         error(log.run(&mut c, &LOG_KEYS, &["1", "5", "1", "action", "take"])),
-        "ERR action must be check, peek or refund, got take"
+        "ERR action must be check, peek, refund or owe, got take"
     );
     // `mode`, the option's former name, is still read.
     assert_eq!(
         error(log.run(&mut c, &LOG_KEYS, &["1", "5", "1", "mode", "take"])),
-        "ERR mode must be check, peek or refund, got take"
+        "ERR mode must be check, peek, refund or owe, got take"
     );
     assert_eq!(
         error(log.run(
@@ -480,7 +480,7 @@ fn bad_arguments_are_named_with_their_value() {
     );
     assert_eq!(
         error(log.run(&mut c, &LOG_KEYS, &["1", "5", "1", "stamp_ms", "7"])),
-        "ERR stamp_ms goes with action refund, got action check"
+        "ERR stamp_ms goes with action refund or owe, got action check"
     );
     assert_eq!(
         error(buckets.run(&mut c, &["k"], &["1", "100000", "1", "bucket_ms", "1"])),

@@ -103,10 +103,15 @@ impl Call {
             1 => rng.below(MAX_LIMIT + 1),
             _ => rng.below(4), // 0 asks without recording
         };
-        let action = ["check", "check", "check", "check", "peek", "refund"][rng.below(6) as usize];
-        // Mostly the same limits for a while, sometimes another caller's or a changed one.
-        let limits = (0..windows).map(|_| 1 + rng.below(MAX_LIMIT)).collect();
-        let stamp = (action == "refund")
+        let actions = ["check", "check", "check", "check", "peek", "refund", "owe"];
+        let action = actions[rng.below(7) as usize];
+        // Mostly the same limits for a while, sometimes another caller's or a changed one; a
+        // debt is cut at twice the windows' max limits, which a store passes with it.
+        let limits = match action {
+            "owe" => vec![MAX_LIMIT; windows],
+            _ => (0..windows).map(|_| 1 + rng.below(MAX_LIMIT)).collect(),
+        };
+        let stamp = (action == "refund" || action == "owe")
             .then(|| random_stamp(rng, now, stamps))
             .flatten();
         Self {
@@ -163,17 +168,25 @@ impl Call {
 }
 
 impl Call {
+    /// What a refund or an owe changes.
+    fn amend(&self) -> Option<Amend> {
+        match self.action {
+            "refund" => Some(Amend::GiveBack(self.cost)),
+            "owe" => Some(Amend::Owe(self.cost)),
+            _ => None,
+        }
+    }
+
     /// The core rule's answer to this call, as the script gives it.
     fn decide(&self, core: &mut RuleLimiter) -> Vec<i64> {
         let (rule, state) = core.parts_mut();
         let limits = rule.check_limits(&self.limits).unwrap();
-        let decision = match self.action {
-            "refund" => {
-                let give_back = Amend::GiveBack(self.cost);
-                RuleLimiter::amend(rule, state, self.now, self.stamp, give_back).unwrap();
+        let decision = match self.amend() {
+            Some(amend) => {
+                RuleLimiter::amend(rule, state, self.now, self.stamp, amend).unwrap();
                 rule.decide_with(state, self.now, 0, false, &limits)
             }
-            action => rule.decide_with(state, self.now, self.cost, action == "check", &limits),
+            None => rule.decide_with(state, self.now, self.cost, self.action == "check", &limits),
         };
         self.stamped(reply(&decision.unwrap()).to_vec())
     }
@@ -397,17 +410,13 @@ fn rules_match_their_windows_combined_with_a_clock_stepping_back() {
             let (cost, limits) = (call.cost, &call.limits);
             now = call.now;
             let got = call.run(&mut c, &script, &keys, &specs, &mut stamps);
-            let expected = if call.action == "refund" {
+            let expected = if let Some(amend) = call.amend() {
                 let decisions: Vec<Decision> = cores
                     .iter_mut()
                     .zip(limits)
                     .map(|(core, &limit)| {
-                        match call.stamp {
-                            Some(stamp) => {
-                                core.0.amend_at(now, stamp, Amend::GiveBack(cost)).unwrap()
-                            }
-                            None => core.0.uncommit_at(now, cost).unwrap(),
-                        }
+                        let (rule, state) = core.0.parts_mut();
+                        RuleLimiter::amend(rule, state, now, call.stamp, amend).unwrap();
                         core.decide(now, 0, false, limit)
                     })
                     .collect();

@@ -285,12 +285,21 @@ impl<C: Cells> Window for BucketState<C> {
         self.newest_used = self.newest_used_slot(config);
     }
 
-    /// Into the stamp's bucket.
+    /// Into the stamp's bucket (a reservation's), or when other calls' give-backs emptied it,
+    /// the oldest later one holding cost, else the newest that does, as a log's entries (a
+    /// store keeping only the buckets that hold cost, Redis's, finds the same one).
     fn owe_at(&mut self, config: &BucketQuota, stamp_ms: i64, cost: u64) {
         let Some(stamp_age) = self.stamp_age(config, stamp_ms) else {
             return;
         };
-        let slot = self.slot(stamp_age);
+        let holding = (0..=stamp_age)
+            .rev()
+            .find(|&age| self.counts.get(self.slot(age)) > 0);
+        let slot = match holding {
+            Some(age) => self.slot(age),
+            None if self.total > 0 => self.newest_used,
+            None => self.slot(stamp_age),
+        };
         self.counts
             .set(slot, self.counts.get(slot).saturating_add(cost));
         self.total = self.total.saturating_add(cost);

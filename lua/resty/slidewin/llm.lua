@@ -38,7 +38,7 @@
 -- max_answer (8 MiB: a longer JSON answer is not read, and keeps its reservation), mode
 -- ("clamp": use above a reservation is counted as over, not recorded, the cap bounding it;
 -- "debt": it is recorded at the reservation's stamp, so the limit refuses until it leaves,
--- for upstreams that may not honour the cap; stores local, shm, zone and nginx).
+-- for upstreams that may not honour the cap).
 
 local slidewin = require "slidewin"
 local config = require "resty.slidewin.config"
@@ -140,7 +140,7 @@ function _M.new(conf)
     for i, l in ipairs(limits) do
         if mode == "debt" and not l.limiter.store.owes then
             return nil, format("resty.slidewin.llm: mode debt needs limits whose store can record "
-                .. "a debt (local, shm, zone, nginx), limits[%d] has store %s", i, show(l.limiter.conf.store))
+                .. "a debt (local, shm, zone, nginx, redis), limits[%d] has store %s", i, show(l.limiter.conf.store))
         end
     end
     local self = { name = conf.name, limits = limits, endpoint = endpoint, mode = mode }

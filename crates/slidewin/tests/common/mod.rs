@@ -129,8 +129,9 @@ impl Model {
     }
 
     /// Record `cost` at `stamp_ms` (`None`: the newest time) whether it fits or not, cut so
-    /// the window counts at most `2 * max_limit`; nothing when the stamp no longer counts. An
-    /// exact log keeps it in an entry: the oldest at or after the stamp, else the newest.
+    /// the window counts at most `2 * max_limit`; nothing when the stamp no longer counts. A
+    /// log or buckets keep it with cost admitted before: in the oldest granule (ms, bucket)
+    /// holding some from the stamp's on, else the newest holding some.
     pub fn owe(&mut self, now_ms: i64, stamp_ms: Option<i64>, cost: u64, max_limit: u64) {
         let now = self.clamp(now_ms);
         let stamp = stamp_ms.map_or(now, |ms| ms.min(now));
@@ -138,12 +139,16 @@ impl Model {
         if cost == 0 || !self.counts(stamp, now) {
             return;
         }
+        let granule = |ms: i64| match self.counting {
+            Counting::Buckets(bucket_ms) => ms.div_euclid(bucket_ms),
+            _ => ms,
+        };
         let counting = || (self.admitted.iter().map(|e| e.0)).filter(|&ms| self.counts(ms, now));
         let ms = match self.counting {
-            Counting::Exact => (counting().filter(|&ms| ms >= stamp).min())
+            Counting::TwoWindows => stamp,
+            _ => (counting().filter(|&ms| granule(ms) >= granule(stamp)).min())
                 .or(counting().max())
                 .unwrap_or(stamp),
-            _ => stamp,
         };
         let at = self.admitted.partition_point(|e| e.0 <= ms);
         self.admitted.insert(at, (ms, cost));

@@ -257,7 +257,7 @@ local function new(conf)
     end
     local args, at, suffixes = windows_args(conf.windows)
     local tails = {}
-    for _, action in ipairs { "check", "peek", "refund", "lease" } do
+    for _, action in ipairs { "check", "peek", "refund", "owe", "lease" } do
         tails[action] = action ~= "check" and { "action", action } or {}
     end
     local refusals
@@ -267,9 +267,9 @@ local function new(conf)
             return nil, "local_refusal_cache: " .. tostring(err)
         end
     end
-    local configured = {}
+    local configured, max_limits = {}, {}
     for i, w in ipairs(conf.windows) do
-        configured[i] = w.limit
+        configured[i], max_limits[i] = w.limit, w.max_limit or w.limit
     end
     return setmetatable({
         conf = conf,
@@ -286,6 +286,7 @@ local function new(conf)
         tails = tails,
         refusals = refusals,
         configured = configured,
+        max_limits = max_limits,
         base = concat(configured, " "),
         limits_key = "slidewin:{" .. conf.name .. "}:limits",
     }, mt)
@@ -439,19 +440,21 @@ end
 -- The decision in resty.slidewin.answer's buffer, header values rendered.
 _M.answer = answering(_M.decide)
 
--- store:refund(key, cost, stamp_ms): `cost` given back in every window of `key`, from the
--- newest bucket, or, with `stamp_ms` (a reservation's: the stamp its check answered), where
--- it was recorded at stamp_ms or before (the script's stamp_ms). A cosocket call: from a
--- timer in the log phase (resty.slidewin does that).
-_M.refunds_at_stamp = true
+-- store:refund(key, cost, stamp_ms, owe): `cost` given back in every window of `key`, from
+-- the newest bucket, or, with `stamp_ms` (a reservation's: the stamp its check answered),
+-- where it was recorded at stamp_ms or before (the script's stamp_ms); with `owe`, recorded
+-- at stamp_ms whether it fits or not (the script's action owe, each window counting at most
+-- twice its max_limit). A cosocket call: from a timer in the log phase (resty.slidewin does
+-- that).
+_M.refunds_at_stamp, _M.owes = true, true
 
-function _M.refund(self, key, cost, stamp_ms)
-    local res, err = call_script(self, key, cost, "refund", self.configured,
-        stamp_ms and { "stamp_ms", stamp_ms })
+function _M.refund(self, key, cost, stamp_ms, owe)
+    local res, err = call_script(self, key, cost, owe and "owe" or "refund",
+        owe and self.max_limits or self.configured, stamp_ms and { "stamp_ms", stamp_ms })
     if not res then
         return nil, err
     end
-    if self.refusals then
+    if self.refusals and not owe then
         self.refusals:delete(key)
     end
     return true

@@ -16,8 +16,8 @@
 --       reserving (sw:reserve): a per-request check in Redis (the table's units are not used),
 --       recorded at Redis's now, which the answer carries as its stamp_ms.
 --   store:refund(key, cost): given back to the lease it came from, else to Redis;
---   store:refund(key, cost, stamp_ms) (a reservation settled): given back in Redis at the
---       stamp, as without leases.
+--   store:refund(key, cost, stamp_ms[, owe]) (a reservation settled): given back (or owed)
+--       in Redis at the stamp, as without leases.
 --   store:record(key, text): as the Redis store's (the fallback's journal; leases spent while
 --       it decides were granted, not admitted by it, and are not in it).
 --   store:lease_stats() -> { calls, granted, spent, returned, expired, local, refusals_cached,
@@ -393,14 +393,15 @@ function _M.answer(self, headers_block, key, cost, commit, limits, in_hand_only,
         limits[window]), false
 end
 
--- A reservation (stamp_ms) was recorded in Redis, not spent from a lease: it goes back there.
-_M.refunds_at_stamp = true
+-- A reservation (stamp_ms) was recorded in Redis, not spent from a lease: what it did not use
+-- goes back there, what it used above it is owed there.
+_M.refunds_at_stamp, _M.owes = true, true
 
-function _M.refund(self, key, cost, stamp_ms)
-    if not stamp_ms and self.leases:refund(key, cost) then
+function _M.refund(self, key, cost, stamp_ms, owe)
+    if not stamp_ms and not owe and self.leases:refund(key, cost) then
         return true
     end
-    return self.base:refund(key, cost, stamp_ms)
+    return self.base:refund(key, cost, stamp_ms, owe)
 end
 
 return _M
