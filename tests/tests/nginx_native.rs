@@ -306,6 +306,14 @@ fn a_reservation_settles_in_the_log_phase_for_what_the_upstream_reported() {
             slidewin_limit tokens key=$arg_user cost=$arg_cost settle=$upstream_http_x_usage;
             try_files /nothing-here @upstream;
         }
+        location = /clamped {
+            slidewin_limit tokens key=$arg_user cost=$arg_cost settle=$upstream_http_x_usage above=clamp;
+            proxy_pass http://127.0.0.1:$server_port/usage?used=$arg_used;
+        }
+        location = /owed {
+            slidewin_limit tokens key=$arg_user cost=$arg_cost settle=$upstream_http_x_usage above=debt;
+            proxy_pass http://127.0.0.1:$server_port/usage?used=$arg_used;
+        }
         location @upstream {
             proxy_pass http://127.0.0.1:$server_port/usage?used=$arg_used;
         }"#;
@@ -331,13 +339,19 @@ fn a_reservation_settles_in_the_log_phase_for_what_the_upstream_reported() {
         reservations(&nginx, "/reserve", "d", "lots", 3),
         [200, 200, 429]
     );
-    let log = nginx.error_log();
-    assert!(
-        log.contains(
-            "slidewin_limit: settle 12 is above the cost reserved (10); the reservation stays"
-        ),
-        "{log}"
+    // above=clamp: the same, unsaid. above=debt: 15 owed at the first call's stamp, 25 of
+    // 20 held until it leaves.
+    assert_eq!(
+        reservations(&nginx, "/clamped", "e", "12", 3),
+        [200, 200, 429]
     );
+    assert_eq!(reservations(&nginx, "/owed", "o", "25", 3), [200, 429, 429]);
+    let r = nginx.get("/owed?user=o&cost=1&used=1");
+    let wait: u64 = r.header("Retry-After").unwrap().parse().unwrap();
+    assert!(r.status == 429 && (59..=60).contains(&wait), "{wait}");
+    let log = nginx.error_log();
+    let above = "slidewin_limit: settle 12 is above the cost reserved (10); the reservation stays";
+    assert_eq!(log.matches(above).count(), 2, "{log}");
     assert!(
         log.contains(
             "slidewin_limit: settle must be a non-negative integer, got \"lots\"; the reservation of 10 stays"
@@ -819,11 +833,19 @@ fn zones_fail_nginx_t(cases: &[(&str, &str)]) {
 }
 
 #[test]
-fn a_bad_or_repeated_log_level_is_an_error_naming_the_directive() {
+fn a_bad_log_level_or_above_is_an_error_naming_the_directive() {
     native_module();
     let prefix = Prefix::temporary(1);
     let conf = std::fs::read_to_string(prefix.dir.join("conf/native.conf")).unwrap();
     for (lines, said) in [
+        (
+            "slidewin_limit api key=$arg_user above=debt;",
+            "slidewin_limit: above must be given with settle=, got \"above=debt\"",
+        ),
+        (
+            "slidewin_limit api key=$arg_user settle=$arg_used above=owe;",
+            "slidewin_limit: above must be clamp or debt, got \"above=owe\"",
+        ),
         (
             "slidewin_limit_log_level debug;",
             "slidewin_limit_log_level: the level must be one of info, notice, warn, error, got \"debug\"",
@@ -932,16 +954,19 @@ fn malformed(random: &mut Random) -> (&'static str, String) {
         "log 99999999999999999999/1s",
         "log 10/1s name=x log 10/2s name=x",
     ];
-    const LIMIT_GOOD: [&str; 6] = [
+    const LIMIT_GOOD: [&str; 7] = [
         "key=$arg_user",
         "cost=2",
         "settle=$arg_used",
+        "settle=$arg_used above=debt",
         "status=503",
         "dry_run",
         "headers=x-ratelimit",
     ];
-    const LIMIT_BAD: [&str; 21] = [
+    const LIMIT_BAD: [&str; 23] = [
         "key=",
+        "above=owe",
+        "above=",
         "settle=5",
         "settle=",
         "cost=-1",

@@ -15,6 +15,7 @@
 //! `1M` (30 days), `1y` (365 days).
 
 use slidewin::headers::Style;
+use slidewin::reservation::Excess;
 use slidewin::rule::{Rule, MAX_WINDOWS};
 use slidewin::shared::{Full, ProcessOwner, Zone};
 use slidewin::window_name::{BadName, WindowNames, MAX_NAME_BYTES};
@@ -50,6 +51,9 @@ pub struct LimitSpec<'a> {
     /// `settle=`: the cost the call used, read in the log phase; what it did not use of
     /// `cost` (a reservation) goes back at the decision's stamp.
     pub settle: Option<&'a [u8]>,
+    /// `above=`: what a settlement above the reservation does (none: said in error.log, the
+    /// reservation stays; `clamp`: the same, unsaid; `debt`: the excess is owed at the stamp).
+    pub above: Excess,
     pub status: usize,
     pub dry_run: bool,
     pub style: Style,
@@ -380,8 +384,8 @@ fn window_option(w: &mut WindowArgs, s: &str, arg: &[u8]) -> Result<(), String> 
     Ok(())
 }
 
-/// `slidewin_limit ZONE key=VALUE [cost=VALUE] [settle=VALUE] [status=CODE] [dry_run]
-/// [headers=STYLE]`.
+/// `slidewin_limit ZONE key=VALUE [cost=VALUE] [settle=VALUE [above=clamp|debt]]
+/// [status=CODE] [dry_run] [headers=STYLE]`.
 pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
     const D: &str = "slidewin_limit";
     let zone = args.first().copied().unwrap_or_default();
@@ -398,6 +402,7 @@ pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
         key: b"",
         cost: Cost::Fixed(1),
         settle: None,
+        above: Excess::Refuse,
         status: 429,
         dry_run: false,
         style: Style::Draft,
@@ -424,6 +429,12 @@ pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
                 return Err(invalid(D, "settle", expected, arg));
             }
             spec.settle = Some(v);
+        } else if let Some(v) = s.strip_prefix("above=") {
+            spec.above = match v {
+                "clamp" => Excess::Clamp,
+                "debt" => Excess::Owe,
+                _ => return Err(invalid(D, "above", "clamp or debt", arg)),
+            };
         } else if let Some(v) = s.strip_prefix("status=") {
             spec.status = digits_only(v)
                 .filter(|n| (400..=599).contains(n))
@@ -437,13 +448,17 @@ pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
             return Err(invalid(
                 D,
                 "an argument",
-                "key=, cost=, settle=, status=, dry_run or headers=",
+                "key=, cost=, settle=, above=, status=, dry_run or headers=",
                 arg,
             ));
         }
     }
     if spec.key.is_empty() {
         return Err(invalid(D, "key", "given (key=$binary_remote_addr)", b""));
+    }
+    if spec.above != Excess::Refuse && spec.settle.is_none() {
+        let given = args.iter().find(|a| a.starts_with(b"above=")).copied();
+        return Err(invalid(D, "above", "given with settle=", given.unwrap_or_default()));
     }
     Ok(spec)
 }

@@ -6,6 +6,7 @@
 use core::fmt;
 
 use slidewin::headers::{seconds_up, Style};
+use slidewin::reservation::{Excess, Reservation};
 
 use crate::zone::{Answer, ZoneState};
 
@@ -147,15 +148,17 @@ pub fn decide<'a>(
     Ok(outcome)
 }
 
-/// The log phase's settlement of a call that reserved `cost` at `stamp_ms`: `used` is what
-/// `settle=` read (`None`: nothing was reported, and the reservation stays whole); what the
-/// call did not use goes back at the stamp. An error names what was wrong for error.log.
+/// The log phase's settlement of `reserved`: `used` is what `settle=` read (`None`: nothing
+/// was reported, and the reservation stays whole); what the call did not use goes back at the
+/// stamp, and what it used above it is as `above=` says. An error names what was wrong for
+/// error.log.
 pub fn settle(
     zone: &ZoneState,
     key: &[u8],
-    (cost, stamp_ms): (u64, i64),
-    used: Option<&[u8]>,
+    reserved: &Reservation,
+    (used, above): (Option<&[u8]>, Excess),
 ) -> Result<(), String> {
+    let cost = reserved.units;
     let Some(used) = used.filter(|u| !u.is_empty()) else {
         return Ok(());
     };
@@ -166,13 +169,14 @@ pub fn settle(
             String::from_utf8_lossy(used)
         )
     })?;
-    if actual > cost {
-        return Err(format!(
+    match reserved.settle(actual, above) {
+        Ok(None) => Ok(()),
+        Ok(Some(amend)) => zone.amend(key, reserved.stamp_ms, amend),
+        Err(_) => Err(format!(
             "slidewin_limit: settle {actual} is above the cost reserved ({cost}); the \
              reservation stays"
-        ));
+        )),
     }
-    zone.give_back(key, cost - actual, stamp_ms)
 }
 
 /// Takes back every call of `admitted` (a dry run recorded as a check does, so it too).

@@ -139,12 +139,11 @@ impl ZoneState {
             .map_err(|e| e.to_string())
     }
 
-    /// Gives back `cost` of what a call recorded for `key` at `stamp_ms` (a reservation
-    /// settled for less): the zone then holds what the call used where it was admitted.
-    pub fn give_back(&self, key: &[u8], cost: u64, stamp_ms: i64) -> Result<(), String> {
+    /// Changes what a call recorded for `key` at `stamp_ms` (a reservation settled): the
+    /// zone then holds what the call used where it was admitted.
+    pub fn amend(&self, key: &[u8], stamp_ms: i64, amend: Amend) -> Result<(), String> {
         let (zone, _) = self.zone.as_ref().ok_or("the zone is not mapped")?;
-        let give_back = Amend::GiveBack(cost);
-        zone.amend_at(key, WallClock.now_ms(), Some(stamp_ms), give_back)
+        zone.amend_at(key, WallClock.now_ms(), Some(stamp_ms), amend)
             .map_err(|e| e.to_string())
     }
 

@@ -114,9 +114,11 @@ struct ZoneCase {
     rule: Rule,
     /// (key, time, cost), in time order.
     setup: Vec<(Vec<u8>, i64, u64)>,
-    /// (key, time, cost): a check, or with a stamp, cost given back at that stamp.
+    /// (key, time, cost): a check, or with a stamp, cost given back (or owed) at that stamp.
     call: (Vec<u8>, i64, u64),
     stamp_ms: Option<i64>,
+    /// With a stamp: the cost is owed there, not given back.
+    owe: bool,
     /// Probes from the call's time, `step_ms` apart, until every window has drained.
     step_ms: i64,
 }
@@ -132,9 +134,13 @@ impl ZoneCase {
         let zone = self.zone(words, owner);
         match self.stamp_ms {
             None => drop(zone.check_at(key, *now_ms, *cost).unwrap()),
-            Some(stamp_ms) => zone
-                .amend_at(key, *now_ms, Some(stamp_ms), Amend::GiveBack(*cost))
-                .unwrap(),
+            Some(stamp_ms) => {
+                let amend = match self.owe {
+                    true => Amend::Owe(*cost),
+                    false => Amend::GiveBack(*cost),
+                };
+                zone.amend_at(key, *now_ms, Some(stamp_ms), amend).unwrap()
+            }
         }
     }
 
@@ -208,9 +214,9 @@ impl ZoneCase {
                     } else {
                         conservative += 1;
                     }
-                    // A check counts at least what the key counted before it; a give-back at
-                    // least what it counts after it (never less than was used).
-                    let floor = if case.stamp_ms.is_some() {
+                    // A check or a debt counts at least what the key counted before it; a
+                    // give-back at least what it counts after it (never less than was used).
+                    let floor = if case.stamp_ms.is_some() && !case.owe {
                         after
                     } else {
                         before
@@ -275,6 +281,7 @@ fn zone_cases(
         setup: setup.clone(),
         call,
         stamp_ms: None,
+        owe: false,
         step_ms: probe_ms,
     };
     case("a held key admitted", &busy, (key(0), now_ms, 1)).run();
@@ -317,6 +324,7 @@ fn a_log_whose_ring_is_full() {
         setup: setup.clone(),
         call,
         stamp_ms: None,
+        owe: false,
         step_ms: 1,
     };
     case("full log, a held key admitted", (key(0), 8, 1)).run();
@@ -608,29 +616,35 @@ fn leases_spend_install_fail_and_settle() {
 
 /// Cost given back at an earlier stamp of a key whose windows hold cost before and after it
 /// (a reservation settled for less): a log drops entries in the middle and moves the later
-/// ones down; buckets and a counter take from the stamp's bucket or fixed window.
+/// ones down; buckets and a counter take from the stamp's bucket or fixed window. Or owed
+/// there (settled for more, in debt mode).
 fn give_back_cases(name: &'static str, rule: Rule) {
     // Key 0: costs 1, 2, 3, 1, 2, ... at 100, 110, ..., 190; the other keys once each.
     let mut setup: Vec<_> = (0..10)
         .map(|i| (key(0), 100 + 10 * i, 1 + i as u64 % 3))
         .collect();
     setup.extend((1..8).map(|k| (key(k), 200 + k as i64, 1)));
-    let case = |what: &str, stamp_ms, cost| ZoneCase {
+    let case = |what: &str, stamp_ms, cost, owe| ZoneCase {
         name: Box::leak(format!("{name}, {what}").into_boxed_str()),
         rule: rule.clone(),
         setup: setup.clone(),
         call: (key(0), 300, cost),
         stamp_ms: Some(stamp_ms),
+        owe,
         step_ms: 25,
     };
-    case("part of one entry", 140, 1).run();
-    case("entries dropped, later ones moved", 150, 6).run();
-    case("everything up to the stamp", 120, 100).run();
-    case("the newest", 190, 2).run();
+    case("part of one entry", 140, 1, false).run();
+    case("entries dropped, later ones moved", 150, 6, false).run();
+    case("everything up to the stamp", 120, 100, false).run();
+    case("the newest", 190, 2, false).run();
+    // Debts: the entries from the stamp's on raise their sums, the newest first.
+    case("owed in the middle", 140, 5, true).run();
+    case("owed at the oldest", 100, 3, true).run();
+    case("owed past the limit", 150, 50, true).run();
 }
 
 #[test]
-fn give_backs_at_a_stamp() {
+fn give_backs_and_debts_at_a_stamp() {
     let log = RuleWindow::log(Quota::new(20, 1_000).unwrap());
     give_back_cases("log", Rule::one(max4(log)));
     let buckets = RuleWindow::buckets(BucketQuota::new(20, 1_000, 50).unwrap());

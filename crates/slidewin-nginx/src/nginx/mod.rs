@@ -31,6 +31,7 @@ use ngx::http::{
 };
 use ngx::{ngx_conf_log_error, ngx_log_error, ngx_string};
 use slidewin::headers::Style;
+use slidewin::reservation::Excess;
 use slidewin::shared::Attached;
 
 use crate::config::{self, Cost, LogLevel};
@@ -192,6 +193,8 @@ struct Limit {
     cost: LimitCost,
     /// `settle=`: what the call used, read in the log phase.
     settle: Option<*mut ngx_http_complex_value_t>,
+    /// `above=`: what a settlement above the reservation does.
+    above: Excess,
     status: usize,
     dry_run: bool,
     style: Style,
@@ -545,6 +548,7 @@ extern "C" fn set_limit(
             key_index,
             cost,
             settle,
+            above: spec.above,
             status: spec.status,
             dry_run: spec.dry_run,
             style: spec.style,

@@ -12,6 +12,7 @@ use ngx::ffi::{
 };
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::ngx_log_error;
+use slidewin::reservation::{Excess, Reservation};
 use slidewin::shared::ZoneExport;
 
 use super::{guarded, Limit, LimitCost, Module};
@@ -216,8 +217,9 @@ pub(super) extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
 #[derive(Clone, Copy)]
 struct Reserved {
     zone: *const ZoneState,
-    /// The limit's `settle=`.
+    /// The limit's `settle=` and `above=`.
     settle: *mut ngx_http_complex_value_t,
+    above: Excess,
     key: *const u8,
     key_len: usize,
     cost: u64,
@@ -238,7 +240,7 @@ unsafe fn keep_reserved(r: *mut ngx_http_request_t, limits: &[Limit], admitted: 
     let reserved = || {
         admitted.iter().filter_map(|&(call, stamp_ms)| {
             let limit = limits.iter().find(|l| ptr::eq(l.zone, call.zone))?;
-            Some((call, stamp_ms, limit.settle?))
+            Some((call, stamp_ms, (limit.settle?, limit.above)))
         })
     };
     let n = reserved().count();
@@ -257,7 +259,7 @@ unsafe fn keep_reserved(r: *mut ngx_http_request_t, limits: &[Limit], admitted: 
     if items.is_null() {
         return false;
     }
-    for (i, (call, stamp_ms, settle)) in reserved().enumerate() {
+    for (i, (call, stamp_ms, (settle, above))) in reserved().enumerate() {
         // SAFETY: r is live; the key's copy lives as long as the main request's pool.
         let Some(key) = (unsafe { pool_bytes((*r).main, call.key.len()) }) else {
             return false;
@@ -266,6 +268,7 @@ unsafe fn keep_reserved(r: *mut ngx_http_request_t, limits: &[Limit], admitted: 
         let item = Reserved {
             zone: call.zone,
             settle,
+            above,
             key: key.as_ptr(),
             key_len: key.len(),
             cost: call.cost,
@@ -319,7 +322,11 @@ pub(super) extern "C" fn log_phase(r: *mut ngx_http_request_t) -> ngx_int_t {
                     core::slice::from_raw_parts(item.key, item.key_len),
                 )
             };
-            if let Err(message) = limit::settle(zone, key, (item.cost, item.stamp_ms), used) {
+            let reserved = Reservation {
+                stamp_ms: item.stamp_ms,
+                units: item.cost,
+            };
+            if let Err(message) = limit::settle(zone, key, &reserved, (used, item.above)) {
                 ngx_log_error!(NGX_LOG_ERR, log, "{}", message);
             }
         }
