@@ -361,6 +361,25 @@ fn hostile_bodies_are_refused_and_charge_nothing() {
     );
 }
 
+/// The statuses of 64 concurrent calls of user "burst" to guard `guard` with `body`.
+fn burst(
+    nginx: &Nginx,
+    guard: &str,
+    extra: &[(&'static str, &'static str)],
+    body: &str,
+) -> Vec<u16> {
+    let (port, path) = (nginx.port(), format!("/{guard}/v1/chat/completions"));
+    let calls: Vec<_> = (0..64)
+        .map(|_| {
+            let (body, path) = (body.to_string(), path.clone());
+            let mut headers = vec![("X-User", "burst"), ("Content-Type", "application/json")];
+            headers.extend_from_slice(extra);
+            thread::spawn(move || http::send(port, "POST", &path, &headers, body).status)
+        })
+        .collect();
+    calls.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
 /// LiteLLM's measured case: many concurrent `max_tokens=1` streams on one key. Each reserves
 /// its prompt's bound and one token, so exactly as many as fit are admitted, and what the
 /// upstream produced stays within the limit. Streams of 2 s: every call of the burst is
@@ -369,17 +388,7 @@ fn hostile_bodies_are_refused_and_charge_nothing() {
 fn a_burst_of_one_token_streams_admits_only_what_fits() {
     let (nginx, upstream) = start(2, (2_000, 2_000));
     let body = chat("one token please", r#","stream":true,"max_tokens":1"#);
-    let port = nginx.port();
-    let burst: Vec<_> = (0..64)
-        .map(|_| {
-            let body = body.clone();
-            thread::spawn(move || {
-                let headers = [("X-User", "burst"), ("Content-Type", "application/json")];
-                http::send(port, "POST", "/tokens/v1/chat/completions", &headers, body).status
-            })
-        })
-        .collect();
-    let statuses: Vec<u16> = burst.into_iter().map(|t| t.join().unwrap()).collect();
+    let statuses = burst(&nginx, "tokens", &[], &body);
     let fit = 1000 / (body.len() + 1);
     assert_eq!(
         statuses.iter().filter(|s| **s == 200).count(),
@@ -400,21 +409,7 @@ fn a_burst_in_debt_mode_owes_what_the_calls_used_above_their_reservations() {
     // One worker: its counters are the whole of /metrics.
     let (nginx, upstream) = start(1, (2_000, 2_000));
     let body = chat("one token please", r#","stream":true,"max_tokens":1"#);
-    let port = nginx.port();
-    let burst: Vec<_> = (0..64)
-        .map(|_| {
-            let body = body.clone();
-            thread::spawn(move || {
-                let headers = [
-                    ("X-User", "burst"),
-                    ("Content-Type", "application/json"),
-                    ("X-Ignore-Cap", "500"),
-                ];
-                http::send(port, "POST", "/debt/v1/chat/completions", &headers, body).status
-            })
-        })
-        .collect();
-    let statuses: Vec<u16> = burst.into_iter().map(|t| t.join().unwrap()).collect();
+    let statuses = burst(&nginx, "debt", &[("X-Ignore-Cap", "500")], &body);
     let reserved = body.len() as u64 + 1;
     let fit = (1000 / reserved) as usize;
     let admitted = statuses.iter().filter(|s| **s == 200).count();
