@@ -360,6 +360,59 @@ fn a_reservation_settles_in_the_log_phase_for_what_the_upstream_reported() {
     );
 }
 
+/// `limit=`: a key's own limits from a `map` of plans (an unknown plan: the zone's), or a
+/// constant; a bad value from a variable is a 500 with a line naming it.
+#[test]
+fn a_key_takes_its_own_limits_from_a_variable() {
+    let http = r#"slidewin_zone plans size=1m log 2/1s max_limit=10 buckets 100/1h bucket=1m max_limit=200;
+    map $arg_plan $plan_limits { default ""; pro "5,150"; zero "0,10"; short "5"; }"#;
+    let locations = r#"location = /plan {
+            slidewin_limit plans key=$arg_user limit=$plan_limits;
+            empty_gif;
+        }
+        location = /fixed {
+            slidewin_limit plans key=$arg_user limit=4,100;
+            empty_gif;
+        }"#;
+    let nginx = start_with("plans.conf", http, locations);
+    let statuses = |path: &str, n| -> Vec<u16> { (0..n).map(|_| nginx.get(path).status).collect() };
+    assert_eq!(statuses("/plan?user=a", 3), [200, 200, 429]);
+    assert_eq!(
+        statuses("/plan?user=b&plan=pro", 6),
+        [200, 200, 200, 200, 200, 429]
+    );
+    assert_eq!(statuses("/fixed?user=c", 5), [200, 200, 200, 200, 429]);
+    // The headers tell each key its own limits.
+    let policy = |path: &str| {
+        nginx
+            .get(path)
+            .header("RateLimit-Policy")
+            .map(str::to_string)
+    };
+    assert_eq!(
+        policy("/plan?user=d&plan=pro").as_deref(),
+        Some(r#""plans";q=5;w=1, "plans-1h";q=150;w=3600"#)
+    );
+    assert_eq!(
+        policy("/plan?user=e").as_deref(),
+        Some(r#""plans";q=2;w=1, "plans-1h";q=100;w=3600"#)
+    );
+    for (plan, said) in [
+        ("zero", "got \"0,10\": limit must be a positive integer"),
+        (
+            "short",
+            "got \"5\": limits must be one limit per window of the rule, got 1",
+        ),
+    ] {
+        assert_eq!(nginx.get(&format!("/plan?user=f&plan={plan}")).status, 500);
+        let log = nginx.error_log();
+        let line = format!(
+            "slidewin_limit: limit must be 2 limit(s) of zone \"plans\", one per window, {said}"
+        );
+        assert!(log.contains(&line), "{line}\n{log}");
+    }
+}
+
 #[test]
 fn every_option_answers_as_documented() {
     let zone = "slidewin_zone all size=1m max_key_bytes=32 log 2/1s name=per-second \
@@ -839,6 +892,10 @@ fn a_bad_log_level_or_above_is_an_error_naming_the_directive() {
     let conf = std::fs::read_to_string(prefix.dir.join("conf/native.conf")).unwrap();
     for (lines, said) in [
         (
+            "slidewin_limit api key=$arg_user limit=20,50;",
+            "slidewin_limit: limit must be 2 limit(s) of zone \"api\", one per window, got \"20,50\": ",
+        ),
+        (
             "slidewin_limit api key=$arg_user above=debt;",
             "slidewin_limit: above must be given with settle=, got \"above=debt\"",
         ),
@@ -954,7 +1011,8 @@ fn malformed(random: &mut Random) -> (&'static str, String) {
         "log 99999999999999999999/1s",
         "log 10/1s name=x log 10/2s name=x",
     ];
-    const LIMIT_GOOD: [&str; 7] = [
+    const LIMIT_GOOD: [&str; 8] = [
+        "limit=$arg_limits",
         "key=$arg_user",
         "cost=2",
         "settle=$arg_used",
@@ -963,8 +1021,10 @@ fn malformed(random: &mut Random) -> (&'static str, String) {
         "dry_run",
         "headers=x-ratelimit",
     ];
-    const LIMIT_BAD: [&str; 23] = [
+    const LIMIT_BAD: [&str; 25] = [
         "key=",
+        "limit=",
+        "limit=5",
         "above=owe",
         "above=",
         "settle=5",

@@ -16,7 +16,7 @@
 
 use slidewin::headers::Style;
 use slidewin::reservation::Excess;
-use slidewin::rule::{Rule, MAX_WINDOWS};
+use slidewin::rule::{Limits, Rule, MAX_WINDOWS};
 use slidewin::shared::{Full, ProcessOwner, Zone};
 use slidewin::window_name::{BadName, WindowNames, MAX_NAME_BYTES};
 use slidewin::window_spec::{Algorithm, WindowSpec};
@@ -54,6 +54,9 @@ pub struct LimitSpec<'a> {
     /// `above=`: what a settlement above the reservation does (none: said in error.log, the
     /// reservation stays; `clamp`: the same, unsaid; `debt`: the excess is owed at the stamp).
     pub above: Excess,
+    /// `limit=`: the key's own limits, one per window ([`limits`]), a constant or a value
+    /// with variables.
+    pub limit: Option<&'a [u8]>,
     pub status: usize,
     pub dry_run: bool,
     pub style: Style,
@@ -384,7 +387,7 @@ fn window_option(w: &mut WindowArgs, s: &str, arg: &[u8]) -> Result<(), String> 
     Ok(())
 }
 
-/// `slidewin_limit ZONE key=VALUE [cost=VALUE] [settle=VALUE [above=clamp|debt]]
+/// `slidewin_limit ZONE key=VALUE [cost=VALUE] [limit=VALUE] [settle=VALUE [above=clamp|debt]]
 /// [status=CODE] [dry_run] [headers=STYLE]`.
 pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
     const D: &str = "slidewin_limit";
@@ -403,6 +406,7 @@ pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
         cost: Cost::Fixed(1),
         settle: None,
         above: Excess::Refuse,
+        limit: None,
         status: 429,
         dry_run: false,
         style: Style::Draft,
@@ -429,6 +433,12 @@ pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
                 return Err(invalid(D, "settle", expected, arg));
             }
             spec.settle = Some(v);
+        } else if let Some(v) = arg.strip_prefix(b"limit=") {
+            if v.is_empty() {
+                let expected = "a value (100,5000 or $plan_limits)";
+                return Err(invalid(D, "limit", expected, arg));
+            }
+            spec.limit = Some(v);
         } else if let Some(v) = s.strip_prefix("above=") {
             spec.above = match v {
                 "clamp" => Excess::Clamp,
@@ -448,7 +458,7 @@ pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
             return Err(invalid(
                 D,
                 "an argument",
-                "key=, cost=, settle=, above=, status=, dry_run or headers=",
+                "key=, cost=, limit=, settle=, above=, status=, dry_run or headers=",
                 arg,
             ));
         }
@@ -458,7 +468,12 @@ pub fn limit<'a>(args: &[&'a [u8]]) -> Result<LimitSpec<'a>, String> {
     }
     if spec.above != Excess::Refuse && spec.settle.is_none() {
         let given = args.iter().find(|a| a.starts_with(b"above=")).copied();
-        return Err(invalid(D, "above", "given with settle=", given.unwrap_or_default()));
+        return Err(invalid(
+            D,
+            "above",
+            "given with settle=",
+            given.unwrap_or_default(),
+        ));
     }
     Ok(spec)
 }
@@ -473,6 +488,24 @@ pub fn cost(text: &[u8]) -> Result<u64, String> {
         format!(
             "slidewin_limit: cost must be a non-negative integer, got \"{}\"",
             String::from_utf8_lossy(text)
+        )
+    })
+}
+
+/// The limits `limit=` gives `zone` (of `rule`): one per window, comma-separated, each from 1
+/// to its window's max_limit.
+pub fn limits(zone: &str, rule: &Rule, text: &[u8]) -> Result<Limits, String> {
+    let parsed: Option<Vec<u64>> = text.split(|&b| b == b',').map(|v| cost(v).ok()).collect();
+    let checked = match parsed {
+        Some(values) => rule.check_limits(&values).map_err(|e| e.to_string()),
+        None => Err("each must be an integer, comma-separated (100,5000)".to_string()),
+    };
+    checked.map_err(|e| {
+        let got = String::from_utf8_lossy(text);
+        let windows = rule.windows().len();
+        format!(
+            "slidewin_limit: limit must be {windows} limit(s) of zone \"{zone}\", one per \
+             window, got \"{got}\": {e}"
         )
     })
 }

@@ -7,6 +7,7 @@ use core::fmt;
 
 use slidewin::headers::{seconds_up, Style};
 use slidewin::reservation::{Excess, Reservation};
+use slidewin::rule::Limits;
 
 use crate::zone::{Answer, ZoneState};
 
@@ -34,6 +35,8 @@ pub struct Call<'a> {
     pub zone: &'a ZoneState,
     pub key: &'a [u8],
     pub cost: u64,
+    /// `limit=`: the key's own limits (none: the zone's live ones).
+    pub limits: Option<Limits>,
     pub style: Style,
     pub dry_run: bool,
     pub status: usize,
@@ -98,7 +101,10 @@ pub fn decide<'a>(
             Ok(call) => call,
             Err(message) => return Err(withdrawn(&admitted, message)),
         };
-        let (d, now_ms) = match call.zone.decide(call.key, call.cost, call.dry_run) {
+        let decided = call
+            .zone
+            .decide(call.key, call.cost, call.dry_run, call.limits);
+        let (d, now_ms) = match decided {
             Ok(decided) => decided,
             Err(message) => return Err(withdrawn(&admitted, message)),
         };
@@ -128,6 +134,7 @@ pub fn decide<'a>(
                 call.zone,
                 Answer {
                     style: call.style,
+                    limits: call.limits,
                     decision: d,
                     now_ms,
                     refused,

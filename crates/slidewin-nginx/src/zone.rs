@@ -11,6 +11,7 @@ use core::sync::atomic::AtomicU64;
 use slidewin::headers::{Field, Policy, Style};
 use slidewin::held_policy::HeldPolicy;
 use slidewin::reservation::Amend;
+use slidewin::rule::Limits;
 use slidewin::shared::{Attached, EvictionWatch, WindowShape, Zone, ZoneExport};
 use slidewin::{Call, Clock, Decision};
 
@@ -43,6 +44,8 @@ pub struct ZoneState {
 #[derive(Clone, Copy)]
 pub struct Answer {
     pub style: Style,
+    /// The key's own limits (`limit=`), or none: the zone's live ones.
+    pub limits: Option<Limits>,
     pub decision: Decision,
     pub now_ms: i64,
     pub refused: bool,
@@ -99,15 +102,22 @@ impl ZoneState {
         (keys, bytes.unwrap_or(0))
     }
 
-    /// Decides for `key` now and records `cost` when it fits (a `dry_run`'s refusal counted
-    /// as a would-be one); the decision and its time.
-    pub fn decide(&self, key: &[u8], cost: u64, dry_run: bool) -> Result<(Decision, i64), String> {
+    /// Decides for `key` now under `limits` (none: the zone's live ones) and records `cost`
+    /// when it fits (a `dry_run`'s refusal counted as a would-be one); the decision and its
+    /// time.
+    pub fn decide(
+        &self,
+        key: &[u8],
+        cost: u64,
+        dry_run: bool,
+        limits: Option<Limits>,
+    ) -> Result<(Decision, i64), String> {
         let (zone, _) = self.zone.as_ref().ok_or("the zone is not mapped")?;
         let cost = cost.min(self.max_cost);
         // The time is read once the key's set is locked: calls on a key are stamped in the
         // order they are decided, in every worker, so `$slidewin_msec` replays the zone.
         let call = if dry_run { Call::DryRun } else { Call::Check };
-        let decided = zone.check_now(key, &WallClock, cost, call);
+        let decided = zone.check_now(key, &WallClock, cost, call, limits.as_ref());
         decided.map_err(|e| e.to_string())
     }
 
@@ -164,10 +174,18 @@ impl ZoneState {
             return true;
         }
         let mut held = self.policy.borrow_mut();
-        held.follow(zone.limits_version(), || {
-            let limits = zone.limits();
-            Some(Policy::of_named(&self.spec.rule, &limits, &self.spec.window_names))
-        });
+        let of =
+            |limits: &Limits| Policy::of_named(&self.spec.rule, limits, &self.spec.window_names);
+        held.follow(zone.limits_version(), || Some(of(&zone.limits())));
+        // A key's own limits (limit=) are a policy of their own, made for the request.
+        let mut own = HeldPolicy::new();
+        let held = match answer.limits {
+            Some(limits) if limits != zone.limits() => {
+                own.hold(HeldPolicy::UNVERSIONED, of(&limits));
+                &own
+            }
+            _ => &*held,
+        };
         let policy = held.policy();
         let sends_policy = answer.style.sends_policy();
         let policy_bytes = if sends_policy {

@@ -568,7 +568,7 @@ fn check_now_decides_at_the_clock_read_under_the_lock() {
     let mut model = SlidingLog::new(2, 1_000).unwrap();
     let (check, dry_run) = (Call::Check, Call::DryRun);
     for (now_ms, call) in [(5, check), (7, dry_run), (9, check), (1_006, check)] {
-        let (d, at) = zone.check_now(b"k", &Fixed(now_ms), 1, call).unwrap();
+        let (d, at) = zone.check_now(b"k", &Fixed(now_ms), 1, call, None).unwrap();
         assert_eq!((d, at), (model.check_at(now_ms, 1).unwrap(), now_ms));
     }
     let stats = zone.stats();
@@ -577,7 +577,7 @@ fn check_now_decides_at_the_clock_read_under_the_lock() {
         (3, 1, 0)
     );
     let bad = zone
-        .check_now(b"k", &Fixed(i64::MAX), 1, Call::Check)
+        .check_now(b"k", &Fixed(i64::MAX), 1, Call::Check, None)
         .unwrap_err();
     assert!(
         bad.to_string().starts_with("now_ms must be between"),

@@ -18,12 +18,13 @@ use ngx::ffi::{
     ngx_array_push, ngx_command_t, ngx_conf_t, ngx_hash_key_t, ngx_http_add_variable,
     ngx_http_compile_complex_value, ngx_http_compile_complex_value_t, ngx_http_complex_value_t,
     ngx_http_get_variable_index, ngx_http_handler_pt, ngx_http_module_t,
-    ngx_http_phases_NGX_HTTP_LOG_PHASE, ngx_http_phases_NGX_HTTP_PREACCESS_PHASE, ngx_http_request_t, ngx_http_variable_t,
-    ngx_http_variable_value_t, ngx_int_t, ngx_module_t, ngx_pnalloc, ngx_shared_memory_add,
-    ngx_shm_zone_t, ngx_slab_pool_t, ngx_str_t, ngx_uint_t, NGX_CONF_2MORE, NGX_CONF_NOARGS,
-    NGX_CONF_TAKE1, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF,
-    NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF, NGX_HTTP_VAR_NOCACHEABLE,
-    NGX_HTTP_VAR_NOHASH, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_INFO, NGX_LOG_NOTICE, NGX_LOG_WARN,
+    ngx_http_phases_NGX_HTTP_LOG_PHASE, ngx_http_phases_NGX_HTTP_PREACCESS_PHASE,
+    ngx_http_request_t, ngx_http_variable_t, ngx_http_variable_value_t, ngx_int_t, ngx_module_t,
+    ngx_pnalloc, ngx_shared_memory_add, ngx_shm_zone_t, ngx_slab_pool_t, ngx_str_t, ngx_uint_t,
+    NGX_CONF_2MORE, NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET,
+    NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF,
+    NGX_HTTP_VAR_NOCACHEABLE, NGX_HTTP_VAR_NOHASH, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_INFO,
+    NGX_LOG_NOTICE, NGX_LOG_WARN,
 };
 use ngx::http::{
     HttpModule, HttpModuleLocationConf, HttpModuleMainConf, Merge, MergeConfigError,
@@ -32,6 +33,7 @@ use ngx::http::{
 use ngx::{ngx_conf_log_error, ngx_log_error, ngx_string};
 use slidewin::headers::Style;
 use slidewin::reservation::Excess;
+use slidewin::rule::Limits;
 use slidewin::shared::Attached;
 
 use crate::config::{self, Cost, LogLevel};
@@ -156,6 +158,17 @@ enum LimitCost {
     Variable(*mut ngx_http_complex_value_t),
 }
 
+/// A `slidewin_limit`'s `limit=`: the key's own limits.
+#[derive(Clone, Copy)]
+enum KeyLimits {
+    /// None given: the zone's live limits.
+    Zone,
+    /// A constant, checked against the zone's rule when nginx read it.
+    Fixed(Limits),
+    /// A value with variables, read and checked for each request (empty: the zone's).
+    Variable(*mut ngx_http_complex_value_t),
+}
+
 /// The name of the hidden variable that holds a request's decision.
 const DECISION: ngx_str_t = ngx_string!("slidewin_decision");
 /// The name of the hidden variable that holds a request's reservations (`settle=`).
@@ -191,6 +204,7 @@ struct Limit {
     /// The index of the key's one variable, when it is one alone (`$binary_remote_addr`).
     key_index: Option<ngx_uint_t>,
     cost: LimitCost,
+    limits: KeyLimits,
     /// `settle=`: what the call used, read in the log phase.
     settle: Option<*mut ngx_http_complex_value_t>,
     /// `above=`: what a settlement above the reservation does.
@@ -509,6 +523,17 @@ extern "C" fn set_limit(
             Cost::Fixed(cost) => (LimitCost::Fixed(cost), &b""[..]),
             Cost::Variable(text) => (LimitCost::Variable(compile(cf, text)?), text),
         };
+        let limit_text = spec.limit.unwrap_or_default();
+        let limits = match spec.limit {
+            None => KeyLimits::Zone,
+            Some(text) if text.contains(&b'$') => KeyLimits::Variable(compile(cf, text)?),
+            // SAFETY: the zone is boxed in the main conf, alive while nginx reads it.
+            Some(text) => KeyLimits::Fixed(config::limits(
+                spec.zone,
+                &unsafe { &*zone }.spec.rule,
+                text,
+            )?),
+        };
         // SAFETY: cf is valid during the directive; conf_file names the file being read.
         let (file, line) = unsafe {
             (
@@ -525,7 +550,13 @@ extern "C" fn set_limit(
             None => None,
         };
         let settle_text = spec.settle.unwrap_or_default();
-        for (argument, value) in [("key", spec.key), ("cost", cost_text), ("settle", settle_text)] {
+        let arguments = [
+            ("key", spec.key),
+            ("cost", cost_text),
+            ("limit", limit_text),
+            ("settle", settle_text),
+        ];
+        for (argument, value) in arguments {
             for name in config::variables(value) {
                 let value = String::from_utf8_lossy(value);
                 let at = format!("slidewin_limit: {argument} \"{value}\" in {file}:{line}");
@@ -547,6 +578,7 @@ extern "C" fn set_limit(
             key,
             key_index,
             cost,
+            limits,
             settle,
             above: spec.above,
             status: spec.status,

@@ -15,7 +15,7 @@ use ngx::ngx_log_error;
 use slidewin::reservation::{Excess, Reservation};
 use slidewin::shared::ZoneExport;
 
-use super::{guarded, Limit, LimitCost, Module};
+use super::{guarded, KeyLimits, Limit, LimitCost, Module};
 use crate::config;
 use crate::limit::{self, Call, Refusal, Status};
 use crate::zone::ZoneState;
@@ -146,6 +146,8 @@ pub(super) extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
             if key.is_empty() {
                 return None; // like limit_req: an empty key is not limited
             }
+            // SAFETY: the zone is boxed in the main conf, which outlives the request.
+            let zone = unsafe { &*l.zone };
             let cost = match l.cost {
                 LimitCost::Fixed(cost) => Ok(cost),
                 // SAFETY: as above.
@@ -153,15 +155,27 @@ pub(super) extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
                     .ok_or_else(String::new)
                     .and_then(config::cost),
             };
-            Some(cost.map(|cost| Call {
-                // SAFETY: the zone is boxed in the main conf, which outlives the request.
-                zone: unsafe { &*l.zone },
-                key,
-                cost,
-                style: l.style,
-                dry_run: l.dry_run,
-                status: l.status,
-            }))
+            let limits = match l.limits {
+                KeyLimits::Zone => Ok(None),
+                KeyLimits::Fixed(limits) => Ok(Some(limits)),
+                // SAFETY: as above.
+                KeyLimits::Variable(cv) => match unsafe { value(r, cv) } {
+                    None | Some([]) => Ok(None),
+                    Some(text) => config::limits(&zone.spec.name, &zone.spec.rule, text).map(Some),
+                },
+            };
+            Some(
+                cost.and_then(|cost| Ok((cost, limits?)))
+                    .map(|(cost, limits)| Call {
+                        zone,
+                        key,
+                        cost,
+                        limits,
+                        style: l.style,
+                        dry_run: l.dry_run,
+                        status: l.status,
+                    }),
+            )
         });
         // SAFETY: the connection's log, valid while the request lives.
         let log = unsafe { (*(*r).connection).log };
@@ -234,7 +248,11 @@ struct Reserved {
 /// `r` is a live request whose location has `limits`.
 #[cold]
 #[inline(never)]
-unsafe fn keep_reserved(r: *mut ngx_http_request_t, limits: &[Limit], admitted: &[(Call, i64)]) -> bool {
+unsafe fn keep_reserved(
+    r: *mut ngx_http_request_t,
+    limits: &[Limit],
+    admitted: &[(Call, i64)],
+) -> bool {
     // The admitted calls whose limit has settle=, with it (read twice: a count, then the
     // records, with no list on the heap between).
     let reserved = || {

@@ -206,15 +206,24 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
     /// key's set is locked: the decision and its time. Calls on one key are then stamped in
     /// the order they were decided, also across processes, so a log of the times replays the
     /// zone exactly (a time read before the lock may be older than one recorded already).
+    /// `limits`: the key's own (checked here against the zone's rule, so those of another rule
+    /// are an error); none: the live ones.
     pub fn check_now(
         &self,
         key: &[u8],
         clock: &impl Clock,
         cost: u64,
         call: Call,
+        limits: Option<&Limits>,
     ) -> Result<(Decision, i64), Error> {
         let now_ms = || check_time("now_ms", clock.now_ms());
-        self.decide_checked(key, now_ms, cost, call, &self.limits())
+        match limits {
+            Some(limits) => {
+                let limits = self.rule.check_limits(limits)?;
+                self.decide_checked(key, now_ms, cost, call, &limits)
+            }
+            None => self.decide_checked(key, now_ms, cost, call, &self.limits()),
+        }
     }
 
     /// Give back `cost` recorded for `key`, the newest first (nothing for an unknown key).
