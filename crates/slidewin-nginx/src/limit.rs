@@ -36,7 +36,7 @@ pub struct Call<'a> {
     pub key: &'a [u8],
     pub cost: u64,
     /// `limit=`: the key's own limits (none: the zone's live ones).
-    pub limits: Option<Limits>,
+    pub limits: Option<&'a Limits>,
     pub style: Style,
     pub dry_run: bool,
     pub status: usize,
@@ -48,7 +48,7 @@ pub struct Outcome<'a> {
     /// The HTTP status to refuse with, or none: the request goes on.
     pub refuse_with: Option<usize>,
     /// The decision the headers describe, and its zone.
-    pub answer: (&'a ZoneState, Answer),
+    pub answer: (&'a ZoneState, Answer<'a>),
 }
 
 /// A refusal as error.log tells it (nginx appends the client, server and request):

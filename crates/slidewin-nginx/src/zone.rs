@@ -42,10 +42,10 @@ pub struct ZoneState {
 
 /// A decision as the headers describe it.
 #[derive(Clone, Copy)]
-pub struct Answer {
+pub struct Answer<'a> {
     pub style: Style,
     /// The key's own limits (`limit=`), or none: the zone's live ones.
-    pub limits: Option<Limits>,
+    pub limits: Option<&'a Limits>,
     pub decision: Decision,
     pub now_ms: i64,
     pub refused: bool,
@@ -110,14 +110,14 @@ impl ZoneState {
         key: &[u8],
         cost: u64,
         dry_run: bool,
-        limits: Option<Limits>,
+        limits: Option<&Limits>,
     ) -> Result<(Decision, i64), String> {
         let (zone, _) = self.zone.as_ref().ok_or("the zone is not mapped")?;
         let cost = cost.min(self.max_cost);
         // The time is read once the key's set is locked: calls on a key are stamped in the
         // order they are decided, in every worker, so `$slidewin_msec` replays the zone.
         let call = if dry_run { Call::DryRun } else { Call::Check };
-        let decided = zone.check_now(key, &WallClock, cost, call, limits.as_ref());
+        let decided = zone.check_now(key, &WallClock, cost, call, limits);
         decided.map_err(|e| e.to_string())
     }
 
@@ -162,7 +162,7 @@ impl ZoneState {
     /// with its value there; false when `alloc` or `push` failed.
     pub fn headers<'b>(
         &self,
-        answer: Answer,
+        answer: Answer<'_>,
         alloc: impl FnOnce(usize) -> Option<&'b mut [u8]>,
         mut push: impl FnMut(&'static str, &'b mut [u8]) -> bool,
     ) -> bool {
@@ -178,10 +178,10 @@ impl ZoneState {
             |limits: &Limits| Policy::of_named(&self.spec.rule, limits, &self.spec.window_names);
         held.follow(zone.limits_version(), || Some(of(&zone.limits())));
         // A key's own limits (limit=) are a policy of their own, made for the request.
-        let mut own = HeldPolicy::new();
+        let own;
         let held = match answer.limits {
-            Some(limits) if limits != zone.limits() => {
-                own.hold(HeldPolicy::UNVERSIONED, of(&limits));
+            Some(limits) if *limits != zone.limits() => {
+                own = HeldPolicy::made(of(limits));
                 &own
             }
             _ => &*held,

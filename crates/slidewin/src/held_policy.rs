@@ -68,6 +68,12 @@ impl HeldPolicy {
         }
     }
 
+    /// A policy held for no store's version: one made for a single decision.
+    pub fn made(policy: Policy) -> Self {
+        let version = Some(Self::UNVERSIONED);
+        Self { policy, version }
+    }
+
     /// Holds `policy` as the one of `version`.
     pub fn hold(&mut self, version: u64, policy: Policy) {
         (self.policy, self.version) = (policy, Some(version));

@@ -13,6 +13,7 @@ use ngx::ffi::{
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::ngx_log_error;
 use slidewin::reservation::{Excess, Reservation};
+use slidewin::rule::Limits;
 use slidewin::shared::ZoneExport;
 
 use super::{guarded, KeyLimits, Limit, LimitCost, Module};
@@ -155,27 +156,23 @@ pub(super) extern "C" fn preaccess(r: *mut ngx_http_request_t) -> ngx_int_t {
                     .ok_or_else(String::new)
                     .and_then(config::cost),
             };
-            let limits = match l.limits {
-                KeyLimits::Zone => Ok(None),
-                KeyLimits::Fixed(limits) => Ok(Some(limits)),
+            let limits = match &l.limits {
+                KeyLimits::Zone => None,
                 // SAFETY: as above.
-                KeyLimits::Variable(cv) => match unsafe { value(r, cv) } {
-                    None | Some([]) => Ok(None),
-                    Some(text) => config::limits(&zone.spec.name, &zone.spec.rule, text).map(Some),
+                given => match unsafe { own_limits(r, given, zone) } {
+                    Ok(limits) => limits,
+                    Err(message) => return Some(Err(message)),
                 },
             };
-            Some(
-                cost.and_then(|cost| Ok((cost, limits?)))
-                    .map(|(cost, limits)| Call {
-                        zone,
-                        key,
-                        cost,
-                        limits,
-                        style: l.style,
-                        dry_run: l.dry_run,
-                        status: l.status,
-                    }),
-            )
+            Some(cost.map(|cost| Call {
+                zone,
+                key,
+                cost,
+                limits,
+                style: l.style,
+                dry_run: l.dry_run,
+                status: l.status,
+            }))
         });
         // SAFETY: the connection's log, valid while the request lives.
         let log = unsafe { (*(*r).connection).log };
@@ -361,6 +358,52 @@ unsafe fn pool_bytes<'r>(r: *mut ngx_http_request_t, len: usize) -> Option<&'r m
     let data = unsafe { ngx_pnalloc((*r).pool, len) } as *mut u8;
     // SAFETY: as above, `len` bytes at a non-null `data`, nothing else refers to them.
     (!data.is_null()).then(|| unsafe { core::slice::from_raw_parts_mut(data, len) })
+}
+
+/// A limit's `limit=` for `r` (none: the zone's limits), off the path of limits without it.
+///
+/// # Safety
+/// `r` is a live request and `given` its location's.
+#[cold]
+#[inline(never)]
+unsafe fn own_limits<'r>(
+    r: *mut ngx_http_request_t,
+    given: &'r KeyLimits,
+    zone: &ZoneState,
+) -> Result<Option<&'r Limits>, String> {
+    let text = match given {
+        KeyLimits::Zone => return Ok(None),
+        KeyLimits::Fixed(limits) => return Ok(Some(limits)),
+        // SAFETY: the caller's contract.
+        KeyLimits::Variable(cv) => match unsafe { value(r, *cv) } {
+            None | Some([]) => return Ok(None),
+            Some(text) => text,
+        },
+    };
+    let limits = config::limits(&zone.spec.name, &zone.spec.rule, text)?;
+    // SAFETY: the caller's contract.
+    let pooled = unsafe { pool_value(r, limits) };
+    pooled
+        .map(Some)
+        .ok_or_else(|| "slidewin_limit: no memory for the limits".to_string())
+}
+
+/// `value` moved into the request's pool (none: the pool had no room).
+///
+/// # Safety
+/// `r` is a live request; the value lives as long as its pool.
+unsafe fn pool_value<'r, T: Copy>(r: *mut ngx_http_request_t, value: T) -> Option<&'r T> {
+    // SAFETY: the caller's contract; ngx_palloc gives room aligned for a word (a T of words
+    // here) or null.
+    let data = unsafe { ngx_palloc((*r).pool, core::mem::size_of::<T>()) } as *mut T;
+    if data.is_null() {
+        return None;
+    }
+    // SAFETY: room for one T at `data`, which nothing else refers to.
+    unsafe {
+        data.write(value);
+        Some(&*data)
+    }
 }
 
 /// Adds an output header: `name` static, `value` in the request's pool.

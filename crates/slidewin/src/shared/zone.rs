@@ -217,13 +217,19 @@ impl<R: AsRef<[AtomicU64]>, O: Owner> Zone<R, O> {
         limits: Option<&Limits>,
     ) -> Result<(Decision, i64), Error> {
         let now_ms = || check_time("now_ms", clock.now_ms());
-        match limits {
-            Some(limits) => {
-                let limits = self.rule.check_limits(limits)?;
-                self.decide_checked(key, now_ms, cost, call, &limits)
-            }
-            None => self.decide_checked(key, now_ms, cost, call, &self.limits()),
-        }
+        // One call of decide_checked, inlined as before the key's own limits came.
+        let limits = match limits {
+            Some(limits) => self.checked(limits)?,
+            None => self.limits(),
+        };
+        self.decide_checked(key, now_ms, cost, call, &limits)
+    }
+
+    /// A key's own `limits` checked against the rule, off the path of the live ones.
+    #[cold]
+    #[inline(never)]
+    fn checked(&self, limits: &Limits) -> Result<Limits, Error> {
+        self.rule.check_limits(limits)
     }
 
     /// Give back `cost` recorded for `key`, the newest first (nothing for an unknown key).
