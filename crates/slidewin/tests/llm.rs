@@ -316,6 +316,27 @@ fn pass(stream: &[u8], cuts: &[usize], strip: bool) -> (Vec<u8>, Option<Usage>) 
     (out, events.usage())
 }
 
+/// However the network cuts a stream into chunks (here at every byte, and at every pair of
+/// bytes a few apart), the same bytes pass and the same usage is read: a usage misread at a
+/// chunk's edge would give back tokens that were used.
+#[test]
+fn every_cut_of_a_stream_reads_the_same() {
+    for (crlf, strip) in [(false, false), (true, false), (false, true), (true, true)] {
+        let stream = sse(crlf);
+        let whole = pass(&stream, &[], strip);
+        for at in 0..=stream.len() {
+            assert_eq!(pass(&stream, &[at], strip), whole, "cut at {at}");
+            for gap in [1, 2, 7] {
+                assert_eq!(
+                    pass(&stream, &[at, at + gap], strip),
+                    whole,
+                    "cuts at {at}, +{gap}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn streams_report_usage_and_strip_only_what_was_asked() {
     for crlf in [false, true] {
