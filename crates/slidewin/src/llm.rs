@@ -28,6 +28,7 @@
 
 pub mod events;
 pub mod request;
+pub mod tokens;
 pub mod usage;
 
 use alloc::string::String;

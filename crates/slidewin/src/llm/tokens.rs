@@ -1,0 +1,366 @@
+//! Exact token counts with a tokenizer table: tiktoken's byte-level BPE over its pre-tokenizer.
+//!
+//! A [`Tokenizer`] reads a table in tiktoken's format, one token a line as `BASE64TOKEN RANK`
+//! (OpenAI's `cl100k_base.tiktoken` and `o200k_base.tiktoken`), and the pre-tokenizer of that
+//! table ([`Split`]). [`Tokenizer::count`] splits a text as tiktoken does, then encodes each
+//! piece's UTF-8 bytes by merging, again and again, the adjacent pair whose concatenation has
+//! the lowest rank (the leftmost of equals), and counts the tokens left: tiktoken's
+//! `encode_ordinary` length, special tokens read as text.
+//!
+//! One exception keeps a crafted text from costing quadratic time: a piece longer than
+//! [`LONGEST_PIECE`] bytes (a run of letters or symbols with no space between) counts one
+//! token per byte, an upper bound, since every token is at least one byte.
+//!
+//! ```
+//! use slidewin::llm::tokens::{Split, Tokenizer};
+//!
+//! // A table of the 256 bytes and one merge: "ab".
+//! let mut table = String::new();
+//! for b in 0..=255u8 {
+//!     table += &format!("{} {b}\n", base64(&[b]));
+//! }
+//! table += &format!("{} 256\n", base64(b"ab"));
+//! let tokenizer = Tokenizer::new(table.as_bytes(), Split::Cl100k)?;
+//! // "abab cab" splits as "abab", " cab": ab|ab and " "|c|ab.
+//! assert_eq!(tokenizer.count("abab cab"), 5);
+//! # fn base64(b: &[u8]) -> String {
+//! #     use base64::Engine;
+//! #     base64::engine::general_purpose::STANDARD.encode(b)
+//! # }
+//! # Ok::<(), slidewin::llm::tokens::BadTable>(())
+//! ```
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::fmt;
+use core::hash::BuildHasher;
+
+use base64::Engine;
+use foldhash::fast::FixedState;
+use regex_automata::meta::{Cache, Regex};
+use regex_automata::util::syntax;
+use regex_automata::{Input, MatchKind};
+
+/// The longest piece encoded exactly, in bytes; a longer one counts one token per byte.
+pub const LONGEST_PIECE: usize = 256;
+
+/// The pre-tokenizer of a table: how a text is cut into pieces before each is encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Split {
+    /// `cl100k_base` (GPT-4, GPT-3.5, text-embedding-3).
+    Cl100k,
+    /// `o200k_base` (GPT-4o, GPT-4.1, o1, o3, o4-mini).
+    O200k,
+}
+
+impl Split {
+    /// The split of a name: `cl100k` or `o200k` (`_base` after it is allowed too).
+    pub fn from_name(name: &str) -> Option<Split> {
+        match name.strip_suffix("_base").unwrap_or(name) {
+            "cl100k" => Some(Split::Cl100k),
+            "o200k" => Some(Split::O200k),
+            _ => None,
+        }
+    }
+
+    /// The table's pattern, as three patterns tried at each position in order: tiktoken's
+    /// alternatives up to `\s+(?!\S)` with `\s+$` in its place, then `\s+\s` (whose last
+    /// character is given back: the lookahead, emulated), then `\s+`. A whitespace run that a
+    /// non-space follows thus leaves its last character to the piece after it, as tiktoken's
+    /// backtracking does.
+    fn patterns(self) -> [&'static str; 3] {
+        let first = match self {
+            Split::Cl100k => concat!(
+                r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}",
+                r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+$",
+            ),
+            Split::O200k => concat!(
+                r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+",
+                r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+                r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*",
+                r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+                r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+$",
+            ),
+        };
+        [first, r"\s+\s", r"\s+"]
+    }
+}
+
+/// The pattern whose match gives its last character back (`\s+\s`).
+const LOOKAHEAD: usize = 1;
+
+/// A table the tokenizer refuses, with the line and what is wrong in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadTable(pub String);
+
+impl fmt::Display for BadTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One token of the table: where its bytes lie in [`Tokenizer::bytes`], a tag of its hash
+/// (most misses end there), and its rank. Empty slots have `len == 0`.
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    start: u32,
+    len: u16,
+    tag: u16,
+    rank: u32,
+}
+
+/// A tokenizer table and its pre-tokenizer; counts tokens of texts ([`Tokenizer::count`]).
+pub struct Tokenizer {
+    /// Every token's bytes, one after the other.
+    bytes: Vec<u8>,
+    /// An open-addressing table of the tokens (linear probing, a power of two long, at most
+    /// half full): 12 bytes a slot, no pointer to follow but into `bytes`.
+    slots: Vec<Slot>,
+    hasher: FixedState,
+    tokens: usize,
+    split: Split,
+    regex: Regex,
+}
+
+impl fmt::Debug for Tokenizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tokenizer")
+            .field("tokens", &self.len())
+            .field("split", &self.split)
+            .finish()
+    }
+}
+
+impl Tokenizer {
+    /// Reads a table in tiktoken's format (`BASE64TOKEN RANK` a line), for `split`. Ranks
+    /// must be distinct integers below 2^32 - 1, tokens distinct, non-empty and shorter than
+    /// 64 KiB, and every one of the 256 bytes a token of its own.
+    pub fn new(table: &[u8], split: Split) -> Result<Tokenizer, BadTable> {
+        let mut tokens = Vec::new();
+        let mut bytes = Vec::with_capacity(table.len() * 3 / 4);
+        for (i, line) in table.split(|&b| b == b'\n').enumerate() {
+            let n = i + 1;
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.is_empty() {
+                continue;
+            }
+            let shown = String::from_utf8_lossy(&line[..line.len().min(60)]);
+            let mut fields = line.split(|&b| b == b' ');
+            let (Some(token), Some(rank), None) = (fields.next(), fields.next(), fields.next())
+            else {
+                let got = format!("\"{shown}\"");
+                return Err(bad(n, "must be \"BASE64TOKEN RANK\"", &got));
+            };
+            let start = bytes.len();
+            base64::engine::general_purpose::STANDARD
+                .decode_vec(token, &mut bytes)
+                .map_err(|e| bad(n, "token must be base64", &format!("\"{shown}\" ({e})")))?;
+            let len = bytes.len() - start;
+            if len == 0 || len > usize::from(u16::MAX) {
+                let got = format!("{len} bytes");
+                return Err(bad(n, "token must be 1 to 65535 bytes", &got));
+            }
+            let rank = core::str::from_utf8(rank)
+                .ok()
+                .and_then(|r| r.parse::<u32>().ok())
+                .filter(|&r| r < u32::MAX)
+                .ok_or_else(|| {
+                    let got = format!("\"{}\"", String::from_utf8_lossy(rank));
+                    bad(n, "rank must be an integer from 0 to 4294967294", &got)
+                })?;
+            let start = u32::try_from(start)
+                .map_err(|_| bad(n, "table must be under 4 GiB of tokens", "more"))?;
+            tokens.push((start, len as u16, rank, n));
+        }
+        let mut tokenizer = Tokenizer {
+            bytes,
+            slots: vec![Slot::default(); (tokens.len() * 2).next_power_of_two().max(16)],
+            hasher: FixedState::with_seed(0x736c_6964_6577_696e),
+            tokens: tokens.len(),
+            split,
+            regex: Regex::builder()
+                .syntax(syntax::Config::new().unicode(true).utf8(true))
+                .configure(Regex::config().match_kind(MatchKind::LeftmostFirst))
+                .build_many(&split.patterns())
+                .map_err(|e| BadTable(format!("split {split:?} does not compile: {e}")))?,
+        };
+        for &(start, len, rank, n) in &tokens {
+            if let Some(first) = tokenizer.insert(start, len, rank) {
+                let got = format!("a token given rank {first} before");
+                return Err(bad(n, "token must be new", &got));
+            }
+        }
+        let mut ranks: Vec<(u32, usize)> = tokens.iter().map(|t| (t.2, t.3)).collect();
+        ranks.sort_unstable();
+        if let Some(w) = ranks.windows(2).find(|w| w[0].0 == w[1].0) {
+            let got = format!("rank {} again (line {})", w[1].0, w[0].1);
+            return Err(bad(w[1].1, "rank must be new", &got));
+        }
+        if let Some(b) = (0..=255u8).find(|&b| tokenizer.rank(&[b]).is_none()) {
+            return Err(BadTable(format!(
+                "table must have a token for each byte: byte 0x{b:02x} has none"
+            )));
+        }
+        Ok(tokenizer)
+    }
+
+    /// How many tokens the table holds.
+    pub fn len(&self) -> usize {
+        self.tokens
+    }
+
+    /// Whether the table holds no token (never: a table has the 256 bytes at least).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The pre-tokenizer it was made with.
+    pub fn split(&self) -> Split {
+        self.split
+    }
+
+    /// The number of tokens of `text`; see the module's introduction.
+    pub fn count(&self, text: &str) -> u64 {
+        self.counter().count(text)
+    }
+
+    /// A counter: its scratch space kept from one text to the next, for many texts.
+    pub fn counter(&self) -> Counter<'_> {
+        Counter {
+            tokenizer: self,
+            cache: self.regex.create_cache(),
+            parts: Vec::with_capacity(LONGEST_PIECE + 1),
+        }
+    }
+
+    fn hash(&self, bytes: &[u8]) -> u64 {
+        self.hasher.hash_one(bytes)
+    }
+
+    /// The slot for `bytes`: its own, or the empty one where it would go.
+    fn slot(&self, bytes: &[u8], hash: u64) -> usize {
+        let mask = self.slots.len() - 1;
+        let tag = (hash >> 48) as u16;
+        let mut i = hash as usize & mask;
+        loop {
+            let s = self.slots[i];
+            if s.len == 0 {
+                return i;
+            }
+            if s.tag == tag && usize::from(s.len) == bytes.len() {
+                let start = s.start as usize;
+                if &self.bytes[start..start + bytes.len()] == bytes {
+                    return i;
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Adds the token at `start..start + len` of `self.bytes`; `Some(rank)`: it was there.
+    fn insert(&mut self, start: u32, len: u16, rank: u32) -> Option<u32> {
+        let range = start as usize..start as usize + usize::from(len);
+        let hash = self.hash(&self.bytes[range.clone()]);
+        let i = self.slot(&self.bytes[range], hash);
+        if self.slots[i].len > 0 {
+            return Some(self.slots[i].rank);
+        }
+        let tag = (hash >> 48) as u16;
+        self.slots[i] = Slot {
+            start,
+            len,
+            tag,
+            rank,
+        };
+        None
+    }
+
+    /// The rank of the token `bytes`, if it is one.
+    fn rank(&self, bytes: &[u8]) -> Option<u32> {
+        let s = self.slots[self.slot(bytes, self.hash(bytes))];
+        (s.len > 0).then_some(s.rank)
+    }
+}
+
+fn bad(line: usize, what: &str, got: &str) -> BadTable {
+    BadTable(format!("line {line}: {what}, got {got}"))
+}
+
+/// Counts tokens of texts with one [`Tokenizer`], reusing its scratch space.
+pub struct Counter<'t> {
+    tokenizer: &'t Tokenizer,
+    cache: Cache,
+    /// The merge's parts: each one's start in the piece and the rank of it joined with the
+    /// next (`u32::MAX`: no token).
+    parts: Vec<(usize, u32)>,
+}
+
+impl Counter<'_> {
+    /// The number of tokens of `text`.
+    pub fn count(&mut self, text: &str) -> u64 {
+        let mut total = 0;
+        let mut at = 0;
+        let regex = &self.tokenizer.regex;
+        while at < text.len() {
+            let input = Input::new(text).range(at..);
+            let Some(m) = regex.search_with(&mut self.cache, &input) else {
+                // No pattern matches the rest (no character is left out of all of them):
+                // encoded as one piece all the same.
+                total += self.piece(&text.as_bytes()[at..]);
+                break;
+            };
+            let mut end = m.end();
+            if m.pattern().as_usize() == LOOKAHEAD {
+                end -= text[..end].chars().next_back().map_or(0, char::len_utf8);
+            }
+            if m.start() > at {
+                total += self.piece(&text.as_bytes()[at..m.start()]);
+            }
+            total += self.piece(&text.as_bytes()[m.start()..end]);
+            at = end;
+        }
+        total
+    }
+
+    /// The tokens of one piece: tiktoken's `byte_pair_merge`.
+    fn piece(&mut self, piece: &[u8]) -> u64 {
+        let table = self.tokenizer;
+        if piece.len() <= 1 || table.rank(piece).is_some() {
+            return piece.len().min(1) as u64;
+        }
+        if piece.len() > LONGEST_PIECE {
+            return piece.len() as u64;
+        }
+        let rank = |parts: &[(usize, u32)], i: usize| match parts.get(i + 3) {
+            Some(&(end, _)) => table.rank(&piece[parts[i].0..end]).unwrap_or(u32::MAX),
+            None => u32::MAX,
+        };
+        let parts = &mut self.parts;
+        parts.clear();
+        parts.extend((0..piece.len() - 1).map(|i| {
+            let pair = table.rank(&piece[i..i + 2]).unwrap_or(u32::MAX);
+            (i, pair)
+        }));
+        parts.push((piece.len() - 1, u32::MAX));
+        parts.push((piece.len(), u32::MAX));
+        loop {
+            let (mut least, mut at) = (u32::MAX, 0);
+            for (i, &(_, r)) in parts[..parts.len() - 1].iter().enumerate() {
+                if r < least {
+                    (least, at) = (r, i);
+                }
+            }
+            if least == u32::MAX {
+                break;
+            }
+            if at > 0 {
+                parts[at - 1].1 = rank(parts, at - 1);
+            }
+            parts[at].1 = rank(parts, at);
+            parts.remove(at + 1);
+        }
+        (parts.len() - 1) as u64
+    }
+}
