@@ -78,7 +78,7 @@ fn new_request(lua: &Lua, opts: Table) -> LuaResult<MultiValue> {
         Value::Nil => 0,
         v => args::uint(REQUEST, "media_tokens", &v)?,
     };
-    match request::read(&body.as_bytes(), endpoint, media) {
+    match request::read(&body.as_bytes(), endpoint, media, None) {
         Ok(req) => LuaRequest(req).into_lua_multi(lua),
         Err(bad) => (Value::Nil, bad.0).into_lua_multi(lua),
     }

@@ -1,5 +1,6 @@
 //! Token counts with a tokenizer table (slidewin::llm::tokens) against a naive reference
-//! (common/bpe.rs), and table errors.
+//! (common/bpe.rs), table errors, and the prompt's bound with a table never below the count
+//! a chat format gives.
 #![cfg(feature = "llm")]
 
 #[path = "common/bpe.rs"]
@@ -9,7 +10,11 @@ use std::sync::LazyLock;
 
 use bpe::{ref_count, ref_piece, tiktoken, train, Ranks, RefSplit, SAMPLE};
 use proptest::prelude::*;
+use serde_json::{json, Value};
+use slidewin::llm::prompt::{PER_MESSAGE, PER_NAME, REPLY};
+use slidewin::llm::request;
 use slidewin::llm::tokens::{Split, Tokenizer, LONGEST_PIECE};
+use slidewin::llm::Endpoint;
 
 static RANKS: LazyLock<Ranks> = LazyLock::new(|| train(&SAMPLE.repeat(3), 400));
 static CL100K: LazyLock<Tokenizer> = LazyLock::new(|| table(Split::Cl100k));
@@ -172,3 +177,142 @@ fn bad_tables_name_the_line_and_what_is_wrong() {
     assert_eq!(Split::from_name("p50k"), None);
 }
 
+/// What a chat format costs, as OpenAI's cookbook counts it: 3 per message, the tokens of
+/// each role, content and name, 1 per name, 3 to prime the reply.
+fn cookbook(messages: &[Value]) -> u64 {
+    let count = |s: &str| ref_count(&REF_CL100K, &RANKS, s, LONGEST_PIECE);
+    let mut total = 3;
+    for m in messages {
+        total += 3;
+        for (key, value) in m.as_object().unwrap() {
+            let text = match value {
+                Value::String(s) => count(s),
+                Value::Array(parts) => parts
+                    .iter()
+                    .map(|p| count(p["text"].as_str().unwrap()))
+                    .sum(),
+                _ => 0,
+            };
+            total += text + u64::from(key == "name");
+        }
+    }
+    total
+}
+
+#[test]
+fn the_bound_of_a_chat_is_its_text_and_the_documented_overhead() {
+    let content = "The quick brown fox jumps over the lazy dog. ".repeat(10);
+    let body = json!({"model": "m", "max_tokens": 100, "temperature": 0.5, "messages": [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "name": "ann", "content": content},
+        {"role": "user", "content": [{"type": "text", "text": "and this"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]},
+    ], "tools": [{"type": "function", "function": {"name": "f"}}]});
+    let text = body.to_string();
+    let bytes = request::read(text.as_bytes(), Endpoint::ChatCompletions, 700, None).unwrap();
+    let req = request::read(
+        text.as_bytes(),
+        Endpoint::ChatCompletions,
+        700,
+        Some(&CL100K),
+    );
+    let tools = r#""tools":[{"function":{"name":"f"},"type":"function"}],"#.len() as u64;
+    let count = |s: &str| CL100K.count(s);
+    let expected = REPLY
+        + 3 * PER_MESSAGE
+        + count("system")
+        + count("You are terse.")
+        + 2 * count("user")
+        + count("ann")
+        + PER_NAME
+        + count(&content)
+        + count("and this")
+        + 700
+        + tools;
+    assert_eq!(req.unwrap().prompt_bound, expected);
+    // The text's bound about a third of its bytes' here.
+    let text_bound = expected - 700;
+    assert!(
+        text_bound * 3 < bytes.prompt_bound - 700,
+        "{expected} / {bytes:?}"
+    );
+}
+
+#[test]
+fn the_bound_of_inputs_and_members_not_read() {
+    let bound = |body: Value, endpoint| {
+        let text = body.to_string();
+        request::read(text.as_bytes(), endpoint, 50, Some(&CL100K))
+            .unwrap()
+            .prompt_bound
+    };
+    let count = |s: &str| CL100K.count(s);
+    let embed = json!({"model": "m", "input": ["one two", "three"], "dimensions": 8});
+    let embed_bound = count("one two") + count("three");
+    assert_eq!(bound(embed, Endpoint::Embeddings), embed_bound);
+    // Token ids by their bytes.
+    let ids = json!({"model": "m", "input": [[1, 22, 333]]});
+    assert_eq!(bound(ids, Endpoint::Embeddings), "[1,22,333]".len() as u64);
+    let responses = json!({"model": "m", "instructions": "be brief", "input": [
+        {"role": "user", "content": [{"type": "input_text", "text": "hi"},
+            {"type": "input_image", "image_url": "https://x/y.png"}]}],
+        "response_format": {"type": "json_object"}});
+    let expected = count("be brief")
+        + PER_MESSAGE
+        + count("user")
+        + count("hi")
+        + 50
+        + r#""response_format":{"type":"json_object"},"#.len() as u64;
+    assert_eq!(bound(responses, Endpoint::Responses), expected);
+    // A message's other members (tool_calls) by their bytes.
+    let calls = json!({"model": "m", "messages": [{"role": "assistant", "content": null,
+        "tool_calls": [{"id": "c", "type": "function"}]}]});
+    let expected = REPLY
+        + PER_MESSAGE
+        + count("assistant")
+        + r#""tool_calls":[{"id":"c","type":"function"}],"#.len() as u64;
+    assert_eq!(bound(calls, Endpoint::ChatCompletions), expected);
+}
+
+fn messages() -> impl Strategy<Value = Vec<Value>> {
+    let text = texts();
+    let message = (
+        prop::sample::select(vec!["system", "user", "assistant"]),
+        prop::option::of("[a-z]{1,8}"),
+        prop::collection::vec(texts(), 0..3),
+        text,
+        any::<bool>(),
+    )
+        .prop_map(|(role, name, parts, text, as_parts)| {
+            let content = match as_parts {
+                true => Value::Array(
+                    parts
+                        .into_iter()
+                        .map(|t| json!({"type": "text", "text": t}))
+                        .collect(),
+                ),
+                false => Value::String(text),
+            };
+            let mut m = json!({"role": role, "content": content});
+            if let Some(name) = name {
+                m["name"] = Value::String(name);
+            }
+            m
+        });
+    prop::collection::vec(message, 1..6)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// The bound is never below the cookbook's count, nor above the body's bytes plus the
+    /// reply's priming.
+    #[test]
+    fn the_bound_is_never_below_the_count(messages in messages()) {
+        let body = json!({"model": "m", "messages": messages}).to_string();
+        let req = request::read(body.as_bytes(), Endpoint::ChatCompletions, 0, Some(&CL100K));
+        let bound = req.unwrap().prompt_bound;
+        prop_assert!(bound >= cookbook(&messages), "{bound} < {}", cookbook(&messages));
+        prop_assert!(bound <= body.len() as u64 + REPLY, "{bound} > {}", body.len());
+    }
+}
