@@ -102,7 +102,7 @@ fn texts() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(600))]
+    #![proptest_config(ProptestConfig::with_cases(3000))]
 
     #[test]
     fn counts_agree_with_the_reference(text in texts()) {
@@ -303,7 +303,7 @@ fn messages() -> impl Strategy<Value = Vec<Value>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(200))]
+    #![proptest_config(ProptestConfig::with_cases(1000))]
 
     /// The bound is never below the cookbook's count, nor above the body's bytes plus the
     /// reply's priming.

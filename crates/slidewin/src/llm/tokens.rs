@@ -39,9 +39,9 @@ use core::hash::BuildHasher;
 
 use base64::Engine;
 use foldhash::fast::FixedState;
-use regex_automata::meta::{Cache, Regex};
+use regex_automata::meta::Regex;
 use regex_automata::util::syntax;
-use regex_automata::{Input, MatchKind};
+use regex_automata::{Anchored, Input, MatchKind};
 
 /// The longest piece encoded exactly, in bytes; a longer one counts one token per byte.
 pub const LONGEST_PIECE: usize = 256;
@@ -230,7 +230,6 @@ impl Tokenizer {
     pub fn counter(&self) -> Counter<'_> {
         Counter {
             tokenizer: self,
-            cache: self.regex.create_cache(),
             parts: Vec::with_capacity(LONGEST_PIECE + 1),
         }
     }
@@ -288,10 +287,10 @@ fn bad(line: usize, what: &str, got: &str) -> BadTable {
     BadTable(format!("line {line}: {what}, got {got}"))
 }
 
-/// Counts tokens of texts with one [`Tokenizer`], reusing its scratch space.
+/// Counts tokens of texts with one [`Tokenizer`], reusing its scratch space (the regex's
+/// caches are the regex's own, kept per thread).
 pub struct Counter<'t> {
     tokenizer: &'t Tokenizer,
-    cache: Cache,
     /// The merge's parts: each one's start in the piece and the rank of it joined with the
     /// next (`u32::MAX`: no token).
     parts: Vec<(usize, u32)>,
@@ -304,10 +303,14 @@ impl Counter<'_> {
         let mut at = 0;
         let regex = &self.tokenizer.regex;
         while at < text.len() {
+            // Anchored where the last piece ended (one pass of the lazy DFA, forward only),
+            // which matches unless no pattern takes the next character.
             let input = Input::new(text).range(at..);
-            let Some(m) = regex.search_with(&mut self.cache, &input) else {
-                // No pattern matches the rest (no character is left out of all of them):
-                // encoded as one piece all the same.
+            let found = match regex.search(&input.clone().anchored(Anchored::Yes)) {
+                None => regex.search(&input),
+                anchored => anchored,
+            };
+            let Some(m) = found else {
                 total += self.piece(&text.as_bytes()[at..]);
                 break;
             };
