@@ -16,6 +16,10 @@
 //!   least one byte, and the JSON's quotes, colons and commas outnumbering the format's
 //!   tokens;
 //! - settings the provider does not read as prompt ([`SETTINGS`]) add nothing.
+//!
+//! The text parts of one message are counted each on its own: a provider that joins them
+//! into one text may count a few tokens more or less at each join (BPE merges across it).
+//! The bound assumes the provider's table is the one given: with another, it is no bound.
 
 use alloc::string::String;
 
