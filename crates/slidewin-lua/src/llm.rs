@@ -162,7 +162,7 @@ fn new_tokenizer(lua: &Lua, opts: Table) -> LuaResult<MultiValue> {
     let Some(split) = named.and_then(Split::from_name) else {
         let got = split.map_or("nil".to_owned(), |s| format!("\"{s}\""));
         let message = format!(
-            "split must be \"cl100k\" or \"o200k\" (or the path's file name begin with one), got {got}"
+            "split must be \"cl100k\" or \"o200k\" (or the path's file name begins with one), got {got}"
         );
         return Err(args::error(TOKENIZER, message));
     };
