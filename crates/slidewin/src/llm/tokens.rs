@@ -65,26 +65,39 @@ impl Split {
         }
     }
 
-    /// The table's pattern, as three patterns tried at each position in order: tiktoken's
-    /// alternatives up to `\s+(?!\S)` with `\s+$` in its place, then `\s+\s` (whose last
-    /// character is given back: the lookahead, emulated), then `\s+`. A whitespace run that a
-    /// non-space follows thus leaves its last character to the piece after it, as tiktoken's
-    /// backtracking does.
+    /// The table's pattern (tiktoken 0.14's), as three patterns tried at each position in
+    /// order: the alternatives before `\s+(?!\S)`, and `\s+$` (at the end of the text it
+    /// matches what the lookahead would); then `\s+\s`, whose last character is given back
+    /// (the lookahead, emulated: a whitespace run that a non-space follows leaves its last
+    /// character to the piece after it, as tiktoken's backtracking does); then the last
+    /// alternative. cl100k_base's possessive quantifiers (`?+`, `++`, `*+`) match as the
+    /// greedy ones do here: nothing after them in their alternative could take back a
+    /// character.
     fn patterns(self) -> [&'static str; 3] {
-        let first = match self {
-            Split::Cl100k => concat!(
-                r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}",
-                r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+$",
-            ),
-            Split::O200k => concat!(
-                r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+",
-                r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-                r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*",
-                r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-                r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+$",
-            ),
-        };
-        [first, r"\s+\s", r"\s+"]
+        match self {
+            // tiktoken's: '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|
+            // ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s
+            Split::Cl100k => [
+                concat!(
+                    r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}",
+                    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s+$|\s*[\r\n]",
+                ),
+                r"\s+\s",
+                r"\s",
+            ],
+            // tiktoken's, whose last three alternatives are \s*[\r\n]+|\s+(?!\S)|\s+
+            Split::O200k => [
+                concat!(
+                    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+",
+                    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+                    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*",
+                    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+                    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+$",
+                ),
+                r"\s+\s",
+                r"\s+",
+            ],
+        }
     }
 }
 

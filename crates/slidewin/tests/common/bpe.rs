@@ -8,19 +8,21 @@ use std::collections::HashMap;
 use base64::Engine;
 use regex::Regex;
 
-/// tiktoken's cl100k_base alternatives, in order; `None`: `\s+(?!\S)`, done by hand.
-const CL100K: [Option<&str>; 7] = [
-    Some(r"(?i:'s|'t|'re|'ve|'m|'ll|'d)"),
+/// tiktoken's cl100k_base alternatives (tiktoken 0.14: its possessive quantifiers match
+/// as greedy ones here), in order; `None`: `\s+(?!\S)`, done by hand.
+const CL100K: &[Option<&str>] = &[
+    Some(r"'(?i:[sdmt]|ll|ve|re)"),
     Some(r"[^\r\n\p{L}\p{N}]?\p{L}+"),
     Some(r"\p{N}{1,3}"),
     Some(r" ?[^\s\p{L}\p{N}]+[\r\n]*"),
-    Some(r"\s*[\r\n]+"),
+    Some(r"\s+$"),
+    Some(r"\s*[\r\n]"),
     None,
-    Some(r"\s+"),
+    Some(r"\s"),
 ];
 
 /// tiktoken's o200k_base alternatives, in order.
-const O200K: [Option<&str>; 7] = [
+const O200K: &[Option<&str>] = &[
     Some(
         r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
     ),
