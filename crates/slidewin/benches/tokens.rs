@@ -1,7 +1,9 @@
 //! Prompt counts: a tokenizer table's exact count of text (llm::tokens), and a chat body's
 //! prompt bound read with the table beside the byte bound, in MB/s of text or body. The
-//! table is trained on sample text (tests/common/bpe.rs) and padded to 100,000 tokens, the
-//! size of cl100k_base, so that its lookups miss the caches as a real one's do.
+//! table is OpenAI's cl100k_base.tiktoken at `SLIDEWIN_TIKTOKEN_TABLE` when set
+//! (scripts/check-tiktoken.sh installs one), else one trained on sample text
+//! (tests/common/bpe.rs) and padded to 100,000 tokens, the size of cl100k_base, so that its
+//! lookups miss the caches as a real one's do.
 //! `cargo bench -p slidewin --features llm --bench tokens` (figures in BENCHMARKS.md, "Prompt
 //! counts").
 
@@ -14,6 +16,10 @@ use slidewin::llm::{request, Endpoint};
 use std::hint::black_box;
 
 fn table() -> Tokenizer {
+    if let Ok(path) = std::env::var("SLIDEWIN_TIKTOKEN_TABLE") {
+        let table = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        return Tokenizer::new(&table, Split::Cl100k).unwrap();
+    }
     let mut ranks = bpe::train(&bpe::SAMPLE.repeat(3), 400);
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     while ranks.len() < 100_000 {
