@@ -237,7 +237,7 @@ impl Tokenizer {
         Ok(tokenizer)
     }
 
-    /// How many tokens the table holds.
+    /// How many tokens the table has (those not kept, over [`LONGEST_PIECE`] bytes, too).
     pub fn len(&self) -> usize {
         self.tokens
     }
