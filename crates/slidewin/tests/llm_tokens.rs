@@ -293,13 +293,22 @@ fn the_bound_of_inputs_and_members_not_read() {
         {"role": "user", "content": [{"type": "input_text", "text": "hi"},
             {"type": "input_image", "image_url": "https://x/y.png"}]}],
         "response_format": {"type": "json_object"}});
+    // Responses make messages of instructions and input: each adds its format's tokens.
     let expected = count("be brief")
+        + PER_MESSAGE
+        + REPLY
         + PER_MESSAGE
         + count("user")
         + count("hi")
         + 50
         + r#""response_format":{"type":"json_object"},"#.len() as u64;
     assert_eq!(bound(responses, Endpoint::Responses), expected);
+    let plain = json!({"model": "m", "input": "hi there"});
+    let expected = count("hi there") + PER_MESSAGE + REPLY;
+    assert_eq!(bound(plain, Endpoint::Responses), expected);
+    // A completion's prompt is its text alone.
+    let prompt = json!({"model": "m", "prompt": "hi there"});
+    assert_eq!(bound(prompt, Endpoint::Completions), count("hi there"));
     // A message's other members (tool_calls) by their bytes.
     let calls = json!({"model": "m", "messages": [{"role": "assistant", "content": null,
         "tool_calls": [{"id": "c", "type": "function"}]}]});

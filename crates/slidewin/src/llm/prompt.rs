@@ -7,7 +7,9 @@
 //! - each message adds [`PER_MESSAGE`] tokens, each name [`PER_NAME`], and a list of
 //!   messages [`REPLY`] (the assistant's reply primed): at least what OpenAI's cookbook
 //!   counts ("How to count tokens with tiktoken": 3 per message, 1 per name, 3 for the
-//!   reply; 4 per message for gpt-3.5-turbo-0301);
+//!   reply; 4 per message for gpt-3.5-turbo-0301). The responses endpoint makes messages
+//!   of text too: there `instructions` and each string of `input` add [`PER_MESSAGE`], and
+//!   `input` adds [`REPLY`]; completions and embeddings add nothing to their text;
 //! - each image, audio or file part adds `media_tokens`, as in the byte bound;
 //! - what else the provider reads into the prompt and is not tokenized here (`tools`,
 //!   `functions`, `response_format`, `tool_choice`, a message's `tool_calls`, a part that is
@@ -28,6 +30,7 @@ use serde_json::Value;
 
 use super::request::{is_media, media_parts};
 use super::tokens::{Counter, Tokenizer};
+use super::Endpoint;
 
 /// Tokens a chat format adds per message, at least (the cookbook's 3, or 4 for older models).
 pub const PER_MESSAGE: u64 = 4;
@@ -63,17 +66,23 @@ pub const SETTINGS: [&str; 20] = [
 /// The members whose strings are tokenized.
 const TEXT: [&str; 4] = ["messages", "input", "prompt", "instructions"];
 
-/// The bound of a body whose top-level `members` are given, those of [`TEXT`] parsed in
-/// `parsed` (other members there are counted by their bytes all the same).
+/// The bound of a body to `endpoint` whose top-level `members` are given, those of [`TEXT`]
+/// parsed in `parsed` (other members there are counted by their bytes all the same).
 pub(crate) fn bound(
     members: &[(String, &RawValue)],
     parsed: &[(&str, Value)],
+    endpoint: Endpoint,
     tokenizer: &Tokenizer,
     media_tokens: u64,
 ) -> u64 {
     let mut b = Bound {
         counter: tokenizer.counter(),
         media_tokens,
+        // Text made a message by the endpoint: its format's tokens per text.
+        per_text: match endpoint {
+            Endpoint::Responses => PER_MESSAGE,
+            _ => 0,
+        },
     };
     let mut total = 0u64;
     for (name, raw) in members {
@@ -86,6 +95,9 @@ pub(crate) fn bound(
                 }
                 other => b.bytes(other),
             },
+            Some((_, value)) if name == "input" && b.per_text > 0 => {
+                b.input(value).saturating_add(REPLY)
+            }
             Some((_, value)) => b.input(value),
             None if SETTINGS.contains(&name.as_str()) => 0,
             // The member's name, quotes, colon and comma with its value.
@@ -99,16 +111,17 @@ pub(crate) fn bound(
 struct Bound<'t> {
     counter: Counter<'t>,
     media_tokens: u64,
+    per_text: u64,
 }
 
 impl Bound<'_> {
     /// `input`, `prompt` or `instructions`: text, a list of texts, or a list of messages.
     fn input(&mut self, value: &Value) -> u64 {
         match value {
-            Value::String(s) => self.text(s),
+            Value::String(s) => self.text(s).saturating_add(self.per_text),
             Value::Array(items) => items.iter().fold(0u64, |sum, item| {
                 let counted = match item {
-                    Value::String(s) => self.text(s),
+                    Value::String(s) => self.text(s).saturating_add(self.per_text),
                     Value::Object(_) => self.message(item),
                     other => self.bytes(other),
                 };

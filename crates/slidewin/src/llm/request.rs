@@ -129,7 +129,7 @@ pub fn read(
         }
     }
     let prompt_bound = match tokenizer {
-        Some(table) => prompt::bound(&members, &parsed, table, media_tokens),
+        Some(table) => prompt::bound(&members, &parsed, endpoint, table, media_tokens),
         None => {
             let media: u64 = parsed.iter().map(|(_, v)| media_parts(v)).sum();
             (body.len() as u64).saturating_add(media.saturating_mul(media_tokens))
