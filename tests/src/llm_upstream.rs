@@ -2,7 +2,10 @@
 //! completions, completions, responses and embeddings in JSON or as event streams, reports
 //! usage as providers do, and keeps a record of what it produced, for the tests to replay.
 //!
-//! Its prompt tokens are the prompt's text bytes / 4 rounded up (at least 1); its output is a
+//! Its prompt tokens are the prompt's text bytes / 4 rounded up (at least 1), or, started
+//! with a tokenizer table ([`LlmUpstream::start_counting`]), what OpenAI's cookbook counts: the
+//! table's tokens of each message's role, content and name, 3 per message, 1 per name, 3 for
+//! the reply, and the tokens of `input`, `prompt` and `instructions`' strings; its output is a
 //! random length from 1 to the request's cap (16 without one), streamed one token per event
 //! over the request's `X-Stream-Ms` (or a random time in the upstream's range). A stream
 //! reports usage only when asked (`stream_options.include_usage`; responses: always). Request
@@ -16,6 +19,7 @@ use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
+use slidewin::llm::tokens::Tokenizer;
 
 use crate::random::Random;
 
@@ -44,6 +48,16 @@ pub struct LlmUpstream {
 impl LlmUpstream {
     /// Starts it; streams without `X-Stream-Ms` last a random time in `stream_ms`.
     pub fn start(stream_ms: (u64, u64)) -> LlmUpstream {
+        Self::start_with(stream_ms, None)
+    }
+
+    /// Starts it counting prompts with `table` as the cookbook does.
+    pub fn start_counting(stream_ms: (u64, u64), table: Tokenizer) -> LlmUpstream {
+        Self::start_with(stream_ms, Some(table))
+    }
+
+    fn start_with(stream_ms: (u64, u64), table: Option<Tokenizer>) -> LlmUpstream {
+        let table = Arc::new(table);
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the stand-in upstream");
         let port = listener.local_addr().unwrap().port();
         let record = Arc::new(Mutex::new(Vec::new()));
@@ -52,9 +66,10 @@ impl LlmUpstream {
             for (n, stream) in listener.incoming().enumerate() {
                 let Ok(stream) = stream else { continue };
                 let record = Arc::clone(&kept);
+                let table = Arc::clone(&table);
                 let mut random = Random(0x9e37_79b9_7f4a_7c15 ^ (n as u64 + 1));
                 thread::spawn(move || {
-                    let _ = serve(stream, &record, &mut random, stream_ms);
+                    let _ = serve(stream, &record, &mut random, stream_ms, &table);
                 });
             }
         });
@@ -96,11 +111,37 @@ fn text_bytes(v: &Value) -> u64 {
     }
 }
 
+/// The cookbook's count of a request's prompt with `table`.
+fn cookbook(table: &Tokenizer, req: &Value) -> u64 {
+    fn strings(table: &Tokenizer, v: &Value) -> u64 {
+        match v {
+            Value::String(s) => table.count(s),
+            Value::Array(a) => a.iter().map(|v| strings(table, v)).sum(),
+            Value::Object(o) => o.values().map(|v| strings(table, v)).sum(),
+            _ => 0,
+        }
+    }
+    let messages = req.get("messages").and_then(Value::as_array);
+    let chat: u64 = messages.map_or(0, |messages| {
+        let each = messages.iter().map(|m| {
+            let text = |key| m.get(key).map_or(0, |v| strings(table, v));
+            3 + text("role") + text("content") + m.get("name").map_or(0, |n| strings(table, n) + 1)
+        });
+        3 + each.sum::<u64>()
+    });
+    let inputs = ["input", "prompt", "instructions"].iter();
+    chat + inputs
+        .filter_map(|f| req.get(*f))
+        .map(|v| strings(table, v))
+        .sum::<u64>()
+}
+
 fn serve(
     stream: TcpStream,
     record: &Mutex<Vec<Produced>>,
     random: &mut Random,
     stream_ms: (u64, u64),
+    table: &Option<Tokenizer>,
 ) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut line = String::new();
@@ -141,7 +182,10 @@ fn serve(
         .filter_map(|f| req.get(*f))
         .map(text_bytes)
         .sum();
-    let prompt = prompt_text.div_ceil(4).max(1);
+    let prompt = match table {
+        Some(table) => cookbook(table, &req),
+        None => prompt_text.div_ceil(4).max(1),
+    };
     let output = match (embeddings, header("x-ignore-cap")) {
         (true, _) => 0,
         (false, Some(n)) => n.parse().unwrap_or(1),

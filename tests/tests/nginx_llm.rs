@@ -6,6 +6,11 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+#[path = "../../crates/slidewin/tests/common/bpe.rs"]
+mod bpe;
+
+use slidewin::llm::prompt::{PER_MESSAGE, PER_NAME, REPLY};
+use slidewin::llm::tokens::{Split, Tokenizer};
 use slidewin_tests::http::{self, Response};
 use slidewin_tests::llm_upstream::{LlmUpstream, Produced};
 use slidewin_tests::nginx::Nginx;
@@ -15,6 +20,24 @@ fn start(workers: u32, stream_ms: (u64, u64)) -> (Nginx, LlmUpstream) {
     let upstream = LlmUpstream::start(stream_ms);
     let env = [("SLIDEWIN_LLM_UPSTREAM", upstream.port.to_string())];
     (Nginx::start_with_env("llm.conf", workers, &env), upstream)
+}
+
+/// nginx and a stand-in counting prompts with a table trained on the sample text, written
+/// where guard `counted` reads it (a file name that tells its split); the table's tokenizer
+/// for the test's own counts; the directory holding the file.
+fn start_counted(stream_ms: (u64, u64)) -> (Nginx, LlmUpstream, Tokenizer, tempfile::TempDir) {
+    let table = bpe::tiktoken(&bpe::train(&bpe::SAMPLE.repeat(3), 400));
+    let tokenizer = || Tokenizer::new(table.as_bytes(), Split::Cl100k).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cl100k_test.tiktoken");
+    std::fs::write(&path, &table).unwrap();
+    let upstream = LlmUpstream::start_counting(stream_ms, tokenizer());
+    let env = [
+        ("SLIDEWIN_LLM_UPSTREAM", upstream.port.to_string()),
+        ("SLIDEWIN_LLM_TABLE", path.display().to_string()),
+    ];
+    let nginx = Nginx::start_with_env("llm.conf", 2, &env);
+    (nginx, upstream, tokenizer(), dir)
 }
 
 fn call(nginx: &Nginx, path: &str, user: &str, extra: &[(&str, &str)], body: &[u8]) -> Response {
@@ -592,4 +615,131 @@ fn utilization(record: &[Produced], window: i64, limit: u64) -> f64 {
         })
         .sum();
     shares / ends.len() as f64
+}
+
+/// A system message and a user's named message: the body, and its bound with `table` as
+/// slidewin::llm::prompt documents it.
+fn counted_chat(table: &Tokenizer, content: &str, extra: &str) -> (String, u64) {
+    let body = format!(
+        r#"{{"model":"cheap","messages":[{{"role":"system","content":"You are terse."}},{{"role":"user","name":"ann","content":"{content}"}}]{extra}}}"#
+    );
+    let text = table.count("system") + table.count("You are terse.") + table.count("user");
+    let bound =
+        REPLY + 2 * PER_MESSAGE + text + table.count("ann") + PER_NAME + table.count(content);
+    (body, bound)
+}
+
+#[test]
+fn a_table_counts_the_prompt_and_the_reservation_is_its_bound_and_the_cap() {
+    let (nginx, upstream, table, _dir) = start_counted((0, 0));
+    let content = "The quick brown fox jumps over the lazy dog. It's the dog's day, they're sure.";
+    let (body, bound) = counted_chat(&table, content, r#","max_tokens":5000"#);
+    let path = "/counted/v1/chat/completions";
+    let r = call(&nginx, path, "a", &[], body.as_bytes());
+    assert_eq!(r.status, 200, "{}", r.body);
+    let p = upstream.wait(1)[0].clone();
+    // The cap is what the limit leaves after the bound, far under the body's bytes; the
+    // provider's count (the cookbook's 3 per message) is the bound less 1 per message.
+    assert_eq!(p.cap, Some(1000 - bound));
+    assert_eq!(p.prompt, bound - 2);
+    assert!(bound * 2 < body.len() as u64, "{bound} / {}", body.len());
+    assert_eq!(room(&nginx, "counted", "a"), 1000 - (p.prompt + p.output));
+
+    // A stream holds its bound and cap until it settles, then its usage.
+    let (body, bound) = counted_chat(&table, "stream it", r#","stream":true,"max_tokens":50"#);
+    let port = nginx.port();
+    let streaming = thread::spawn(move || {
+        let headers = [("X-User", "s"), ("X-Stream-Ms", "1500")];
+        http::send(port, "POST", path, &headers, body.as_bytes())
+    });
+    thread::sleep(Duration::from_millis(500));
+    assert_eq!(room(&nginx, "counted", "s"), 1000 - (bound + 50));
+    assert_eq!(streaming.join().unwrap().status, 200);
+    let p = upstream.wait(2)[1].clone();
+    assert_eq!(p.prompt, bound - 2);
+    assert_eq!(room(&nginx, "counted", "s"), 1000 - (p.prompt + p.output));
+}
+
+#[test]
+fn with_a_table_a_window_never_goes_over_its_limit() {
+    let (nginx, upstream, _table, _dir) = start_counted((100, 300));
+    let port = nginx.port();
+    let clients: Vec<_> = (0..8)
+        .map(|i| {
+            thread::spawn(move || {
+                let mut statuses = Vec::new();
+                for j in 0..6 {
+                    let content = "the quick brown fox ".repeat(1 + (i * 7 + j) % 5);
+                    let stream = if j % 2 == 0 { r#","stream":true"# } else { "" };
+                    let body = chat(
+                        &content,
+                        &format!(r#","max_tokens":{}{stream}"#, 40 + 30 * i),
+                    );
+                    let headers = [("X-User", "w"), ("Content-Type", "application/json")];
+                    let path = "/counted/v1/chat/completions";
+                    statuses.push(http::send(port, "POST", path, &headers, body.as_bytes()).status);
+                }
+                statuses
+            })
+        })
+        .collect();
+    let statuses: Vec<u16> = clients
+        .into_iter()
+        .flat_map(|c| c.join().unwrap())
+        .collect();
+    let passed = statuses.iter().filter(|s| **s == 200).count();
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 429),
+        "{statuses:?}"
+    );
+    let record = upstream.wait(passed);
+    assert_eq!(record.len(), passed);
+    assert!(passed >= 4, "{statuses:?}");
+    assert_eq!(windows_over(&record, 10_000, 1000), 0, "{record:?}");
+}
+
+#[test]
+fn a_bad_tokenizer_is_refused_naming_the_option_and_the_value() {
+    let (nginx, _upstream, _table, dir) = start_counted((0, 0));
+    let bad = dir.path().join("cl100k_bad.tiktoken");
+    std::fs::write(&bad, "AA== 0\naGk= x\n").unwrap();
+    let unnamed = dir.path().join("table.tiktoken");
+    std::fs::write(&unnamed, "AA== 0\n").unwrap();
+    let new = |conf: &str| {
+        let lua = format!(
+            "local guard, err = require('resty.slidewin.llm').new{{ limits = {{ {{ limiter = \
+             require('limits'):get('counted') }} }}, {conf} }} return err"
+        );
+        nginx.eval(&lua).body
+    };
+    assert_eq!(
+        new("tokenizer = '/nowhere/cl100k_base.tiktoken'"),
+        "resty.slidewin.llm: tokenizer: path \"/nowhere/cl100k_base.tiktoken\": \
+         No such file or directory (os error 2)"
+    );
+    assert_eq!(
+        new(&format!("tokenizer = '{}'", bad.display())),
+        format!(
+            "resty.slidewin.llm: tokenizer: path \"{}\": line 2: rank must be an integer \
+             from 0 to 4294967294, got \"x\"",
+            bad.display()
+        )
+    );
+    assert_eq!(
+        new(&format!("tokenizer = '{}'", unnamed.display())),
+        "resty.slidewin.llm: tokenizer_split must be \"cl100k\" or \"o200k\" (nil: the \
+         tokenizer file's name begins with one), got nil"
+    );
+    assert_eq!(
+        new("tokenizer = 5"),
+        "resty.slidewin.llm: tokenizer must be the path of a tiktoken table, got 5"
+    );
+    // Bytes in Lua: a table with only "AA==" lacks the other bytes.
+    let lua =
+        "local t, err = require('slidewin').llm_tokenizer{ table = 'AA== 0', split = 'o200k' } \
+               return err";
+    assert_eq!(
+        nginx.eval(lua).body,
+        "table: table must have a token for each byte: byte 0x01 has none"
+    );
 }

@@ -2,7 +2,11 @@
 //! event streams of OpenAI-compatible APIs.
 //!
 //! ```lua
-//! local req, err = slidewin.llm_request{ body = body, endpoint = "chat", media_tokens = 2000 }
+//! local tok, err = slidewin.llm_tokenizer{ path = "/etc/nginx/o200k_base.tiktoken" }
+//! -- or { table = bytes, split = "cl100k" }; split: "cl100k" or "o200k", nil: from the
+//! -- file's name; tok:count(text) -> tokens, tok:size() -> tokens in the table
+//! local req, err = slidewin.llm_request{ body = body, endpoint = "chat", media_tokens = 2000,
+//!     tokenizer = tok }   -- tokenizer: nil, the bound is the body's bytes
 //! -- req:model(), req:cap() (nil: none asked), req:choices(), req:stream(), req:asks_usage(),
 //! -- req:prompt_bound(); req:rewrite(body, cap) -> the body with that cap
 //! local w = slidewin.llm_weights{ input = 2.5, cached = 1.25, output = 10 }
@@ -13,11 +17,12 @@
 //! ```
 
 use mlua::{
-    IntoLuaMulti, Lua, LuaString, MultiValue, Result as LuaResult, Table, UserData,
+    AnyUserData, IntoLuaMulti, Lua, LuaString, MultiValue, Result as LuaResult, Table, UserData,
     UserDataMethods, Value,
 };
 use slidewin::llm::events::EventStream;
 use slidewin::llm::request::{self, Request};
+use slidewin::llm::tokens::{Split, Tokenizer};
 use slidewin::llm::usage::{self, Usage, Weights};
 use slidewin::llm::Endpoint;
 
@@ -25,11 +30,13 @@ use crate::args;
 
 const REQUEST: &str = "slidewin.llm_request";
 const WEIGHTS: &str = "slidewin.llm_weights";
+const TOKENIZER: &str = "slidewin.llm_tokenizer";
 
 /// Registers the constructors and `llm_usage` in `module`.
 pub fn register(lua: &Lua, module: &Table) -> LuaResult<()> {
     module.set("llm_request", lua.create_function(new_request)?)?;
     module.set("llm_weights", lua.create_function(new_weights)?)?;
+    module.set("llm_tokenizer", lua.create_function(new_tokenizer)?)?;
     module.set(
         "llm_events",
         lua.create_function(|_, opts: Table| {
@@ -78,9 +85,105 @@ fn new_request(lua: &Lua, opts: Table) -> LuaResult<MultiValue> {
         Value::Nil => 0,
         v => args::uint(REQUEST, "media_tokens", &v)?,
     };
-    match request::read(&body.as_bytes(), endpoint, media) {
+    let tokenizer = match opts.raw_get::<Value>("tokenizer")? {
+        Value::Nil => None,
+        v => Some(tokenizer_of(&v).ok_or_else(|| {
+            let got = args::describe(&v);
+            args::error(
+                REQUEST,
+                format_args!("tokenizer must be a slidewin.llm_tokenizer, got {got}"),
+            )
+        })?),
+    };
+    let tokenizer = tokenizer
+        .as_ref()
+        .map(|ud| ud.borrow::<LuaTokenizer>())
+        .transpose()?;
+    let table = tokenizer.as_ref().map(|t| &t.0);
+    match request::read(&body.as_bytes(), endpoint, media, table) {
         Ok(req) => LuaRequest(req).into_lua_multi(lua),
         Err(bad) => (Value::Nil, bad.0).into_lua_multi(lua),
+    }
+}
+
+/// The userdata of a tokenizer made by the prelude's class (a table holding it).
+fn tokenizer_of(value: &Value) -> Option<AnyUserData> {
+    let Value::Table(t) = value else { return None };
+    match t.raw_get::<Value>(1).ok()? {
+        Value::UserData(ud) if ud.is::<LuaTokenizer>() => Some(ud),
+        _ => None,
+    }
+}
+
+/// `{ path = ... }` or `{ table = bytes }`, and `split`: the tokenizer, or nil, err (a file
+/// that cannot be read, a table with a bad line).
+fn new_tokenizer(lua: &Lua, opts: Table) -> LuaResult<MultiValue> {
+    let string = |name: &str| match opts.raw_get::<Value>(name)? {
+        Value::Nil => Ok(None),
+        Value::String(s) => Ok(Some(s.to_string_lossy())),
+        v => Err(args::error(
+            TOKENIZER,
+            format_args!("{name} must be a string, got {}", args::describe(&v)),
+        )),
+    };
+    let (path, split) = (string("path")?, string("split")?);
+    let table = match opts.raw_get::<Value>("table")? {
+        Value::Nil => None,
+        Value::String(s) => Some(s.as_bytes().to_vec()),
+        v => {
+            let got = args::describe(&v);
+            return Err(args::error(
+                TOKENIZER,
+                format_args!("table must be a string, got {got}"),
+            ));
+        }
+    };
+    // What the table is, in messages: its path, or "table".
+    let (source, bytes) = match (path, table) {
+        (Some(path), None) => {
+            let shown = format!("path \"{path}\"");
+            match std::fs::read(&path) {
+                Ok(bytes) => (shown, bytes),
+                Err(e) => return (Value::Nil, format!("{shown}: {e}")).into_lua_multi(lua),
+            }
+        }
+        (None, Some(bytes)) => ("table".to_owned(), bytes),
+        _ => {
+            let message = "give one of path (a file) and table (its bytes)";
+            return Err(args::error(TOKENIZER, message));
+        }
+    };
+    let named = split.as_deref().or_else(|| {
+        let file = source.rsplit('/').next().unwrap_or_default();
+        ["cl100k", "o200k"]
+            .into_iter()
+            .find(|n| file.starts_with(n))
+    });
+    let Some(split) = named.and_then(Split::from_name) else {
+        let got = split.map_or("nil".to_owned(), |s| format!("\"{s}\""));
+        let message = format!(
+            "split must be \"cl100k\" or \"o200k\" (or the path's file name begins with one), got {got}"
+        );
+        return Err(args::error(TOKENIZER, message));
+    };
+    match Tokenizer::new(&bytes, split) {
+        Ok(t) => LuaTokenizer(t).into_lua_multi(lua),
+        Err(bad) => (Value::Nil, format!("{source}: {bad}")).into_lua_multi(lua),
+    }
+}
+
+/// A tokenizer table: counts tokens of texts.
+pub struct LuaTokenizer(Tokenizer);
+
+impl UserData for LuaTokenizer {
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        methods.add_method("count", |_, this, text: LuaString| {
+            let text = text
+                .to_str()
+                .map_err(|_| args::error("tok:count", "text must be UTF-8"))?;
+            Ok(this.0.count(&text) as f64)
+        });
+        methods.add_method("size", |_, this, ()| Ok(this.0.len() as f64));
     }
 }
 

@@ -88,6 +88,7 @@ module.llm_request = class("req", "language-model request", {
     "model", "cap", "choices", "stream", "asks_usage", "prompt_bound", "rewrite",
 })(raw.llm_request)
 module.llm_weights = class("w", "weights", { "cost", "bound", "cap_within" })(raw.llm_weights)
+module.llm_tokenizer = class("tok", "tokenizer", { "count", "size" })(raw.llm_tokenizer)
 module.llm_events = class("events", "event stream", { "feed", "finish", "usage" })(raw.llm_events)
 module.llm_usage = plain(raw.llm_usage)
 

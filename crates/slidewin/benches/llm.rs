@@ -23,7 +23,12 @@ fn readers(c: &mut Criterion) {
 
     c.bench_function("request read + rewrite (929 B)", |b| {
         b.iter(|| {
-            let req = request::read(black_box(body.as_bytes()), Endpoint::ChatCompletions, 2000);
+            let req = request::read(
+                black_box(body.as_bytes()),
+                Endpoint::ChatCompletions,
+                2000,
+                None,
+            );
             req.unwrap().rewrite(body.as_bytes(), 100, true)
         })
     });

@@ -12,7 +12,7 @@
 //! use slidewin::llm::{request, usage::{Usage, Weights}, Endpoint};
 //!
 //! let body = br#"{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":500}"#;
-//! let req = request::read(body, Endpoint::ChatCompletions, 1_000)?;
+//! let req = request::read(body, Endpoint::ChatCompletions, 1_000, None)?;
 //! assert_eq!((req.cap, req.prompt_bound), (Some(500), body.len() as u64));
 //! // 200 tokens of room: the prompt's bound takes 74, the output may take the rest.
 //! let tokens = Weights::TOKENS;
@@ -27,7 +27,9 @@
 //! ```
 
 pub mod events;
+pub mod prompt;
 pub mod request;
+pub mod tokens;
 pub mod usage;
 
 use alloc::string::String;

@@ -11,7 +11,7 @@ use slidewin::llm::Endpoint;
 const CHAT: Endpoint = Endpoint::ChatCompletions;
 
 fn bad(body: &[u8], endpoint: Endpoint) -> String {
-    request::read(body, endpoint, 1_000).unwrap_err().0
+    request::read(body, endpoint, 1_000, None).unwrap_err().0
 }
 
 #[test]
@@ -19,7 +19,7 @@ fn reads_caps_choices_streams_and_media() {
     let body = br#"{"model":"gpt","stream":true,"n":3,"max_completion_tokens":90,"max_tokens":120,
         "messages":[{"role":"user","content":[{"type":"text","text":"hi"},
         {"type":"image_url","image_url":{"url":"https://x/y.png"}}]}]}"#;
-    let r = request::read(body, CHAT, 1_000).unwrap();
+    let r = request::read(body, CHAT, 1_000, None).unwrap();
     assert_eq!(r.model, "gpt");
     assert_eq!(
         (r.cap, r.choices, r.stream, r.wants_usage),
@@ -39,7 +39,7 @@ fn reads_caps_choices_streams_and_media() {
     );
 
     let completions = br#"{"model":"m","prompt":"x","n":2,"best_of":5,"stream_options":{"include_usage":true,"other":1},"stream":true}"#;
-    let r = request::read(completions, Endpoint::Completions, 0).unwrap();
+    let r = request::read(completions, Endpoint::Completions, 0, None).unwrap();
     assert_eq!(
         (r.cap, r.choices, r.wants_usage, r.asks_usage()),
         (None, 5, true, false)
@@ -52,7 +52,7 @@ fn reads_caps_choices_streams_and_media() {
     assert!(out.ends_with(r#","max_tokens":7}"#), "{out}");
 
     let responses = br#"{"model":"m","input":"hi","max_output_tokens":50,"stream":true}"#;
-    let r = request::read(responses, Endpoint::Responses, 0).unwrap();
+    let r = request::read(responses, Endpoint::Responses, 0, None).unwrap();
     assert_eq!((r.cap, r.asks_usage()), (Some(50), false));
     assert_eq!(
         r.rewrite(responses, 9, false),
@@ -60,7 +60,7 @@ fn reads_caps_choices_streams_and_media() {
     );
 
     let embeddings = br#"{"model":"e","input":["a","b"]}"#;
-    let r = request::read(embeddings, Endpoint::Embeddings, 0).unwrap();
+    let r = request::read(embeddings, Endpoint::Embeddings, 0, None).unwrap();
     assert_eq!(r.rewrite(embeddings, 9, false), embeddings);
 }
 
@@ -198,7 +198,7 @@ fn hostile_bodies_are_refused_by_name() {
         .collect();
     assert!(wrong.is_empty(), "{wrong:#?}");
     // best_of counts for completions only; chat passes it on untouched.
-    assert!(request::read(br#"{"model":"m","best_of":0}"#, CHAT, 0).is_ok());
+    assert!(request::read(br#"{"model":"m","best_of":0}"#, CHAT, 0, None).is_ok());
     assert!(
         bad(br#"{"model":"m","best_of":0}"#, Endpoint::Completions).starts_with("best_of must be")
     );

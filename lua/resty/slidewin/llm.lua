@@ -20,8 +20,9 @@
 --   }
 --   log_by_lua_block { require("resty.slidewin").log() }   -- http level: settles every call
 --
--- access(key) reads the body, bounds the prompt (its bytes, plus media_tokens per image, audio
--- or file part), writes the output cap down to the room every limit leaves (at most
+-- access(key) reads the body, bounds the prompt (with a tokenizer table: the exact tokens of
+-- its text, a documented overhead per message, the bytes of what is not text; without one:
+-- its bytes; plus media_tokens per image, audio or file part), writes the output cap down to the room every limit leaves (at most
 -- default_cap when the client gave none), reserves prompt bound + cap x choices in each
 -- limit at its weights, and asks a stream for its usage. The log phase settles each
 -- reservation for the cost of the usage the answer reported (in its JSON or in the stream's
@@ -35,7 +36,10 @@
 -- default = {...} } }, ... } (no prices: one unit per token; a model with no price and no
 -- default is a 400), endpoint ("chat", "completions", "responses", "embeddings"; nil: from the
 -- URI's end), default_cap (4096), media_tokens (2000), max_body (1 MiB, a 413 above),
--- max_answer (8 MiB: a longer JSON answer is not read, and keeps its reservation), mode
+-- max_answer (8 MiB: a longer JSON answer is not read, and keeps its reservation), tokenizer
+-- (the path of a tiktoken table, cl100k_base.tiktoken or o200k_base.tiktoken, read once here;
+-- nil: the prompt's bound is its bytes), tokenizer_split ("cl100k" or "o200k"; nil: from the
+-- file's name), mode
 -- ("clamp": use above a reservation is counted as over, not recorded, the cap bounding it;
 -- "debt": it is recorded at the reservation's stamp, so the limit refuses until it leaves,
 -- for upstreams that may not honour the cap).
@@ -49,7 +53,7 @@ local registry = require "resty.slidewin.registry"
 local ngx = ngx
 local concat, ipairs, pairs, pcall, type, tostring = table.concat, ipairs, pairs, pcall, type, tostring
 local find, format, min = string.find, string.format, math.min
-local llm_request, llm_weights = slidewin.llm_request, slidewin.llm_weights
+local llm_request, llm_weights, llm_tokenizer = slidewin.llm_request, slidewin.llm_weights, slidewin.llm_tokenizer
 local llm_events, llm_usage = slidewin.llm_events, slidewin.llm_usage
 
 local _M = {}
@@ -143,8 +147,21 @@ function _M.new(conf)
                 .. "a debt (local, shm, zone, nginx, redis), limits[%d] has store %s", i, show(l.limiter.conf.store))
         end
     end
-    local self = { name = conf.name, limits = limits, endpoint = endpoint, mode = mode }
-    local err
+    local tokenizer, err
+    if conf.tokenizer ~= nil then
+        if type(conf.tokenizer) ~= "string" then
+            return invalid("resty.slidewin.llm: tokenizer", "the path of a tiktoken table", conf.tokenizer)
+        end
+        local ok, tok, e = pcall(llm_tokenizer, { path = conf.tokenizer, split = conf.tokenizer_split })
+        if not ok then -- only the split raises: the path is a string
+            return invalid("resty.slidewin.llm: tokenizer_split",
+                '"cl100k" or "o200k" (nil: the tokenizer file\'s name begins with one)', conf.tokenizer_split)
+        elseif not tok then -- e: the path and what is wrong in its file
+            return nil, "resty.slidewin.llm: tokenizer: " .. e
+        end
+        tokenizer = tok
+    end
+    local self = { name = conf.name, limits = limits, endpoint = endpoint, mode = mode, tokenizer = tokenizer }
     for _, f in ipairs { { "default_cap", 4096 }, { "media_tokens", 2000 }, { "max_body", 1048576 },
         { "max_answer", 8388608 } } do
         self[f[1]], err = positive(conf, f[1], f[2])
@@ -208,7 +225,8 @@ function _M.access(self, key)
     if not endpoint then
         return refuse_body(404, "no language-model endpoint at " .. ngx.var.uri)
     end
-    local req, err = llm_request { body = body, endpoint = endpoint, media_tokens = self.media_tokens }
+    local req, err = llm_request { body = body, endpoint = endpoint, media_tokens = self.media_tokens,
+        tokenizer = self.tokenizer }
     if not req then
         return refuse_body(400, err)
     end

@@ -1,12 +1,14 @@
 //! A request's body: its bound of prompt tokens, its output cap, and the body again with the
 //! cap the limits leave.
 //!
-//! **The prompt's bound** is the body's length in bytes, plus `media_tokens` for each image,
-//! audio or file part. Tokenizers of these APIs (byte-level BPE) make every token of at least
-//! one byte, and the JSON around each message (`{"role":"user","content":""}`) is longer than
+//! **The prompt's bound**, without a tokenizer table, is the body's length in bytes, plus
+//! `media_tokens` for each image, audio or file part. Tokenizers of these APIs (byte-level
+//! BPE) make every token of at least one byte, and the JSON around each message (`{"role":"user","content":""}`) is longer than
 //! the few tokens a chat format adds per message, so a text prompt never has more tokens than
 //! its body has bytes. Media parts are priced by the provider (an image by its tiles), not by
-//! their bytes: `media_tokens` must be at least what one costs.
+//! their bytes: `media_tokens` must be at least what one costs. With a table
+//! ([`Tokenizer`]), the prompt's text is counted exactly and the rest bounded: see
+//! [`prompt`], closer by the text's bytes per token (about 4 for English prose).
 //!
 //! Bodies are read strictly: UTF-8 JSON with an object at the top, no member twice (which of
 //! two `max_tokens` would the upstream read?), `model` a string, caps and choice counts
@@ -23,7 +25,8 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::{BadBody, Endpoint};
+use super::tokens::Tokenizer;
+use super::{prompt, BadBody, Endpoint};
 
 /// The largest output cap or choice count a request may carry (2^53: exact in every binding).
 pub const MOST: u64 = 1 << 53;
@@ -49,8 +52,14 @@ pub struct Request {
     members: Vec<(String, Range<usize>)>,
 }
 
-/// Reads a request to `endpoint`; `media_tokens`: the tokens one media part may cost.
-pub fn read(body: &[u8], endpoint: Endpoint, media_tokens: u64) -> Result<Request, BadBody> {
+/// Reads a request to `endpoint`; `media_tokens`: the tokens one media part may cost;
+/// `tokenizer`: the table that counts the prompt's text (`None`: the bound is the bytes).
+pub fn read(
+    body: &[u8],
+    endpoint: Endpoint,
+    media_tokens: u64,
+    tokenizer: Option<&Tokenizer>,
+) -> Result<Request, BadBody> {
     let text = core::str::from_utf8(body).map_err(|e| {
         BadBody(format!(
             "body must be UTF-8: invalid byte at {}",
@@ -112,14 +121,20 @@ pub fn read(body: &[u8], endpoint: Endpoint, media_tokens: u64) -> Result<Reques
             )))
         }
     };
-    let mut media = 0u64;
+    let mut parsed = Vec::new();
     for name in ["messages", "input", "prompt", "instructions", "tools"] {
         if let Some(v) = find(name) {
             let value = parse::<Value>(v).map_err(|e| BadBody(format!("{name}: {e}")))?;
-            media += media_parts(&value);
+            parsed.push((name, value));
         }
     }
-    let prompt_bound = (body.len() as u64).saturating_add(media.saturating_mul(media_tokens));
+    let prompt_bound = match tokenizer {
+        Some(table) => prompt::bound(&members, &parsed, endpoint, table, media_tokens),
+        None => {
+            let media: u64 = parsed.iter().map(|(_, v)| media_parts(v)).sum();
+            (body.len() as u64).saturating_add(media.saturating_mul(media_tokens))
+        }
+    };
     let at = |raw: &RawValue| {
         let start = raw.get().as_ptr() as usize - text.as_ptr() as usize;
         start..start + raw.get().len()
@@ -230,8 +245,8 @@ fn shown(v: Result<Value, serde_json::Error>) -> String {
     }
 }
 
-/// Parts of a prompt that are not text: images, audio, files.
-fn media_parts(value: &Value) -> u64 {
+/// Whether `value` is a part that is not text: an image, audio, a file.
+pub(crate) fn is_media(value: &Value) -> bool {
     const MEDIA: [&str; 7] = [
         "image_url",
         "input_image",
@@ -241,15 +256,17 @@ fn media_parts(value: &Value) -> u64 {
         "file",
         "input_file",
     ];
+    value
+        .get("type")
+        .and_then(Value::as_str)
+        .is_some_and(|t| MEDIA.contains(&t))
+}
+
+/// Parts of `value`, itself or within, that are not text.
+pub(crate) fn media_parts(value: &Value) -> u64 {
     match value {
         Value::Array(items) => items.iter().map(media_parts).sum(),
-        Value::Object(o) => {
-            let own = o
-                .get("type")
-                .and_then(Value::as_str)
-                .is_some_and(|t| MEDIA.contains(&t));
-            u64::from(own) + o.values().map(media_parts).sum::<u64>()
-        }
+        Value::Object(o) => u64::from(is_media(value)) + o.values().map(media_parts).sum::<u64>(),
         _ => 0,
     }
 }
