@@ -247,8 +247,9 @@ if uses_entries then
   -- Record `cost` (cut so the window counts at most twice its limit) as the core's owe_at:
   -- into the oldest bucket holding cost from the one of time `stamp` on (a reservation's),
   -- else the newest; a bucket of its own in an empty window; nothing once the stamp's bucket
-  -- left the window. The records from that bucket on raise their sums.
-  local function entries_owe(w, cost, stamp)
+  -- left the window. The records from that bucket on raise their sums. Made only for action
+  -- owe: every function is made again on every call.
+  local entries_owe = action == 'owe' and function(w, cost, stamp)
     stamp = math.min(stamp, w.now)
     local index = floor(stamp / w.width)
     cost = math.min(cost, math.max(2 * w.limit - (w.sum - w.gone), 0))
