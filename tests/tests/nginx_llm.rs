@@ -475,9 +475,6 @@ fn a_burst_in_debt_mode_owes_what_the_calls_used_above_their_reservations() {
     assert!(metrics.contains(&line), "{line}{metrics}");
 }
 
-const BUSY_LIMIT: u64 = 20_000;
-const BUSY_WINDOW: i64 = 10_000;
-
 /// 64 clients on one key of 20,000 tokens per 10 s, streams of 0.2-2 s, on one node's
 /// shared memory: replayed from the upstream's record at the reservations' stamps, no window
 /// holds more than the limit of tokens actually produced.
@@ -493,6 +490,21 @@ fn sixty_four_clients_never_put_a_window_over_its_limit() {
 fn sixty_four_clients_with_a_table_never_put_a_window_over_its_limit() {
     let (nginx, upstream, _table, _dir) = start_counted((200, 2_000));
     saturate(&[nginx.port()], "busycounted", &upstream);
+}
+
+/// The issue's own shape, too long for every run: tokens per minute (20,000), streams of
+/// 2-30 s, a table counting the prompt, for 4 minutes. Run it with
+/// `cargo test -p slidewin-tests --test nginx_llm tokens_per_minute -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn tokens_per_minute_with_long_streams() {
+    let (nginx, upstream, _table, _dir) = start_counted((2_000, 30_000));
+    let load = Load {
+        limit: 20_000,
+        window_ms: 60_000,
+        run: Duration::from_secs(240),
+    };
+    saturate_for(&[nginx.port()], "tpmcounted", &upstream, load);
 }
 
 /// The same across 2 nginx x 4 workers deciding in one Redis, with and without a table.
@@ -542,6 +554,26 @@ fn a_store_that_fails_answers_by_its_policy() {
 
 /// 64 clients (spread over `ports`) calling guard `guard` for 30 s; asserts the replay.
 fn saturate(ports: &[u16], guard: &str, upstream: &LlmUpstream) {
+    saturate_for(ports, guard, upstream, BUSY)
+}
+
+/// A guard's limit and how long its clients call it.
+#[derive(Clone, Copy)]
+struct Load {
+    limit: u64,
+    window_ms: i64,
+    run: Duration,
+}
+
+/// busy's and fleet's: 20,000 tokens per 10 s, for 30 s.
+const BUSY: Load = Load {
+    limit: 20_000,
+    window_ms: 10_000,
+    run: Duration::from_secs(30),
+};
+
+/// [`saturate`] under `load`.
+fn saturate_for(ports: &[u16], guard: &str, upstream: &LlmUpstream, load: Load) {
     let stop = Arc::new(AtomicBool::new(false));
     let path = format!("/{guard}/v1/chat/completions");
     let clients: Vec<_> = (0..64)
@@ -566,7 +598,7 @@ fn saturate(ports: &[u16], guard: &str, upstream: &LlmUpstream) {
         })
         .collect();
     let began = Instant::now();
-    thread::sleep(Duration::from_secs(30));
+    thread::sleep(load.run);
     stop.store(true, Ordering::Relaxed);
     let statuses: Vec<u16> = clients
         .into_iter()
@@ -580,11 +612,11 @@ fn saturate(ports: &[u16], guard: &str, upstream: &LlmUpstream) {
     let record: Vec<Produced> = upstream.wait(admitted);
     assert!(record.iter().all(|p| p.stamp_ms > 0));
     assert_eq!(
-        windows_over(&record, BUSY_WINDOW, BUSY_LIMIT),
+        windows_over(&record, load.window_ms, load.limit),
         0,
         "windows over the limit"
     );
-    let used = utilization(&record, BUSY_WINDOW, BUSY_LIMIT);
+    let used = utilization(&record, load.window_ms, load.limit);
     eprintln!(
         "{guard}: {} calls admitted, {} refused in {:?}; tokens per window at saturation: {:.1}% of the limit",
         record.len(),
