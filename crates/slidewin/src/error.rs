@@ -1,7 +1,7 @@
 //! Errors: every one names the argument, what it must be, and the value it got.
 
 #[cfg(feature = "calendar")]
-use alloc::string::String;
+use alloc::{boxed::Box, string::String};
 use core::fmt;
 
 /// The value an argument had, kept in its own type so messages print it exactly.
@@ -92,8 +92,10 @@ pub enum Error {
         name: &'static str,
         /// What it must be, completing "`name` must be ...".
         expected: &'static str,
-        /// What was found, as it is printed (quoted when it is text).
-        got: String,
+        /// What was found, as it is printed (quoted when it is text). A `Box<str>`: as a
+        /// `String`, the largest variant, it held `Error`'s tag in its capacity, which made
+        /// decisions' code larger and rules ~10% slower (BENCHMARKS.md, `limiter_calls`).
+        got: Box<str>,
     },
 }
 
@@ -113,7 +115,7 @@ impl Error {
         Error::Malformed {
             name,
             expected,
-            got: got.into(),
+            got: got.into().into_boxed_str(),
         }
     }
 }
