@@ -438,9 +438,10 @@ end
 -- from a timer in the others (the log phase, where a reservation settles).
 local COSOCKETS = { rewrite = true, access = true, content = true, timer = true }
 
--- store:refund(key, cost, stamp_ms, owe), counting `cost` in counter `counted` (optional)
--- when it changed the windows: true, or nil, err.
-local function give_back_now(self, key, cost, stamp_ms, counted, owe)
+-- store:refund(key, cost, stamp_ms, owe): `cost` given back (or, with `owe`, owed at the
+-- stamp), counted in counter `counted` (optional) when it changed the windows: true, or
+-- nil, err.
+local function amend_now(self, key, cost, stamp_ms, counted, owe)
     local ok, err = self.store:refund(key, cost, stamp_ms, owe)
     if ok and counted then
         self.counters:add(counted, cost)
@@ -448,24 +449,24 @@ local function give_back_now(self, key, cost, stamp_ms, counted, owe)
     return ok, err
 end
 
-local function give_back_in_timer(premature, self, key, cost, stamp_ms, counted, owe)
+local function amend_in_timer(premature, self, key, cost, stamp_ms, counted, owe)
     if premature then
         return
     end
-    local ok, err = give_back_now(self, key, cost, stamp_ms, counted, owe)
+    local ok, err = amend_now(self, key, cost, stamp_ms, counted, owe)
     if not ok then
         ngx.log(ngx.ERR, "slidewin ", self.name, ": ", owe and "debt" or "refund", " failed: ", err)
     end
 end
 
--- give_back_now at once, or, for a store that does I/O (not refunds_at_once) in a phase
+-- amend_now at once, or, for a store that does I/O (not refunds_at_once) in a phase
 -- without cosockets, from a zero-delay timer that logs a failure: true (done, or on its
 -- way), or nil, err.
-local function give_back(self, key, cost, stamp_ms, counted, owe)
+local function amend(self, key, cost, stamp_ms, counted, owe)
     if self.store.refunds_at_once or COSOCKETS[ngx.get_phase()] then
-        return give_back_now(self, key, cost, stamp_ms, counted, owe)
+        return amend_now(self, key, cost, stamp_ms, counted, owe)
     end
-    local ok, err = ngx.timer.at(0, give_back_in_timer, self, key, cost, stamp_ms, counted, owe)
+    local ok, err = ngx.timer.at(0, amend_in_timer, self, key, cost, stamp_ms, counted, owe)
     if not ok then
         return nil, "cannot start the timer that gives back: " .. tostring(err)
     end
@@ -520,21 +521,21 @@ function _M.settle(self, ticket, actual, above)
             counters:add("over_units", actual - ticket.cost)
             return true
         end
-        return give_back(self, ticket.key, actual - ticket.cost, ticket.stamp_ms, "owed_units", true)
+        return amend(self, ticket.key, actual - ticket.cost, ticket.stamp_ms, "owed_units", true)
     end
     local unused = ticket.cost - actual
     counters:add("used_units", actual)
     if unused == 0 then
         return true
     end
-    return give_back(self, ticket.key, unused, ticket.stamp_ms, "given_back_units")
+    return amend(self, ticket.key, unused, ticket.stamp_ms, "given_back_units")
 end
 
 -- sw:refund(key, cost): gives `cost` back in every window of `key` (an admission whose work
 -- was not done): true, or nil, err. In the log phase, store redis gives back from a timer.
 function _M.refund(self, key, cost)
     check_self(self, "refund")
-    return give_back(self, key, cost)
+    return amend(self, key, cost)
 end
 
 -- sw:limits(): the live limits, one per window.
